@@ -1,0 +1,65 @@
+# pullspec — every target bootstraps its own virtual environment.
+SHELL := /bin/bash
+PYTHON ?= python3.11
+VENV ?= .venv
+BIN := $(VENV)/bin
+SHARED ?= ../shared
+
+.PHONY: all run test lint typecheck pytest verify verify-quick bench fuzz docs java-check clean
+
+all: test
+
+$(BIN)/python:
+	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "error: $(PYTHON) not found; install Python 3.11"; exit 1; }
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(VENV)/.installed-test: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	@touch $@
+
+java-check:
+	@if ! command -v java >/dev/null 2>&1; then \
+	  echo "error: Java 17 is required by PySpark and was not found."; \
+	  echo "       install it with: apt-get install openjdk-17-jre-headless"; exit 1; fi
+	@v=$$(java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -1); \
+	if [ -z "$$v" ] || [ "$$v" -lt 17 ]; then \
+	  echo "error: Java $$v found; PySpark needs Java 17."; \
+	  echo "       install it with: apt-get install openjdk-17-jre-headless"; exit 1; fi
+
+# The main job: the rule catalogue, then a demo of pulls against the reference broker.
+run: $(VENV)/.installed-test java-check
+	$(BIN)/pullspec rules
+	$(BIN)/pullspec demo
+
+lint: $(VENV)/.installed-test
+	$(BIN)/ruff check spec reference fast conformance tests
+	$(BIN)/ruff format --check spec reference fast conformance tests
+
+typecheck: $(VENV)/.installed-test
+	$(BIN)/mypy
+
+pytest: $(VENV)/.installed-test
+	@$(BIN)/python -m pytest; rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "error: pytest collected no tests"; exit 1; fi; exit $$rc
+
+test: lint typecheck pytest
+
+# CrossHair over every rule's contracts (long); `verify-quick` is the bounded subset make test runs.
+verify: $(VENV)/.installed-test
+	$(BIN)/pullspec verify --per-condition-timeout 4
+
+verify-quick: $(VENV)/.installed-test
+	$(BIN)/pullspec verify --quick
+
+bench: $(VENV)/.installed-test
+	$(BIN)/pullspec bench --json
+
+fuzz: $(VENV)/.installed-test
+	HYPOTHESIS_PROFILE=fuzz $(BIN)/python -m pytest -x tests
+
+docs: $(VENV)/.installed-test
+	$(BIN)/pullspec docs-build
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis build *.egg-info

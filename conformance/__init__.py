@@ -1,0 +1,1 @@
+"""The conformance suite: vector runner, candidate adapters, differential machines and the CLI."""

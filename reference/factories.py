@@ -1,0 +1,46 @@
+"""The reference candidate: factories the conformance suite calls to build fresh instances."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from spec.clock import Clock
+from spec.config import BrokerConfig, StoreConfig
+from spec.profiles import Profile
+
+NAME = "reference"
+
+
+def message_store(config: StoreConfig, profile: Profile, clock: Clock) -> Any:
+    """A fresh ReferenceMessageStore."""
+    from reference.store import ReferenceMessageStore
+
+    return ReferenceMessageStore(config=config, profile=profile, clock=clock)
+
+
+def broker(
+    store_config: StoreConfig, broker_config: BrokerConfig, profile: Profile, clock: Clock
+) -> Any:
+    """A fresh ReferenceBroker (pull processing, offsets, long polling) over a fresh store."""
+    from reference.broker import ReferenceBroker
+
+    return ReferenceBroker(
+        store=message_store(store_config, profile, clock),
+        config=broker_config,
+        profile=profile,
+        clock=clock,
+    )
+
+
+def process_queue(clock: Clock, profile: Profile) -> Any:
+    """A fresh ReferenceProcessQueue."""
+    from reference.process_queue import ReferenceProcessQueue
+
+    return ReferenceProcessQueue(clock=clock, profile=profile)
+
+
+def lock_manager(clock: Clock, lock_max_live_time_ms: int = 60_000) -> Any:
+    """A fresh ReferenceLockManager."""
+    from reference.lock_manager import ReferenceLockManager
+
+    return ReferenceLockManager(clock=clock, lock_max_live_time_ms=lock_max_live_time_ms)

@@ -1,0 +1,172 @@
+"""The typed errors of pullspec: every failure the spec defines, each with a closed `ErrorKind`.
+
+An implementation signals a RocketMQ exception (or a rejected input) by raising one of these.
+The conformance suite compares only the `kind`, never the message text.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+
+class ErrorKind(enum.Enum):
+    """The closed set of error kinds an observation may carry."""
+
+    INVALID_ARGUMENT = "INVALID_ARGUMENT"
+    INVALID_TYPE = "INVALID_TYPE"
+    ILLEGAL_TOPIC = "ILLEGAL_TOPIC"
+    MESSAGE_ILLEGAL = "MESSAGE_ILLEGAL"
+    NO_SUCH_ELEMENT = "NO_SUCH_ELEMENT"
+    ILLEGAL_CAPACITY = "ILLEGAL_CAPACITY"
+    NULL_POINTER = "NULL_POINTER"
+    CORRUPT_STORE = "CORRUPT_STORE"
+    READ_ONLY = "READ_ONLY"
+    UNSUPPORTED = "UNSUPPORTED"
+
+
+class PullspecError(Exception):
+    """Base class of every error the spec defines."""
+
+    kind: ErrorKind = ErrorKind.INVALID_ARGUMENT
+    #: The simple name of the Java exception RocketMQ throws in the same place, if any.
+    java_exception: str | None = None
+
+
+class InvalidArgumentError(PullspecError, ValueError):
+    """An argument has the right type but a value RocketMQ (or the spec) does not accept."""
+
+    kind = ErrorKind.INVALID_ARGUMENT
+
+    def __init__(self, name: str, value: Any, reason: str) -> None:
+        self.name = name
+        self.value = value
+        self.reason = reason
+        super().__init__(f"{name}={value!r}: {reason}")
+
+
+class InvalidTypeError(PullspecError, TypeError):
+    """An argument has the wrong type (a str body, a float offset, ...)."""
+
+    kind = ErrorKind.INVALID_TYPE
+
+    def __init__(self, name: str, value: Any, expected: str) -> None:
+        self.name = name
+        self.value = value
+        self.expected = expected
+        super().__init__(f"{name}={value!r}: expected {expected}, got {type(value).__name__}")
+
+
+class IllegalTopicError(InvalidArgumentError):
+    """A topic name that RocketMQ's TopicValidator refuses (blank, bad characters, too long)."""
+
+    kind = ErrorKind.ILLEGAL_TOPIC
+
+
+class MessageIllegalError(InvalidArgumentError):
+    """A message the store refuses at put time (LAYOUT-11): it answers MESSAGE_ILLEGAL or
+    PROPERTIES_SIZE_EXCEEDED; the attribute `status` holds the RocketMQ put status name."""
+
+    kind = ErrorKind.MESSAGE_ILLEGAL
+
+    def __init__(self, name: str, value: Any, reason: str, status: str) -> None:
+        self.status = status
+        super().__init__(name, value, reason)
+
+
+class NoSuchElementError(PullspecError, LookupError):
+    """Java's NoSuchElementException: e.g. ProcessQueue.commit with nothing being consumed."""
+
+    kind = ErrorKind.NO_SUCH_ELEMENT
+    java_exception = "NoSuchElementException"
+
+    def __init__(self, what: str) -> None:
+        super().__init__(what)
+
+
+class IllegalCapacityError(PullspecError, ValueError):
+    """4.9's getMessage with a negative maxMsgNums once a window exists ("Illegal Capacity")."""
+
+    kind = ErrorKind.ILLEGAL_CAPACITY
+    java_exception = "IllegalArgumentException"
+
+    def __init__(self, max_msg_nums: int) -> None:
+        self.max_msg_nums = max_msg_nums
+        super().__init__(f"max_msg_nums={max_msg_nums!r}: Illegal Capacity (profile 4.9)")
+
+
+class NullPointerError(PullspecError):
+    """Java's NullPointerException where RocketMQ unboxes an absent value (e.g. 4.7 send-back
+    without maxReconsumeTimes)."""
+
+    kind = ErrorKind.NULL_POINTER
+    java_exception = "NullPointerException"
+
+    def __init__(self, what: str) -> None:
+        super().__init__(what)
+
+
+class CorruptStoreError(PullspecError):
+    """A store directory whose files cannot be read as RocketMQ's format."""
+
+    kind = ErrorKind.CORRUPT_STORE
+
+    def __init__(self, path: str, reason: str) -> None:
+        self.path = path
+        self.reason = reason
+        super().__init__(f"{path}: {reason}")
+
+
+class ReadOnlyStoreError(PullspecError):
+    """A write to a store that was opened read-only."""
+
+    kind = ErrorKind.READ_ONLY
+
+    def __init__(self, what: str) -> None:
+        super().__init__(what)
+
+
+class UnsupportedError(PullspecError):
+    """An operation or area an implementation does not support."""
+
+    kind = ErrorKind.UNSUPPORTED
+
+    def __init__(self, what: str) -> None:
+        super().__init__(what)
+
+
+def require_int(name: str, value: object) -> int:
+    """Return `value` if it is an int (not a bool), else raise InvalidTypeError naming it."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidTypeError(name, value, "int")
+    return value
+
+
+def require_str(name: str, value: object) -> str:
+    """Return `value` if it is a str, else raise InvalidTypeError naming it."""
+    if not isinstance(value, str):
+        raise InvalidTypeError(name, value, "str")
+    return value
+
+
+def require_bytes(name: str, value: object) -> bytes:
+    """Return `value` as bytes if it is bytes-like, else raise InvalidTypeError naming it."""
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value)
+    raise InvalidTypeError(name, value, "bytes")
+
+
+def require_non_negative(name: str, value: object) -> int:
+    """Return `value` if it is an int ≥ 0, else raise the matching typed error."""
+    v = require_int(name, value)
+    if v < 0:
+        raise InvalidArgumentError(name, v, "must be >= 0")
+    return v
+
+
+def require_range(name: str, value: object, low: int, high: int) -> int:
+    """Return `value` if it is an int in [low, high], else raise the matching typed error."""
+    v = require_int(name, value)
+    if not low <= v <= high:
+        raise InvalidArgumentError(name, v, f"must be in [{low}, {high}]")
+    return v

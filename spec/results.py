@@ -1,0 +1,50 @@
+"""What the store answers: `PutMessageResult` and `GetMessageResult`."""
+
+from __future__ import annotations
+
+import attrs
+
+from spec.message import StoredMessage
+from spec.status import GetMessageStatus, PutMessageStatus
+
+
+@attrs.frozen
+class PutMessageResult:
+    """The store's answer to one putMessage: status, queue offset and where the record went."""
+
+    status: PutMessageStatus
+    queue_offset: int = -1
+    wrote_offset: int = -1
+    wrote_bytes: int = 0
+
+    @property
+    def ok(self) -> bool:
+        """True when the message was appended."""
+        return self.status is PutMessageStatus.PUT_OK
+
+
+@attrs.frozen
+class GetMessageResult:
+    """The store's answer to getMessage (STORE-17)."""
+
+    status: GetMessageStatus
+    next_begin_offset: int
+    min_offset: int
+    max_offset: int
+    messages: tuple[StoredMessage, ...] = ()
+    suggest_pulling_from_slave: bool = False
+
+    @property
+    def buffer_total_size(self) -> int:
+        """The sum of the returned records' sizes in bytes."""
+        return sum(m.size for m in self.messages)
+
+    @property
+    def message_count(self) -> int:
+        """How many messages are returned."""
+        return len(self.messages)
+
+    @property
+    def msg_offsets(self) -> list[int]:
+        """The queue offsets of the returned messages, in order."""
+        return [m.queue_offset for m in self.messages]
