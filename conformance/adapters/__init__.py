@@ -1,0 +1,1 @@
+"""Vector adapters: one module per area maps the vectors' camelCase steps to a candidate's API."""

@@ -1,0 +1,38 @@
+"""Shared translation of the vectors' MessageStoreConfig/BrokerConfig keys into spec configs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from spec.config import BrokerConfig, StoreConfig
+from spec.status import BrokerRole
+
+#: Vector (MessageStoreConfig) key → StoreConfig field.
+STORE_KEYS = {
+    "mappedFileSizeCommitLog": "mapped_file_size_commit_log",
+    "mappedFileSizeConsumeQueue": "mapped_file_size_consume_queue",
+    "maxTransferBytesOnMessageInMemory": "max_transfer_bytes_on_message_in_memory",
+    "maxTransferCountOnMessageInMemory": "max_transfer_count_on_message_in_memory",
+    "maxTransferBytesOnMessageInDisk": "max_transfer_bytes_on_message_in_disk",
+    "maxTransferCountOnMessageInDisk": "max_transfer_count_on_message_in_disk",
+    "accessMessageInMemoryMaxRatio": "access_message_in_memory_max_ratio",
+    "fileReservedTime": "file_reserved_time",
+    "offsetCheckInSlave": "offset_check_in_slave",
+    "maxMessageSize": "max_message_size",
+}
+
+
+def store_config(config: dict[str, Any]) -> StoreConfig:
+    """The StoreConfig a vector case's config describes (unknown keys are informational)."""
+    kwargs: dict[str, Any] = {STORE_KEYS[k]: v for k, v in config.items() if k in STORE_KEYS}
+    if "brokerRole" in config:
+        kwargs["broker_role"] = BrokerRole(config["brokerRole"])
+    return StoreConfig(**kwargs)
+
+
+def broker_config(config: dict[str, Any]) -> BrokerConfig:
+    """The BrokerConfig a vector case's config describes."""
+    kwargs: dict[str, Any] = {}
+    if "slaveReadEnable" in config:
+        kwargs["slave_read_enable"] = config["slaveReadEnable"]
+    return BrokerConfig(**kwargs)

@@ -1,0 +1,182 @@
+"""Adapter for area `store`: DefaultMessageStore.getMessage with the broker's TAG filter.
+
+Also replays the shared 4.9.7 store directories (`config.storeDir`): a candidate with
+`open_store(path, config, profile, clock)` opens the directory read-only; any other candidate
+gets a fresh store filled with the directory's messages.jsonl, which must answer the same.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from conformance.adapters._config import store_config
+from spec.clock import ManualClock
+from spec.errors import UnsupportedError
+from spec.filter import tag_filter
+from spec.message import BrokerInnerMessage, HostAddress
+from spec.profiles import Profile
+from spec.protocols import MessageStore
+from spec.results import PutMessageResult
+from spec.status import BrokerRole, PutMessageStatus
+
+QUEUE_IDS = (0, 1)
+
+
+@attrs.define
+class StoreCase:
+    """One case's store, clock and config."""
+
+    store: MessageStore
+    clock: ManualClock
+    topic: str
+    group: str
+
+
+def create(candidate: Any, config: dict[str, Any], profile: Profile, base: Path) -> StoreCase:
+    """A fresh store for one case (or the shared store directory the case names)."""
+    clock = ManualClock(0)
+    cfg = store_config(config)
+    store_dir = config.get("storeDir") or config.get("store_dir")
+    if store_dir:
+        path = _find_store_dir(base, str(store_dir))
+        opener = getattr(candidate, "open_store", None)
+        if opener is not None:
+            return StoreCase(opener(path, cfg, profile, clock), clock, "T", "G")
+        return StoreCase(_replayed(candidate, path, cfg, profile, clock), clock, "T", "G")
+    factory = getattr(candidate, "message_store", None)
+    if factory is None:
+        raise UnsupportedError("the candidate has no message_store")
+    return StoreCase(
+        factory(cfg, profile, clock), clock, config.get("topic", "T"), config.get("group", "G")
+    )
+
+
+def _find_store_dir(base: Path, name: str) -> Path:
+    for candidate in (base / name, base.parent / name, base.parent.parent / "stores" / name):
+        if (candidate / "messages.jsonl").exists():
+            return candidate
+    raise UnsupportedError(f"store directory {name} not found near {base}")
+
+
+def _replayed(candidate: Any, path: Path, cfg: Any, profile: Profile, clock: ManualClock) -> Any:
+    factory = getattr(candidate, "message_store", None)
+    if factory is None:
+        raise UnsupportedError("the candidate has no message_store")
+    rows = [json.loads(line) for line in (path / "messages.jsonl").open(encoding="utf-8")]
+    expired = [r for r in rows if r.get("on_disk") is False]
+    # As the generating run did: write as a master, keep files 1 h, age the expired files 2 h.
+    live = attrs.evolve(cfg, broker_role=BrokerRole.ASYNC_MASTER, file_reserved_time=1)
+    store = factory(
+        live if expired else attrs.evolve(cfg, broker_role=BrokerRole.ASYNC_MASTER), profile, clock
+    )
+    for row in rows:
+        clock.jump_to(row["store_timestamp"])
+        store.put_message(
+            BrokerInnerMessage(
+                topic=row["topic"],
+                queue_id=row["queue_id"],
+                body=base64.b64decode(row["body_base64"]),
+                properties=row["properties"],
+                flag=row["flag"],
+                sys_flag=row["sys_flag"],
+                reconsume_times=row["reconsume_times"],
+                born_timestamp=row["born_timestamp"],
+                born_host=HostAddress.parse(row["born_host"]),
+                store_host=HostAddress.parse(row["store_host"]),
+            )
+        )
+    if expired:
+        set_last_modified = getattr(store, "set_last_modified", None)
+        if set_last_modified is None:
+            raise UnsupportedError("replaying an expired store needs set_last_modified()")
+        first_kept = min(r["commitlog_offset"] for r in rows if r.get("on_disk", True))
+        size = cfg.mapped_file_size_commit_log
+        for start in range(0, first_kept - first_kept % size, size):
+            set_last_modified(start, clock.now_ms() - 2 * 3_600_000)
+        store.delete_expired_files()
+    store.set_role(cfg.broker_role, cfg.offset_check_in_slave)
+    return store
+
+
+def _put_json(r: PutMessageResult) -> dict[str, Any]:
+    if r.status is not PutMessageStatus.PUT_OK:
+        return {"status": r.status.value}
+    return {
+        "status": r.status.value,
+        "queueOffset": r.queue_offset,
+        "wroteOffset": r.wrote_offset,
+        "wroteBytes": r.wrote_bytes,
+    }
+
+
+def _offsets(case: StoreCase) -> dict[str, Any]:
+    s = case.store
+    return {
+        "queues": {
+            str(q): {
+                "minOffset": s.get_min_offset_in_queue(case.topic, q),
+                "maxOffset": s.get_max_offset_in_queue(case.topic, q),
+            }
+            for q in QUEUE_IDS
+        },
+        "commitLogMinOffset": s.get_min_phy_offset(),
+        "commitLogMaxOffset": s.get_max_phy_offset(),
+    }
+
+
+def message(topic: str, spec_: dict[str, Any]) -> BrokerInnerMessage:
+    """The message a vector's `{queueId, tags, bodySize[, reconsumeTimes]}` describes."""
+    tags = spec_.get("tags")
+    return BrokerInnerMessage(
+        topic=topic,
+        queue_id=spec_["queueId"],
+        body=bytes(spec_["bodySize"]),
+        properties={"TAGS": tags} if tags is not None else None,
+        reconsume_times=spec_.get("reconsumeTimes", 0),
+    )
+
+
+def apply(case: StoreCase, op: str, args: dict[str, Any]) -> dict[str, Any]:
+    """Run one store step and observe it in the vectors' vocabulary."""
+    case.clock.advance(1)
+    if op == "put":
+        results = case.store.put_messages([message(case.topic, m) for m in args["msgs"]])
+        return {"results": [_put_json(r) for r in results], **_offsets(case)}
+    if op == "get_message":
+        topic = args.get("topic", case.topic)
+        result = case.store.get_message(
+            args.get("group", case.group),
+            topic,
+            args["queueId"],
+            args["offset"],
+            args["maxMsgNums"],
+            tag_filter(topic, args.get("subscription")),
+        )
+        return {
+            "status": result.status.value,
+            "nextBeginOffset": result.next_begin_offset,
+            "minOffset": result.min_offset,
+            "maxOffset": result.max_offset,
+            "msgOffsets": result.msg_offsets,
+            "bufferTotalSize": result.buffer_total_size,
+            "suggestPullingFromSlave": result.suggest_pulling_from_slave,
+        }
+    if op == "delete_expired":
+        case.store.delete_expired_files()
+        return _offsets(case)
+    if op == "set_role":
+        case.store.set_role(
+            BrokerRole(args["brokerRole"]),
+            args.get("offsetCheckInSlave", case.store.offset_check_in_slave),
+        )
+        return {
+            "brokerRole": case.store.broker_role.value,
+            "offsetCheckInSlave": case.store.offset_check_in_slave,
+            **_offsets(case),
+        }
+    raise UnsupportedError(f"store op {op}")

@@ -1,0 +1,118 @@
+"""The `pullspec` command line: rules, vectors, demo, verify, bench."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from conformance import candidates, vectors
+from spec import rules
+from spec.errors import PullspecError
+from spec.profiles import Profile
+
+PROFILE_CHOICE = click.Choice(["4.7", "4.9"])
+
+
+@click.group()
+@click.version_option(package_name="rocketmq-pullspec")
+def main() -> None:
+    """pullspec: the executable specification of RocketMQ 4.x consumer-pull semantics."""
+
+
+@main.command("rules")
+@click.option("--profile", type=PROFILE_CHOICE, default=None, help="Only this profile's variants.")
+@click.option("--area", default=None, help="Comma-separated areas (STORE,BATCH,...).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def rules_command(profile: str | None, area: str | None, as_json: bool) -> None:
+    """List every rule with its ID, statement, RocketMQ source and profile differences."""
+    prof = Profile.parse(profile) if profile else None
+    areas = {a.strip().upper() for a in area.split(",")} if area else None
+    selected = [r for r in rules.catalogue() if areas is None or r.area in areas]
+    if as_json:
+        click.echo(json.dumps({"rules": [r.to_json(prof) for r in selected]}, indent=2))
+        return
+    for r in selected:
+        marker = " [changed]" if r.changed else ""
+        click.echo(f"{r.id:<10} {r.statement}{marker}")
+        click.echo(f"{'':<10} source: {r.source}")
+        if r.changed:
+            for v in r.variants:
+                if prof is None or prof in v.profiles:
+                    names = ",".join(p.value for p in v.profiles)
+                    click.echo(f"{'':<10} [{names}] {v.statement}")
+    click.echo(f"{len(selected)} rules")
+
+
+@main.group("vectors")
+def vectors_group() -> None:
+    """Run test vectors recorded from the real RocketMQ."""
+
+
+@vectors_group.command("check")
+@click.argument("directory", type=click.Path(exists=True, path_type=Path))
+@click.option("--impl", default="reference", show_default=True, help="Candidate implementation.")
+@click.option("--profile", type=PROFILE_CHOICE, default=None, help="Default: from the folder.")
+@click.option("--area", default=None, help="Comma-separated areas (store,pull_code,...).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def vectors_check(
+    directory: Path, impl: str, profile: str | None, area: str | None, as_json: bool
+) -> None:
+    """Run every vector case in DIRECTORY against a candidate and report each divergence."""
+    try:
+        candidate = candidates.resolve(impl)
+        prof = Profile.parse(profile) if profile else _profile_of(directory)
+        areas = [a.strip() for a in area.split(",")] if area else None
+        if areas:
+            for a in areas:
+                if a not in vectors.AREAS:
+                    raise click.BadParameter(f"unknown area {a!r}", param_hint="--area")
+        base = directory if directory.is_dir() else directory.parent
+        results = [
+            vectors.run_case(candidate, case, prof, base)
+            for case in vectors.load_cases(directory, areas)
+        ]
+    except PullspecError as exc:
+        raise click.UsageError(str(exc)) from exc
+    summary = _summary(results)
+    if as_json:
+        click.echo(json.dumps({"summary": summary, "cases": [r.to_json() for r in results]}))
+    else:
+        for r in results:
+            if r.verdict is not vectors.Verdict.PASS:
+                click.echo(
+                    f"{r.verdict.value:<11} {r.id} step {r.step} {r.op}: {r.field} "
+                    f"expected {r.expected!r} actual {r.actual!r} {r.detail or ''}".rstrip()
+                )
+        click.echo(
+            f"{summary['total']} cases: {summary['passed']} passed, {summary['diverged']} "
+            f"diverged, {summary['crashed']} crashed, {summary['unsupported']} unsupported"
+        )
+    if summary["total"] == 0:
+        click.echo("error: no vector case selected", err=True)
+        sys.exit(2)
+    if summary["diverged"] or summary["crashed"]:
+        sys.exit(1)
+
+
+def _profile_of(directory: Path) -> Profile:
+    name = directory.name if directory.is_dir() else directory.parent.name
+    if "4.7" in name:
+        return Profile.V4_7
+    return Profile.V4_9
+
+
+def _summary(results: list[vectors.CaseResult]) -> dict[str, Any]:
+    def count(v: vectors.Verdict) -> int:
+        return sum(1 for r in results if r.verdict is v)
+
+    return {
+        "total": len(results),
+        "passed": count(vectors.Verdict.PASS),
+        "diverged": count(vectors.Verdict.DIVERGED),
+        "crashed": count(vectors.Verdict.CRASHED),
+        "unsupported": count(vectors.Verdict.UNSUPPORTED),
+    }

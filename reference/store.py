@@ -1,0 +1,395 @@
+"""ReferenceMessageStore: the simplest correct model of DefaultMessageStore.
+
+The commit log is a list of fixed-size files holding decoded records at their byte positions;
+each consume queue is a list of files of (phys, size, tags_code) entries. Every decision is a
+spec rule; time comes from the injected clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import attrs
+
+from spec.batch import BatchLimits, check_result_capacity
+from spec.clock import Clock
+from spec.config import CQ_STORE_UNIT_SIZE, StoreConfig
+from spec.errors import (
+    IllegalTopicError,
+    InvalidArgumentError,
+    InvalidTypeError,
+    MessageIllegalError,
+    require_int,
+    require_str,
+)
+from spec.filter import tags_string_to_tags_code
+from spec.layout import body_crc as compute_body_crc
+from spec.layout import (
+    calc_msg_length,
+    check_message_limits,
+    is_dispatched_type,
+    message_properties_to_string,
+    needs_end_of_file_blank,
+    validate_topic,
+)
+from spec.message import BrokerInnerMessage, StoredMessage
+from spec.profiles import Profile
+from spec.protocols import MessageFilter
+from spec.results import GetMessageResult, PutMessageResult
+from spec.status import BrokerRole, GetMessageStatus, PutMessageStatus
+from spec.store import (
+    CQEntry,
+    assign_queue_offset,
+    classify_offset,
+    consume_queue_roll_next_file,
+    corrected_min_logic_offset,
+    expired_consume_queue_files,
+    find_consume_queue,
+    index_window,
+    max_phy_offset,
+    next_offset_correction,
+    queue_min_max_offsets,
+    scan_next_begin_offset,
+    scan_window,
+    suggest_pulling_from_slave,
+)
+
+HOUR_MS = 3_600_000
+
+
+@attrs.define
+class _CommitLogFile:
+    start: int
+    written: int = 0
+    last_modified: int = 0
+
+
+@attrs.define
+class _ConsumeQueueFile:
+    start_index: int
+    entries: list[CQEntry] = attrs.Factory(list)
+
+
+@attrs.define
+class _ConsumeQueue:
+    files: list[_ConsumeQueueFile] = attrs.Factory(list)
+    min_logic_offset: int = 0
+
+
+@attrs.define
+class ReferenceMessageStore:
+    """A deterministic in-memory DefaultMessageStore that answers exactly as RocketMQ does."""
+
+    config: StoreConfig = attrs.field(factory=StoreConfig)
+    profile: Profile = Profile.V4_9
+    clock: Clock = attrs.field(kw_only=True)
+    _role: BrokerRole = attrs.field(init=False)
+    _offset_check_in_slave: bool = attrs.field(init=False)
+    _files: list[_CommitLogFile] = attrs.field(init=False, factory=list)
+    _records: dict[int, StoredMessage] = attrs.field(init=False, factory=dict)
+    _queues: dict[tuple[str, int], _ConsumeQueue] = attrs.field(init=False, factory=dict)
+    _counters: dict[tuple[str, int], int] = attrs.field(init=False, factory=dict)
+    _last_physical_min_offset: int = attrs.field(init=False, default=0)
+
+    def __attrs_post_init__(self) -> None:
+        if not isinstance(self.config, StoreConfig):
+            raise InvalidTypeError("config", self.config, "StoreConfig")
+        self.profile = Profile.parse(self.profile)
+        self._role = self.config.broker_role
+        self._offset_check_in_slave = self.config.offset_check_in_slave
+
+    # -- roles -------------------------------------------------------------------------------
+
+    @property
+    def broker_role(self) -> BrokerRole:
+        """The live broker role."""
+        return self._role
+
+    @property
+    def offset_check_in_slave(self) -> bool:
+        """The live offsetCheckInSlave switch."""
+        return self._offset_check_in_slave
+
+    def set_role(self, broker_role: BrokerRole, offset_check_in_slave: bool) -> None:
+        """Switch the broker role and offsetCheckInSlave at run time."""
+        if not isinstance(broker_role, BrokerRole):
+            raise InvalidTypeError("broker_role", broker_role, "BrokerRole")
+        if not isinstance(offset_check_in_slave, bool):
+            raise InvalidTypeError("offset_check_in_slave", offset_check_in_slave, "bool")
+        self._role = broker_role
+        self._offset_check_in_slave = offset_check_in_slave
+
+    # -- put -----------------------------------------------------------------------------------
+
+    def put_messages(self, msgs: Sequence[BrokerInnerMessage]) -> list[PutMessageResult]:
+        """Append several messages in order; every message is validated before any is stored."""
+        if isinstance(msgs, BrokerInnerMessage) or not isinstance(msgs, Sequence):
+            raise InvalidTypeError("msgs", msgs, "a sequence of BrokerInnerMessage")
+        for m in msgs:
+            self._validate(m)
+        return [self.put_message(m) for m in msgs]
+
+    def put_message(self, msg: BrokerInnerMessage) -> PutMessageResult:
+        """Append one message to the commit log and dispatch it to its consume queue."""
+        _, msg_length = self._validate(msg)
+        if self._role is BrokerRole.SLAVE:
+            return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE)
+        now = self.clock.now_ms()
+        file = self._file_for(msg_length, now)
+        key = (msg.topic, msg.queue_id)
+        queue_offset, self._counters[key] = assign_queue_offset(
+            self._counters.get(key, 0), msg.sys_flag
+        )
+        phys = file.start + file.written
+        record = StoredMessage(
+            topic=msg.topic,
+            queue_id=msg.queue_id,
+            queue_offset=queue_offset,
+            commitlog_offset=phys,
+            size=msg_length,
+            tags_code=tags_string_to_tags_code(msg.tags),
+            body=msg.body,
+            properties=msg.properties,
+            reconsume_times=msg.reconsume_times,
+            flag=msg.flag,
+            sys_flag=msg.sys_flag,
+            body_crc=compute_body_crc(msg.body),
+            prepared_transaction_offset=msg.prepared_transaction_offset,
+            born_timestamp=msg.born_timestamp,
+            born_host=msg.born_host,
+            store_timestamp=now,
+            store_host=msg.store_host,
+        )
+        self._records[phys] = record
+        file.written += msg_length
+        file.last_modified = now
+        if is_dispatched_type(msg.sys_flag):
+            self._dispatch(record)
+        return PutMessageResult(PutMessageStatus.PUT_OK, queue_offset, phys, msg_length)
+
+    def _validate(self, msg: BrokerInnerMessage) -> tuple[str, int]:
+        if not isinstance(msg, BrokerInnerMessage):
+            raise InvalidTypeError("msg", msg, "BrokerInnerMessage")
+        why = validate_topic(msg.topic)
+        if why:
+            raise IllegalTopicError("topic", msg.topic, why)
+        properties_string = message_properties_to_string(msg.properties, self.profile)
+        msg_length = calc_msg_length(
+            msg.sys_flag,
+            len(msg.body),
+            len(msg.topic.encode("utf-8")),
+            len(properties_string.encode("utf-8")),
+        )
+        status = check_message_limits(
+            msg.topic,
+            properties_string,
+            len(msg.body),
+            msg_length,
+            self.config.max_message_size,
+            self.profile,
+        )
+        if status is not None:
+            raise MessageIllegalError("msg", msg.topic, f"{msg_length}-byte record", status.value)
+        return properties_string, msg_length
+
+    def _file_for(self, msg_length: int, now: int) -> _CommitLogFile:
+        size = self.config.mapped_file_size_commit_log
+        if not self._files:
+            self._files.append(_CommitLogFile(0, 0, now))
+        last = self._files[-1]
+        if needs_end_of_file_blank(msg_length, last.written, size):
+            last.written = size  # the end-of-file blank fills the rest of the file
+            last.last_modified = now
+            self._files.append(_CommitLogFile(last.start + size, 0, now))
+        return self._files[-1]
+
+    def _dispatch(self, record: StoredMessage) -> None:
+        queue = self._queue(record.topic, record.queue_id)
+        units = self.config.consume_queue_units_per_file
+        index = record.queue_offset
+        if not queue.files or len(queue.files[-1].entries) == units:
+            start = index - index % units
+            if not queue.files and index != 0:
+                queue.min_logic_offset = index * CQ_STORE_UNIT_SIZE  # LAYOUT-3 pre-blank
+            queue.files.append(_ConsumeQueueFile(start, [(0, 2_147_483_647, 0)] * (index - start)))
+        queue.files[-1].entries.append((record.commitlog_offset, record.size, record.tags_code))
+
+    def _queue(self, topic: str, queue_id: int) -> _ConsumeQueue:
+        key = (topic, queue_id)
+        queue = find_consume_queue(self._queues.get(key), _ConsumeQueue)
+        self._queues[key] = queue
+        return queue
+
+    # -- offsets -------------------------------------------------------------------------------
+
+    def _min_max(self, queue: _ConsumeQueue) -> tuple[int, int]:
+        if not queue.files:
+            return queue_min_max_offsets(queue.min_logic_offset, None, 0)
+        last = queue.files[-1]
+        return queue_min_max_offsets(
+            queue.min_logic_offset,
+            last.start_index * CQ_STORE_UNIT_SIZE,
+            len(last.entries) * CQ_STORE_UNIT_SIZE,
+        )
+
+    def get_min_offset_in_queue(self, topic: str, queue_id: int) -> int:
+        """The queue's min offset (an index); creates the queue if needed, as RocketMQ does."""
+        return self._min_max(
+            self._queue(require_str("topic", topic), require_int("queue_id", queue_id))
+        )[0]
+
+    def get_max_offset_in_queue(self, topic: str, queue_id: int) -> int:
+        """The queue's max offset: one past the last dispatched entry."""
+        return self._min_max(
+            self._queue(require_str("topic", topic), require_int("queue_id", queue_id))
+        )[1]
+
+    def get_min_phy_offset(self) -> int:
+        """The commit log's min offset, or -1 when it has no file."""
+        return self._files[0].start if self._files else -1
+
+    def get_max_phy_offset(self) -> int:
+        """The commit log's max offset."""
+        if not self._files:
+            return max_phy_offset(None, 0)
+        return max_phy_offset(self._files[-1].start, self._files[-1].written)
+
+    def look_message_by_offset(self, commitlog_offset: int) -> StoredMessage | None:
+        """The record at a commit-log offset, or None when it is not (or no longer) stored."""
+        phys = require_int("commitlog_offset", commitlog_offset)
+        if not self._files or phys < self._files[0].start:
+            return None
+        return self._records.get(phys)
+
+    def _record_present(self, phys: int, size: int) -> bool:
+        return self._files != [] and phys >= self._files[0].start and phys in self._records
+
+    # -- get -----------------------------------------------------------------------------------
+
+    def get_message(
+        self,
+        group: str,
+        topic: str,
+        queue_id: int,
+        offset: int,
+        max_msg_nums: int,
+        message_filter: MessageFilter | None = None,
+    ) -> GetMessageResult:
+        """Answer a pull exactly as DefaultMessageStore.getMessage does."""
+        require_str("group", group)
+        require_str("topic", topic)
+        require_int("queue_id", queue_id)
+        require_int("offset", offset)
+        require_int("max_msg_nums", max_msg_nums)
+        if message_filter is not None and not isinstance(message_filter, MessageFilter):
+            raise InvalidTypeError("message_filter", message_filter, "MessageFilter or None")
+        max_offset_py = self.get_max_phy_offset()
+        queue = self._queue(topic, queue_id)
+        min_offset, max_offset = self._min_max(queue)
+        decided = classify_offset(
+            offset, min_offset, max_offset, self._role, self._offset_check_in_slave, self.profile
+        )
+        if decided is not None:
+            return GetMessageResult(decided[0], decided[1], min_offset, max_offset)
+        units = self.config.consume_queue_units_per_file
+        file_size = units * CQ_STORE_UNIT_SIZE
+        files = [
+            (f.start_index * CQ_STORE_UNIT_SIZE, len(f.entries) * CQ_STORE_UNIT_SIZE)
+            for f in queue.files
+        ]
+        window = index_window(offset, queue.min_logic_offset, files, file_size)
+        if window is None:
+            next_offset = next_offset_correction(
+                offset,
+                consume_queue_roll_next_file(offset, units),
+                self._role,
+                self._offset_check_in_slave,
+            )
+            return GetMessageResult(
+                GetMessageStatus.OFFSET_FOUND_NULL, next_offset, min_offset, max_offset
+            )
+        check_result_capacity(max_msg_nums, self.profile)
+        number, first, end = window
+        entries = queue.files[number].entries[
+            first // CQ_STORE_UNIT_SIZE : end // CQ_STORE_UNIT_SIZE
+        ]
+        memory = self.config.memory_residency_bytes
+        state = scan_window(
+            entries,
+            max_msg_nums=max_msg_nums,
+            max_offset_py=max_offset_py,
+            memory=memory,
+            limits=BatchLimits.of(self.config),
+            commit_log_file_size=self.config.mapped_file_size_commit_log,
+            matches_consume_queue=(
+                message_filter.is_matched_by_consume_queue if message_filter else _always
+            ),
+            record_present=self._record_present,
+            matches_commit_log=lambda phys: (
+                message_filter.is_matched_by_commit_log(self._records[phys])
+                if message_filter
+                else True
+            ),
+        )
+        messages = tuple(self._records[entries[p][0]] for p in state.returned)
+        return GetMessageResult(
+            state.status,
+            scan_next_begin_offset(offset, state.scanned),
+            min_offset,
+            max_offset,
+            messages,
+            suggest_pulling_from_slave(max_offset_py, state.max_phy_offset_pulling, memory),
+        )
+
+    def set_last_modified(self, file_start: int, timestamp: int) -> None:
+        """Set a commit-log file's last-modified time, as touching the file on disk would."""
+        for f in self._files:
+            if f.start == require_int("file_start", file_start):
+                f.last_modified = require_int("timestamp", timestamp)
+                return
+        raise InvalidArgumentError("file_start", file_start, "no commit-log file starts there")
+
+    # -- expiry --------------------------------------------------------------------------------
+
+    def delete_expired_files(self) -> int:
+        """One clean round: delete expired commit-log files (never the last, at most
+        delete_files_batch_max), then correct every consume queue (STORE-19)."""
+        now = self.clock.now_ms()
+        reserved = self.config.file_reserved_time * HOUR_MS
+        deleted = 0
+        while (
+            len(self._files) > 1
+            and deleted < self.config.delete_files_batch_max
+            and now >= self._files[0].last_modified + reserved
+        ):
+            gone = self._files.pop(0)
+            for phys in [
+                p for p in self._records if p < gone.start + self.config.mapped_file_size_commit_log
+            ]:
+                del self._records[phys]
+            deleted += 1
+        commit_log_min = self.get_min_phy_offset()
+        if commit_log_min > self._last_physical_min_offset:
+            self._last_physical_min_offset = commit_log_min
+            for queue in self._queues.values():
+                self._correct_queue(queue, commit_log_min)
+        return deleted
+
+    def _correct_queue(self, queue: _ConsumeQueue, commit_log_min: int) -> None:
+        units = self.config.consume_queue_units_per_file
+        full = [f for f in queue.files if len(f.entries) == units]
+        last_phys = [f.entries[-1][0] for f in full] + [0]  # the last file is never deleted
+        drop = min(expired_consume_queue_files(last_phys, commit_log_min), len(queue.files) - 1)
+        del queue.files[:drop]
+        if queue.files:
+            first = queue.files[0]
+            queue.min_logic_offset = corrected_min_logic_offset(
+                first.start_index * CQ_STORE_UNIT_SIZE,
+                first.entries,
+                commit_log_min,
+                queue.min_logic_offset,
+            )
+
+
+def _always(tags_code: int | None) -> bool:
+    return True
