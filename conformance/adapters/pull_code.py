@@ -1,0 +1,70 @@
+"""Adapter for area `pull_code`: PullMessageProcessor without long polling over a fresh store."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from conformance.adapters import store as store_adapter
+from conformance.adapters._config import broker_config, store_config
+from spec.clock import ManualClock
+from spec.code import FLAG_SUBSCRIPTION, PullMessageRequest
+from spec.errors import UnsupportedError
+from spec.profiles import Profile
+from spec.status import BrokerRole
+
+
+@attrs.define
+class PullCase:
+    """One case's broker, its store view for the setup steps, and the config."""
+
+    broker: Any
+    store: store_adapter.StoreCase
+    group: str
+    topic: str
+
+
+def create(candidate: Any, config: dict[str, Any], profile: Profile, base: Path) -> PullCase:
+    """A fresh broker whose store starts as a master; the case's set_role steps switch it."""
+    factory = getattr(candidate, "broker", None)
+    if factory is None:
+        raise UnsupportedError("the candidate has no broker")
+    clock = ManualClock(0)
+    scfg = attrs.evolve(store_config(config), broker_role=BrokerRole.ASYNC_MASTER)
+    broker = factory(scfg, broker_config(config), profile, clock)
+    topic, group = config.get("topic", "T"), config.get("group", "G")
+    broker.create_topic(topic, config.get("topicQueueNums", 4))
+    return PullCase(
+        broker, store_adapter.StoreCase(broker.store, clock, topic, group), group, topic
+    )
+
+
+def apply(case: PullCase, op: str, args: dict[str, Any]) -> dict[str, Any]:
+    """Run one step: setup steps as in `store`, then `pull` through the processor."""
+    if op != "pull":
+        return store_adapter.apply(case.store, op, args)
+    subscription = args.get("subscription")
+    _, response = case.broker.pull_message(
+        PullMessageRequest(
+            consumer_group=case.group,
+            topic=case.topic,
+            queue_id=args["queueId"],
+            queue_offset=args["offset"],
+            max_msg_nums=args["maxMsgNums"],
+            sys_flag=FLAG_SUBSCRIPTION if subscription is not None else 0,
+            subscription=subscription,
+        )
+    )
+    if response is None:
+        raise UnsupportedError("a pull without the suspend flag was held")
+    return {
+        "code": response.code.name,
+        "status": response.status.value if response.status else None,
+        "nextBeginOffset": response.next_begin_offset,
+        "minOffset": response.min_offset,
+        "maxOffset": response.max_offset,
+        "suggestWhichBrokerId": response.suggest_which_broker_id,
+        "msgOffsets": response.msg_offsets,
+    }

@@ -1,0 +1,401 @@
+"""ReferenceBroker: the broker's pull path over a message store — PullMessageProcessor's checks
+and codes, the consumer offset table, and long polling driven by the injected clock."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Mapping
+
+import attrs
+
+from spec.clock import Clock
+from spec.code import (
+    MASTER_ID,
+    PullMessageRequest,
+    PullResponse,
+    broker_allow_suspend,
+    decode_sys_flag,
+    is_held,
+    offset_moved_outcome,
+    pre_store_check,
+    registry_subscription_check,
+    response_remark,
+    slave_code,
+    suggest_which_broker_id,
+)
+from spec.commit import commit_offset, commits_piggy_backed_offset, query_consumer_offset
+from spec.config import BrokerConfig, SubscriptionGroupConfig, TopicConfig
+from spec.errors import (
+    IllegalCapacityError,
+    InvalidArgumentError,
+    InvalidTypeError,
+    require_int,
+    require_str,
+)
+from spec.filter import (
+    ExpressionMessageFilter,
+    SubscriptionData,
+    SubscriptionParseError,
+    build_subscription_data,
+    sql92_allowed,
+    tags_string_to_tags_code,
+)
+from spec.hold import (
+    HoldDecision,
+    held_request_decision,
+    hold_check_interval,
+    hold_key,
+    hold_timeout_millis,
+    notifies_on_arrival,
+    periodic_check_queue,
+)
+from spec.message import BrokerInnerMessage
+from spec.profiles import Profile
+from spec.protocols import MessageStore
+from spec.results import PutMessageResult
+from spec.status import BrokerRole, ResponseCode
+
+OFFSET_MOVED_EVENT = "OFFSET_MOVED_EVENT"
+
+
+@attrs.frozen
+class ConsumerRegistration:
+    """What a group's heartbeat registered: its subscriptions and message model."""
+
+    subscriptions: Mapping[str, SubscriptionData]
+    broadcasting: bool = False
+
+
+@attrs.define
+class HeldRequest:
+    """A suspended pull waiting in the hold service (HOLD-1)."""
+
+    request_id: int
+    request: PullMessageRequest
+    suspend_timestamp: int
+    timeout_millis: int
+    pull_from_this_offset: int
+    message_filter: ExpressionMessageFilter
+
+
+@attrs.define
+class ReferenceBroker:
+    """A deterministic broker: pulls, offset commits, long polling; no threads, no sleeping."""
+
+    store: MessageStore
+    config: BrokerConfig = attrs.field(factory=BrokerConfig)
+    profile: Profile = Profile.V4_9
+    clock: Clock = attrs.field(kw_only=True)
+    topics: dict[str, TopicConfig] = attrs.field(factory=dict)
+    groups: dict[str, SubscriptionGroupConfig] = attrs.field(factory=dict)
+    consumers: dict[str, ConsumerRegistration] = attrs.field(factory=dict)
+    offsets: dict[str, dict[int, int]] = attrs.field(factory=dict)
+    _held: dict[str, list[HeldRequest]] = attrs.field(init=False, factory=dict)
+    _answers: list[tuple[int, PullResponse]] = attrs.field(init=False, factory=list)
+    _next_request_id: int = attrs.field(init=False, default=1)
+    _next_check: int = attrs.field(init=False, default=0)
+
+    def __attrs_post_init__(self) -> None:
+        self._next_check = self.clock.now_ms() + self.check_interval
+
+    @property
+    def check_interval(self) -> int:
+        """The hold service's check interval (HOLD-2)."""
+        return hold_check_interval(
+            self.config.long_polling_enable, self.config.short_polling_time_mills
+        )
+
+    @property
+    def next_hold_check_at(self) -> int:
+        """When the next periodic hold check is due."""
+        return self._next_check
+
+    # -- administration --------------------------------------------------------------------
+
+    def create_topic(self, topic: str, queue_nums: int = 4, perm: int = 6) -> TopicConfig:
+        """Create (or replace) a topic's config with `queue_nums` read and write queues."""
+        cfg = TopicConfig(
+            topic_name=require_str("topic", topic),
+            read_queue_nums=require_int("queue_nums", queue_nums),
+            write_queue_nums=queue_nums,
+            perm=require_int("perm", perm),
+        )
+        self.topics[topic] = cfg
+        return cfg
+
+    def register_consumer(
+        self, group: str, subscriptions: Mapping[str, str], broadcasting: bool = False
+    ) -> None:
+        """Record a consumer heartbeat: topic → TAG expression, and the message model."""
+        self.consumers[require_str("group", group)] = ConsumerRegistration(
+            {t: build_subscription_data(t, e) for t, e in subscriptions.items()}, broadcasting
+        )
+
+    def group_config(self, group: str) -> SubscriptionGroupConfig | None:
+        """The group's config, auto-created when autoCreateSubscriptionGroup is on."""
+        cfg = self.groups.get(group)
+        if cfg is None and self.config.auto_create_subscription_group:
+            cfg = self.groups[group] = SubscriptionGroupConfig(group_name=group)
+        return cfg
+
+    # -- producing --------------------------------------------------------------------------
+
+    def send_message(self, msg: BrokerInnerMessage) -> PutMessageResult:
+        """Store a message and notify the held pulls of its queue (HOLD-5)."""
+        result = self.store.put_message(msg)
+        if result.ok and notifies_on_arrival(
+            self.store.broker_role, self.config.long_polling_enable
+        ):
+            self.notify_message_arriving(
+                msg.topic, msg.queue_id, result.queue_offset + 1, tags_string_to_tags_code(msg.tags)
+            )
+        return result
+
+    # -- pulling ----------------------------------------------------------------------------
+
+    def pull_message(self, request: PullMessageRequest) -> tuple[int, PullResponse | None]:
+        """Process a pull: (request id, response), the response None when the pull is held."""
+        if not isinstance(request, PullMessageRequest):
+            raise InvalidTypeError("request", request, "PullMessageRequest")
+        for name in ("queue_id", "queue_offset", "max_msg_nums", "sys_flag", "commit_offset"):
+            require_int(name, getattr(request, name))
+        if request.queue_id < 0:
+            # RocketMQ's processor answers SYSTEM_ERROR; the spec rejects the input outright.
+            raise InvalidArgumentError("queue_id", request.queue_id, "must be >= 0")
+        request_id = self._next_request_id
+        self._next_request_id += 1
+        return request_id, self._process(request, request_id, broker_allow_suspend(False))
+
+    def _process(
+        self, request: PullMessageRequest, request_id: int, allow_suspend: bool
+    ) -> PullResponse | None:
+        flags = decode_sys_flag(request.sys_flag)
+        group = self.group_config(request.consumer_group)
+        topic = self.topics.get(request.topic)
+        early = pre_store_check(
+            broker_permission=self.config.broker_permission,
+            group_exists=group is not None,
+            consume_enable=group is not None and group.consume_enable,
+            topic_exists=topic is not None,
+            topic_permission=topic.perm if topic else 0,
+            queue_id=request.queue_id,
+            read_queue_nums=topic.read_queue_nums if topic else 0,
+        )
+        if early is not None:
+            return PullResponse(code=early)
+        assert group is not None
+        subscription, early = self._subscription(request, flags.subscription, group)
+        if early is not None or subscription is None:
+            return PullResponse(code=early or ResponseCode.SYSTEM_ERROR)
+        message_filter = ExpressionMessageFilter(subscription)
+        response = self._answer(request, group, message_filter)
+        if response.code is ResponseCode.PULL_NOT_FOUND and is_held(
+            response.code, allow_suspend, flags.suspend
+        ):
+            self._suspend(request, request_id, message_filter)
+            response_or_none: PullResponse | None = None
+        else:
+            response_or_none = response
+        if commits_piggy_backed_offset(
+            allow_suspend, request.sys_flag, self.store.broker_role, passed_checks=True
+        ):
+            self.commit_offset(
+                request.consumer_group, request.topic, request.queue_id, request.commit_offset
+            )
+        return response_or_none
+
+    def _subscription(
+        self, request: PullMessageRequest, has_subscription: bool, group: SubscriptionGroupConfig
+    ) -> tuple[SubscriptionData | None, ResponseCode | None]:
+        if has_subscription:
+            try:
+                sub = build_subscription_data(
+                    request.topic, request.subscription, request.expression_type
+                )
+            except SubscriptionParseError:
+                return None, ResponseCode.SUBSCRIPTION_PARSE_FAILED
+        else:
+            reg = self.consumers.get(request.consumer_group)
+            found = reg.subscriptions.get(request.topic) if reg else None
+            early = registry_subscription_check(
+                group_registered=reg is not None,
+                broadcasting=reg is not None and reg.broadcasting,
+                consume_broadcast_enable=group.consume_broadcast_enable,
+                has_topic_subscription=found is not None,
+                registered_sub_version=found.sub_version if found else 0,
+                request_sub_version=request.sub_version,
+            )
+            if early is not None or found is None:
+                return None, early
+            sub = found
+        if not sql92_allowed(sub.expression_type, self.config.enable_property_filter):
+            return None, ResponseCode.SYSTEM_ERROR
+        return sub, None
+
+    def _answer(
+        self,
+        request: PullMessageRequest,
+        group: SubscriptionGroupConfig,
+        message_filter: ExpressionMessageFilter,
+    ) -> PullResponse:
+        try:
+            result = self.store.get_message(
+                request.consumer_group,
+                request.topic,
+                request.queue_id,
+                request.queue_offset,
+                request.max_msg_nums,
+                message_filter,
+            )
+        except IllegalCapacityError as exc:  # 4.9: the remoting layer answers SYSTEM_ERROR
+            return PullResponse(code=ResponseCode.SYSTEM_ERROR, remark=str(exc))
+        role = self.store.broker_role
+        suggestion = suggest_which_broker_id(
+            result.suggest_pulling_from_slave,
+            self.config.slave_read_enable,
+            group.which_broker_when_consume_slowly,
+            group.broker_id,
+        )
+        code = slave_code(role, self.config.slave_read_enable, result.status, request.queue_offset)
+        if code is ResponseCode.PULL_OFFSET_MOVED:
+            code, suggestion, write_event = offset_moved_outcome(
+                role, self.store.offset_check_in_slave, suggestion, group.broker_id
+            )
+            if write_event:
+                self._offset_moved_event(request, result.next_begin_offset)
+        return PullResponse(
+            code=code,
+            remark=response_remark(result.status),
+            status=result.status,
+            next_begin_offset=result.next_begin_offset,
+            min_offset=result.min_offset,
+            max_offset=result.max_offset,
+            suggest_which_broker_id=suggestion,
+            messages=result.messages if code is ResponseCode.SUCCESS else (),
+        )
+
+    def _offset_moved_event(self, request: PullMessageRequest, offset_new: int) -> None:
+        body = json.dumps(
+            {
+                "consumerGroup": request.consumer_group,
+                "messageQueue": {
+                    "topic": request.topic,
+                    "brokerName": self.config.broker_name,
+                    "queueId": request.queue_id,
+                },
+                "offsetRequest": request.queue_offset,
+                "offsetNew": offset_new,
+            }
+        ).encode()
+        group = request.consumer_group
+        event = BrokerInnerMessage(
+            topic=OFFSET_MOVED_EVENT,
+            queue_id=0,
+            body=body,
+            properties={"TAGS": group, "KEYS": group},
+        )
+        with contextlib.suppress(InvalidArgumentError):  # RocketMQ ignores a failed event write
+            self.store.put_message(event)
+
+    # -- long polling -----------------------------------------------------------------------
+
+    def _suspend(
+        self, request: PullMessageRequest, request_id: int, message_filter: ExpressionMessageFilter
+    ) -> None:
+        held = HeldRequest(
+            request_id,
+            request,
+            self.clock.now_ms(),
+            hold_timeout_millis(
+                self.config.long_polling_enable,
+                request.suspend_timeout_millis,
+                self.config.short_polling_time_mills,
+            ),
+            request.queue_offset,
+            message_filter,
+        )
+        self._held.setdefault(hold_key(request.topic, request.queue_id), []).append(held)
+
+    @property
+    def held_requests(self) -> list[HeldRequest]:
+        """Every pull currently held, in key then insertion order."""
+        return [h for hs in self._held.values() for h in hs]
+
+    def notify_message_arriving(
+        self, topic: str, queue_id: int, max_offset: int, tags_code: int | None
+    ) -> None:
+        """Wake, time out or keep every held pull of one queue (HOLD-4)."""
+        key = hold_key(topic, queue_id)
+        held, self._held[key] = self._held.get(key, []), []
+        kept: list[HeldRequest] = []
+        now = self.clock.now_ms()
+        for h in held:
+            current_max = self.store.get_max_offset_in_queue(topic, queue_id)
+            decision = held_request_decision(
+                max_offset,
+                current_max,
+                h.pull_from_this_offset,
+                h.message_filter.is_matched_by_consume_queue(tags_code),
+                now,
+                h.suspend_timestamp,
+                h.timeout_millis,
+            )
+            if decision is HoldDecision.KEEP:
+                kept.append(h)
+                continue
+            response = self._process(h.request, h.request_id, broker_allow_suspend(True))
+            assert response is not None  # a re-run is never held again (HOLD-6)
+            self._answers.append((h.request_id, response))
+        self._held[key].extend(kept)
+
+    def run_hold_checks(self) -> int:
+        """Run every periodic hold check due by now (HOLD-2, HOLD-3); return how many ran."""
+        ran = 0
+        while self.clock.now_ms() >= self._next_check:
+            for key in list(self._held):
+                queue = periodic_check_queue(key)
+                if queue is not None:
+                    topic, queue_id = queue
+                    self.notify_message_arriving(
+                        topic, queue_id, self.store.get_max_offset_in_queue(topic, queue_id), None
+                    )
+            self._next_check += self.check_interval
+            ran += 1
+        return ran
+
+    def drain_responses(self) -> list[tuple[int, PullResponse]]:
+        """The responses of held pulls answered since the last call, in answer order."""
+        out, self._answers = self._answers, []
+        return out
+
+    # -- offsets ----------------------------------------------------------------------------
+
+    def commit_offset(self, group: str, topic: str, queue_id: int, offset: int) -> None:
+        """ConsumerOffsetManager.commitOffset (COMMIT-1): replace, not increase-only."""
+        table = self.offsets.setdefault(f"{topic}@{group}", {})
+        table[queue_id] = commit_offset(table.get(queue_id), offset)
+
+    def query_offset(self, group: str, topic: str, queue_id: int) -> int:
+        """The stored offset, or -1 (ConsumerOffsetManager.queryOffset)."""
+        return self.offsets.get(f"{topic}@{group}", {}).get(queue_id, -1)
+
+    def query_consumer_offset(
+        self, group: str, topic: str, queue_id: int
+    ) -> tuple[ResponseCode, int | None]:
+        """QUERY_CONSUMER_OFFSET (COMMIT-4)."""
+        min_offset = self.store.get_min_offset_in_queue(topic, queue_id)
+        # With one entry examined, the scan's slave suggestion is exactly "entry 0 is on disk".
+        first = self.store.get_message(group, topic, queue_id, 0, 1) if min_offset <= 0 else None
+        in_disk = bool(first and first.suggest_pulling_from_slave)
+        return query_consumer_offset(self.query_offset(group, topic, queue_id), min_offset, in_disk)
+
+    def update_consumer_offset(
+        self, group: str, topic: str, queue_id: int, offset: int
+    ) -> ResponseCode:
+        """UPDATE_CONSUMER_OFFSET (COMMIT-3): commit and answer SUCCESS on any role."""
+        self.commit_offset(group, topic, queue_id, require_int("offset", offset))
+        return ResponseCode.SUCCESS
+
+
+__all__ = ["MASTER_ID", "BrokerRole", "ConsumerRegistration", "HeldRequest", "ReferenceBroker"]
