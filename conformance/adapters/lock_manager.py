@@ -1,0 +1,84 @@
+"""The `lock_manager` area adapter: replays RebalanceLockManager vectors on a candidate.
+
+A queue is named by its id in the vectors; the topic and broker come from the case config.
+The `expired` flag of each table entry is computed here with LEASE-3 at the current clock, the
+way the recorder evaluated it, so a candidate only has to expose its raw table.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from spec import lease
+from spec.clock import ManualClock
+from spec.errors import UnsupportedError, require_int, require_str
+from spec.message import MessageQueue
+from spec.profiles import Profile
+
+OPS = ("try_lock_batch", "unlock_batch", "is_locked", "advance_clock")
+
+
+@attrs.define
+class LockManagerHarness:
+    """One case's candidate lock manager with the clock that drives it and the case config."""
+
+    manager: Any
+    clock: ManualClock
+    config: dict[str, Any]
+
+    @property
+    def max_live(self) -> int:
+        """The case's lease length in milliseconds."""
+        return require_int("lockMaxLiveTimeMs", self.config["lockMaxLiveTimeMs"])
+
+    def queue(self, queue_id: object) -> MessageQueue:
+        """The MessageQueue a vector names by its id."""
+        return MessageQueue(
+            self.config["topic"], self.config["brokerName"], require_int("queueId", queue_id)
+        )
+
+
+def create(candidate: Any, config: dict[str, Any], profile: Profile, base: Path) -> Any:
+    """A fresh harness around `candidate.lock_manager(clock, lockMaxLiveTimeMs)`."""
+    factory = getattr(candidate, "lock_manager", None)
+    if factory is None:
+        raise UnsupportedError(f"candidate {candidate!r} has no lock_manager factory")
+    clock = ManualClock(require_int("clockStart", config["clockStart"]))
+    manager = factory(clock, require_int("lockMaxLiveTimeMs", config["lockMaxLiveTimeMs"]))
+    return LockManagerHarness(manager, clock, config)
+
+
+def observe_table(h: LockManagerHarness) -> dict[str, dict[str, list[Any]]]:
+    """The candidate's table as the vectors write it, `expired` evaluated at the current clock."""
+    now = h.clock.now_ms()
+    out: dict[str, dict[str, list[Any]]] = {}
+    for group, locks in h.manager.table().items():
+        row: dict[str, list[Any]] = {}
+        for mq, (client_id, ts) in sorted(locks.items()):
+            expired = lease.is_expired(now, lease.LockEntry(client_id, ts), h.max_live)
+            row[str(mq.queue_id)] = [client_id, ts, expired]
+        out[group] = row
+    return out
+
+
+def apply(instance: Any, op: str, args: dict[str, Any]) -> dict[str, Any]:
+    """Run one vector step on the harness and return the observation (`result`, `now`, `table`)."""
+    h: LockManagerHarness = instance
+    if op == "advance_clock":
+        return {"now": h.clock.advance(args["ms"]), "table": observe_table(h)}
+    if op not in OPS:
+        raise UnsupportedError(f"lock_manager op {op!r}")
+    group = require_str("group", args["group"])
+    client_id = require_str("clientId", args["clientId"])
+    if op == "is_locked":
+        locked = h.manager.is_locked(group, h.queue(args["mq"]), client_id)
+        return {"result": locked, "table": observe_table(h)}
+    mqs = [h.queue(q) for q in args["mqs"]]
+    if op == "unlock_batch":
+        h.manager.unlock_batch(group, mqs, client_id)
+        return {"table": observe_table(h)}
+    granted = h.manager.try_lock_batch(group, mqs, client_id)
+    return {"result": sorted(mq.queue_id for mq in granted), "table": observe_table(h)}
