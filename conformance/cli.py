@@ -116,3 +116,63 @@ def _summary(results: list[vectors.CaseResult]) -> dict[str, Any]:
         "crashed": count(vectors.Verdict.CRASHED),
         "unsupported": count(vectors.Verdict.UNSUPPORTED),
     }
+
+
+@main.command("demo")
+@click.option("--profile", type=PROFILE_CHOICE, default="4.9", show_default=True)
+def demo_command(profile: str) -> None:
+    """Show the broker's answers to a few pulls on the reference model."""
+    from conformance import demo
+
+    demo.run(Profile.parse(profile), click.echo)
+
+
+@main.command("verify")
+@click.option("--quick", is_flag=True, help="Only the bounded subset make test runs.")
+@click.option("--module", "modules", multiple=True, help="Only these spec modules.")
+@click.option("--per-condition-timeout", type=float, default=4.0, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def verify_command(
+    quick: bool, modules: tuple[str, ...], per_condition_timeout: float, as_json: bool
+) -> None:
+    """Check every rule's contracts with CrossHair and report each rule's result."""
+    from conformance import verify
+
+    selected = list(modules) or (list(verify.QUICK_MODULES) if quick else None)
+    timeout = min(per_condition_timeout, 1.0) if quick else per_condition_timeout
+    try:
+        results = verify.verify(selected, timeout)
+    except RuntimeError as exc:
+        raise click.ClickException(str(exc)) from exc
+    failed = [r for r in results if r.outcome is verify.Outcome.FAILED]
+    if as_json:
+        click.echo(
+            json.dumps(
+                {
+                    "summary": {
+                        o.value: sum(r.outcome is o for r in results) for o in verify.Outcome
+                    },
+                    "rules": [
+                        {
+                            "id": r.rule_id,
+                            "function": r.function,
+                            "outcome": r.outcome.value,
+                            "messages": list(r.messages),
+                        }
+                        for r in results
+                    ],
+                }
+            )
+        )
+    else:
+        for r in results:
+            click.echo(f"{r.outcome.value:<11} {r.rule_id:<10} {r.function}")
+            for m in r.messages:
+                if r.outcome is verify.Outcome.FAILED:
+                    click.echo(f"{'':<22} {m}")
+        counts = ", ".join(
+            f"{sum(r.outcome is o for r in results)} {o.value.lower()}" for o in verify.Outcome
+        )
+        click.echo(f"{len(results)} rule variants: {counts}")
+    if failed:
+        sys.exit(1)

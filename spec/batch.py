@@ -134,6 +134,7 @@ def check_result_capacity_v49(max_msg_nums: int) -> int:
     """A pull returns its first message whatever maxMsgNums is, except that a negative maxMsgNums
     fails with Illegal Capacity once a window exists.
 
+    raises: IllegalCapacityError
     post: __return__ >= 1
     """
     # Verify the result list can be pre-sized with maxMsgNums

@@ -51,7 +51,7 @@ def tags_string_to_tags_code(tags: str | None) -> int:
     0 when the message has no tag or an empty one.
 
     post: -(2**31) <= __return__ < 2**31
-    post: tags else __return__ == 0
+    post: bool(tags) or __return__ == 0
     """
     # Verify the message has a tag at all
     if tags is None or tags == "":
@@ -98,6 +98,8 @@ def build_subscription_data(
 ) -> SubscriptionData:
     """A TAG expression that is null, empty or exactly "*" subscribes to all; otherwise its
     "||"-separated, trimmed, non-empty pieces are the tags and their hash codes the codes.
+
+    raises: SubscriptionParseError
 
     post: __return__.sub_string == "*" or len(__return__.code_set) <= len(__return__.tags_set)
     """

@@ -197,7 +197,8 @@ def body_crc(body: bytes) -> int:
 def message_properties_to_string_v47(properties: Properties) -> str:
     """The properties string is name U+0001 value U+0002 for every pair, the last one included.
 
-    post: __return__ == "" or __return__.endswith("\\x02")
+    pre: all(chr(1) not in k + v and chr(2) not in k + v for k, v in properties)
+    post: __return__ == "" or __return__.endswith(chr(2))
     """
     return "".join(f"{k}{NAME_VALUE_SEPARATOR}{v}{PROPERTY_SEPARATOR}" for k, v in properties)
 
@@ -213,7 +214,8 @@ def message_properties_to_string_v49(properties: Properties) -> str:
     """The properties string is name U+0001 value pairs joined by U+0002, with no trailing
     separator.
 
-    post: not __return__.endswith("\\x02")
+    pre: all(chr(1) not in k + v and chr(2) not in k + v for k, v in properties)
+    post: not __return__.endswith(chr(2))
     """
     return PROPERTY_SEPARATOR.join(f"{k}{NAME_VALUE_SEPARATOR}{v}" for k, v in properties)
 

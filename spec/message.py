@@ -13,6 +13,7 @@ from spec.errors import (
     require_bytes,
     require_int,
     require_non_negative,
+    require_range,
     require_str,
 )
 from spec.rules import rule
@@ -71,7 +72,7 @@ class HostAddress:
     """An IPv4 or IPv6 socket address as stored in a commit-log record."""
 
     ip: bytes = attrs.field(converter=bytes)
-    port: int = attrs.field(validator=lambda _i, _a, v: require_int("port", v))
+    port: int = attrs.field(validator=lambda _i, _a, v: require_range("port", v, 0, 65535))
 
     def __attrs_post_init__(self) -> None:
         if len(self.ip) not in (4, 16):
@@ -174,7 +175,7 @@ def create_message_id(store_host: HostAddress, commitlog_offset: int) -> str:
     """The offset message id is the upper-case hex of the store host's IP bytes, its port as a
     4-byte int and the commit-log offset as an 8-byte long.
 
-    pre: 0 <= commitlog_offset < 2**63
+    pre: 0 <= commitlog_offset < 2**63 and 0 <= store_host.port <= 65535
     post: len(__return__) == (32 if len(store_host.ip) == 4 else 56)
     """
     raw = (

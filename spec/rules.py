@@ -24,7 +24,7 @@ from spec.profiles import ALL_PROFILES, Profile
 F = TypeVar("F", bound=Callable[..., Any])
 
 _RULE_ID = re.compile(r"^[A-Z]+-[0-9]+$")
-_CONTRACT = re.compile(r"^\s*(pre|post)(\[[^\]]*\])?:\s*(.+)$")
+_CONTRACT = re.compile(r"^\s*(pre|post|raises)(\[[^\]]*\])?:\s*(.+)$")
 
 
 @attrs.frozen

@@ -73,6 +73,7 @@ def queue_min_max_offsets(
     consume-queue file + its written bytes) / 20, or 0 without a file.
 
     pre: min_logic_offset >= 0 and last_file_written >= 0
+    pre: last_file_start is None or last_file_start >= 0
     post: __return__[1] == 0 if last_file_start is None else __return__[1] >= 0
     """
     max_offset = 0 if last_file_start is None else (last_file_start + last_file_written) // 20
