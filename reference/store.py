@@ -14,6 +14,7 @@ import attrs
 from spec.batch import BatchLimits, check_result_capacity
 from spec.clock import Clock
 from spec.config import CQ_STORE_UNIT_SIZE, StoreConfig
+from spec.delay import delay_rewrite, deliver_timestamp, parse_delay_levels
 from spec.errors import (
     IllegalTopicError,
     InvalidArgumentError,
@@ -90,6 +91,7 @@ class ReferenceMessageStore:
     _queues: dict[tuple[str, int], _ConsumeQueue] = attrs.field(init=False, factory=dict)
     _counters: dict[tuple[str, int], int] = attrs.field(init=False, factory=dict)
     _last_physical_min_offset: int = attrs.field(init=False, default=0)
+    _delay_levels: tuple[int, ...] = attrs.field(init=False, default=())
 
     def __attrs_post_init__(self) -> None:
         if not isinstance(self.config, StoreConfig):
@@ -97,6 +99,7 @@ class ReferenceMessageStore:
         self.profile = Profile.parse(self.profile)
         self._role = self.config.broker_role
         self._offset_check_in_slave = self.config.offset_check_in_slave
+        self._delay_levels = parse_delay_levels(self.config.message_delay_level)
 
     # -- roles -------------------------------------------------------------------------------
 
@@ -126,12 +129,12 @@ class ReferenceMessageStore:
         if isinstance(msgs, BrokerInnerMessage) or not isinstance(msgs, Sequence):
             raise InvalidTypeError("msgs", msgs, "a sequence of BrokerInnerMessage")
         for m in msgs:
-            self._validate(m)
+            self._prepare(m)
         return [self.put_message(m) for m in msgs]
 
     def put_message(self, msg: BrokerInnerMessage) -> PutMessageResult:
         """Append one message to the commit log and dispatch it to its consume queue."""
-        _, msg_length = self._validate(msg)
+        msg, msg_length, delay_level = self._prepare(msg)
         if self._role is BrokerRole.SLAVE:
             return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE)
         now = self.clock.now_ms()
@@ -147,7 +150,11 @@ class ReferenceMessageStore:
             queue_offset=queue_offset,
             commitlog_offset=phys,
             size=msg_length,
-            tags_code=tags_string_to_tags_code(msg.tags),
+            tags_code=(
+                deliver_timestamp(delay_level, now, self._delay_levels)
+                if delay_level
+                else tags_string_to_tags_code(msg.tags)
+            ),
             body=msg.body,
             properties=msg.properties,
             reconsume_times=msg.reconsume_times,
@@ -167,9 +174,20 @@ class ReferenceMessageStore:
             self._dispatch(record)
         return PutMessageResult(PutMessageStatus.PUT_OK, queue_offset, phys, msg_length)
 
-    def _validate(self, msg: BrokerInnerMessage) -> tuple[str, int]:
+    def _prepare(self, msg: BrokerInnerMessage) -> tuple[BrokerInnerMessage, int, int]:
+        """Validate a message, apply the delay rewrite (RETRY-8) and compute its length."""
         if not isinstance(msg, BrokerInnerMessage):
             raise InvalidTypeError("msg", msg, "BrokerInnerMessage")
+        rewrite = delay_rewrite(
+            msg.topic, msg.queue_id, msg.properties, msg.sys_flag, len(self._delay_levels)
+        )
+        level = 0
+        if rewrite is not None:
+            topic, queue_id, properties, level = rewrite
+            msg = attrs.evolve(msg, topic=topic, queue_id=queue_id, properties=properties)
+        return (msg, self._validate(msg), level)
+
+    def _validate(self, msg: BrokerInnerMessage) -> int:
         why = validate_topic(msg.topic)
         if why:
             raise IllegalTopicError("topic", msg.topic, why)
@@ -190,7 +208,7 @@ class ReferenceMessageStore:
         )
         if status is not None:
             raise MessageIllegalError("msg", msg.topic, f"{msg_length}-byte record", status.value)
-        return properties_string, msg_length
+        return msg_length
 
     def _file_for(self, msg_length: int, now: int) -> _CommitLogFile:
         size = self.config.mapped_file_size_commit_log
