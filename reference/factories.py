@@ -44,3 +44,17 @@ def lock_manager(clock: Clock, lock_max_live_time_ms: int = 60_000) -> Any:
     from reference.lock_manager import ReferenceLockManager
 
     return ReferenceLockManager(clock=clock, lock_max_live_time_ms=lock_max_live_time_ms)
+
+
+def send_back(
+    store_config: StoreConfig, group_config: Any, profile: Profile, clock: Clock
+) -> Any:
+    """A fresh ReferenceSendBack (CONSUMER_SEND_MSG_BACK) over a fresh store."""
+    from reference.send_back import ReferenceSendBack
+
+    return ReferenceSendBack(
+        store=message_store(store_config, profile, clock),
+        group_config=group_config,
+        profile=profile,
+        clock=clock,
+    )
