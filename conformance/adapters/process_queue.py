@@ -1,0 +1,160 @@
+"""The process_queue area adapter: replays ProcessQueue vector steps on a candidate.
+
+A vector message `[offset, bodySize]` or `[offset, bodySize, maxOffset]` becomes a
+StoredMessage of topic "T" with a body of `bodySize` zero bytes and, when given, the MAX_OFFSET
+property the pull path sets. The observed `state` is positional, in `config.stateFields` order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from spec.clock import ManualClock
+from spec.errors import InvalidArgumentError, PullspecError, UnsupportedError, require_int
+from spec.message import PROPERTY_MAX_OFFSET, StoredMessage
+from spec.process_queue import LOCK_MAX_LIVE_TIME_MS, PULL_MAX_IDLE_TIME_MS, ProcessQueue
+from spec.profiles import Profile
+
+DEFAULT_STATE_FIELDS: tuple[str, ...] = (
+    "msgCount",
+    "msgSize",
+    "maxSpan",
+    "queueOffsetMax",
+    "msgAccCnt",
+    "consuming",
+    "cachedOffsets",
+    "consumingOffsets",
+    "isLockExpired",
+    "isPullExpired",
+)
+
+_STATE_READERS: dict[str, Callable[[ProcessQueue], Any]] = {
+    "msgCount": lambda q: q.msg_count,
+    "msgSize": lambda q: q.msg_size,
+    "maxSpan": lambda q: q.max_span,
+    "queueOffsetMax": lambda q: q.queue_offset_max,
+    "msgAccCnt": lambda q: q.msg_acc_cnt,
+    "consuming": lambda q: q.consuming,
+    "cachedOffsets": lambda q: list(q.cached_offsets),
+    "consumingOffsets": lambda q: list(q.consuming_offsets),
+    "isLockExpired": lambda q: q.is_lock_expired(),
+    "isPullExpired": lambda q: q.is_pull_expired(),
+    "dropped": lambda q: q.dropped,
+    "locked": lambda q: q.locked,
+    "lastLockTimestamp": lambda q: q.last_lock_timestamp,
+    "lastPullTimestamp": lambda q: q.last_pull_timestamp,
+    "lastConsumeTimestamp": lambda q: q.last_consume_timestamp,
+}
+
+# `set` args: the vector's field name -> the candidate's attribute.
+_SETTABLE = {
+    "locked": "locked",
+    "dropped": "dropped",
+    "lastLockTimestamp": "last_lock_timestamp",
+    "lastPullTimestamp": "last_pull_timestamp",
+}
+
+
+@attrs.define
+class Instance:
+    """One case's process queue together with the clock that drives it."""
+
+    queue: ProcessQueue
+    clock: ManualClock
+    state_fields: tuple[str, ...]
+
+    def state(self) -> list[Any]:
+        """The positional state observation."""
+        return [_STATE_READERS[f](self.queue) for f in self.state_fields]
+
+
+def to_message(spec: object) -> StoredMessage:
+    """A vector message `[offset, bodySize(, maxOffset)]` as a StoredMessage."""
+    if not isinstance(spec, list) or len(spec) not in (2, 3):
+        raise InvalidArgumentError("msg", spec, "expected [offset, bodySize(, maxOffset)]")
+    offset = require_int("offset", spec[0])
+    size = require_int("bodySize", spec[1])
+    props = (
+        () if len(spec) == 2 else ((PROPERTY_MAX_OFFSET, str(require_int("maxOffset", spec[2]))),)
+    )
+    return StoredMessage(
+        topic="T",
+        queue_id=0,
+        queue_offset=offset,
+        commitlog_offset=0,
+        size=0,
+        tags_code=0,
+        body=bytes(size),
+        properties=props,
+    )
+
+
+def to_messages(specs: object) -> list[StoredMessage]:
+    """The `msgs` argument of a step as StoredMessage objects."""
+    if not isinstance(specs, list):
+        raise InvalidArgumentError("msgs", specs, "expected a list")
+    return [to_message(s) for s in specs]
+
+
+def create(candidate: Any, config: dict[str, Any], profile: Profile, base: Path) -> Instance:
+    """A fresh process queue of `candidate` on a ManualClock at `config["clockStart"]`."""
+    factory = getattr(candidate, "process_queue", None)
+    if factory is None:
+        raise UnsupportedError("candidate has no process_queue factory")
+    # The factory takes no timing knobs, so only RocketMQ's defaults can be replayed.
+    for key, default in (
+        ("lockMaxLiveTimeMs", LOCK_MAX_LIVE_TIME_MS),
+        ("pullMaxIdleTimeMs", PULL_MAX_IDLE_TIME_MS),
+    ):
+        if config.get(key, default) != default:
+            raise UnsupportedError(f"{key}={config[key]} (the factory uses {default})")
+    fields = tuple(config.get("stateFields", DEFAULT_STATE_FIELDS))
+    unknown = [f for f in fields if f not in _STATE_READERS]
+    if unknown:
+        raise UnsupportedError(f"state fields {unknown}")
+    clock = ManualClock(require_int("clockStart", config.get("clockStart", 0)))
+    return Instance(queue=factory(clock, profile), clock=clock, state_fields=fields)
+
+
+def _run(instance: Instance, op: str, args: dict[str, Any]) -> dict[str, Any]:
+    q = instance.queue
+    if op == "put_messages":
+        return {"result": q.put_messages(to_messages(args.get("msgs")))}
+    if op == "remove_messages":
+        return {"result": q.remove_messages(to_messages(args.get("msgs")))}
+    if op == "take_messages":
+        return {"result": [m.queue_offset for m in q.take_messages(args["n"])]}
+    if op == "make_messages_to_consume_again":
+        q.make_messages_to_consume_again(to_messages(args.get("msgs")))
+        return {}
+    if op == "commit":
+        return {"result": q.commit()}
+    if op == "rollback":
+        q.rollback()
+        return {}
+    if op == "set":
+        for key, value in args.items():
+            if key not in _SETTABLE:
+                raise UnsupportedError(f"set {key}")
+            setattr(q, _SETTABLE[key], value)
+        return {}
+    if op == "advance_clock":
+        return {"now": instance.clock.advance(args["ms"])}
+    raise UnsupportedError(f"process_queue op {op!r}")
+
+
+def apply(instance: Instance, op: str, args: dict[str, Any]) -> dict[str, Any]:
+    """Run one step and return its observation: `result` / `now` / `error`, and `state`."""
+    try:
+        observed = _run(instance, op, args)
+    except UnsupportedError:
+        raise
+    except PullspecError as exc:
+        # The state after a failed call is part of what RocketMQ did.
+        observed = {"error": exc.java_exception or exc.kind.value}
+    observed["state"] = instance.state()
+    return observed
