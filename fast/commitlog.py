@@ -1,0 +1,232 @@
+"""The commit log: fixed-size mapped files of v1 records, each completed file closed by an
+end-of-file blank (LAYOUT-4, LAYOUT-7)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from fast.mapped import MappedFile, list_mapped_files
+from spec.errors import CorruptStoreError
+from spec.layout import (
+    MESSAGE_MAGIC_CODE,
+    commit_log_file_start,
+    needs_end_of_file_blank,
+)
+from spec.profiles import Profile
+from spec.record import OFF_PHYSICAL_OFFSET, encode_blank
+from spec.store import commit_log_roll_next_file, max_phy_offset
+
+_BE_I32 = np.dtype(">i4")
+_BE_I64 = np.dtype(">i8")
+
+
+class CommitLog:
+    """The commit-log files of one store, the write position of the last one, and the clock time
+    each file was last written (what fileReservedTime measures from)."""
+
+    def __init__(self, directory: Path, file_size: int, profile: Profile, read_only: bool) -> None:
+        self.directory = directory
+        self.file_size = file_size
+        self.profile = profile
+        self.read_only = read_only
+        self.files: list[MappedFile] = []
+        self.wrote = 0
+        self.last_modified: dict[int, int] = {}
+
+    # -- files -------------------------------------------------------------------------------
+
+    def load(self) -> None:
+        """Map every commit-log file on disk; CorruptStoreError for a wrong length or a gap."""
+        for start, path in list_mapped_files(self.directory):
+            if start % self.file_size != 0:
+                raise CorruptStoreError(str(path), f"start {start} is not a multiple of the size")
+            if self.files and start != self.files[-1].end:
+                raise CorruptStoreError(str(path), "commit-log files are not contiguous")
+            self.files.append(MappedFile.open(path, start, self.file_size, self.read_only))
+            self.last_modified[start] = path.stat().st_mtime_ns // 1_000_000
+        self.wrote = self.file_size if self.files else 0
+
+    def close(self) -> None:
+        """Unmap every file."""
+        for f in self.files:
+            f.close()
+
+    def flush(self) -> None:
+        """msync the last file (earlier files were flushed when they filled) and stamp mtimes."""
+        if self.files:
+            last = self.files[-1]
+            last.flush(0, self.wrote)
+            last.touch(self.last_modified.get(last.start, 0))
+
+    def min_offset(self) -> int:
+        """CommitLog.getMinOffset: the first file's start, or −1 without a file."""
+        return self.files[0].start if self.files else -1
+
+    def max_offset(self) -> int:
+        """STORE-20: the last file's start plus its written bytes, or 0 without a file."""
+        if not self.files:
+            return max_phy_offset(None, 0)
+        return max_phy_offset(self.files[-1].start, self.wrote)
+
+    def roll_next_file(self, phys: int) -> int:
+        """STORE-15: the start of the file after the one holding `phys`."""
+        return commit_log_roll_next_file(phys, self.file_size)
+
+    def file_of(self, phys: int) -> MappedFile | None:
+        """The file holding byte `phys`, or None."""
+        if not self.files or phys < self.files[0].start:
+            return None
+        i = (phys - self.files[0].start) // self.file_size
+        return self.files[i] if i < len(self.files) else None
+
+    def read_position(self, f: MappedFile) -> int:
+        """How many bytes of `f` are readable: all of a completed file, the written part of the
+        last."""
+        return self.wrote if f is self.files[-1] else self.file_size
+
+    def record_at(self, phys: int, size: int) -> tuple[MappedFile, int] | None:
+        """(file, position) of the `size` bytes at `phys` when they are all readable, else None
+        (CommitLog.getMessage: the record's file was deleted or not written yet)."""
+        f = self.file_of(phys)
+        if f is None or size <= 0:
+            return None
+        pos = phys - f.start
+        if pos + size > self.read_position(f):
+            return None
+        return f, pos
+
+    def is_record_start(self, phys: int) -> int:
+        """The TOTALSIZE of the message record starting exactly at `phys`, or 0 when none does
+        (its PHYSICALOFFSET field names its own position)."""
+        f = self.file_of(phys)
+        if f is None:
+            return 0
+        pos = phys - f.start
+        readable = self.read_position(f)
+        if pos + 36 > readable:
+            return 0
+        head = f.data[pos : pos + 36]
+        size = int(head[0:4].view(_BE_I32)[0])
+        magic = int(head[4:8].view(_BE_I32)[0])
+        stamped = int(head[OFF_PHYSICAL_OFFSET : OFF_PHYSICAL_OFFSET + 8].view(_BE_I64)[0])
+        if magic != MESSAGE_MAGIC_CODE or stamped != phys or size <= 0 or pos + size > readable:
+            return 0
+        return size
+
+    # -- append ------------------------------------------------------------------------------
+
+    def _new_file(self, now_ms: int) -> MappedFile:
+        start = self.files[-1].end if self.files else 0
+        f = MappedFile.create(self.directory, start, self.file_size)
+        self.files.append(f)
+        self.wrote = 0
+        self.last_modified[start] = now_ms
+        return f
+
+    def reserve(self, length: int, now_ms: int) -> int:
+        """The phys where a record of `length` bytes goes: at the write position, or — writing the
+        end-of-file blank first when it does not fit with 8 bytes to spare (LAYOUT-7) — at the
+        start of a new file. The caller then writes it with `write`."""
+        if not self.files:
+            self._new_file(now_ms)
+        last = self.files[-1]
+        if self.wrote >= self.file_size:
+            last = self._new_file(now_ms)
+        elif needs_end_of_file_blank(length, self.wrote, self.file_size):
+            blank = encode_blank(self.file_size - self.wrote, self.profile)
+            last.mm[self.wrote : self.wrote + len(blank)] = blank
+            self.last_modified[last.start] = now_ms
+            last.flush(0, self.file_size)
+            last.touch(now_ms)
+            self.wrote = self.file_size
+            last = self._new_file(now_ms)
+        phys = last.start + self.wrote
+        self.wrote += length
+        return phys
+
+    def write(self, phys: int, data: bytes | bytearray, now_ms: int) -> None:
+        """Copy reserved records (contiguous, inside one file) into the mapping."""
+        f = self.file_of(phys)
+        if f is None or phys + len(data) > f.end:
+            raise CorruptStoreError(str(self.directory), f"no reserved room at {phys}")
+        pos = phys - f.start
+        f.mm[pos : pos + len(data)] = data
+        self.last_modified[f.start] = now_ms
+
+    def sync(self, lo_phys: int) -> None:
+        """msync everything written from `lo_phys` to the write position."""
+        hi = self.max_offset()
+        for f in self.files:
+            if f.end > lo_phys and f.start < hi:
+                f.flush(max(lo_phys - f.start, 0), min(hi - f.start, self.file_size))
+
+    def truncate(self, end: int) -> None:
+        """Make `end` the max offset: zero the bytes after it in its file (a later recovery must
+        not take stale bytes for records) and delete the files after that one."""
+        keep = [f for f in self.files if f.start <= end]
+        for f in self.files[len(keep) :]:
+            self.last_modified.pop(f.start, None)
+            if self.read_only:
+                f.close()
+            else:
+                f.destroy()
+        self.files = keep
+        if not keep:
+            self.wrote = 0
+            return
+        last = keep[-1]
+        self.wrote = end - last.start
+        if not self.read_only and self.wrote < self.file_size:
+            last.mm[self.wrote :] = bytes(self.file_size - self.wrote)
+            last.flush(self.wrote, self.file_size)
+
+    # -- expiry ------------------------------------------------------------------------------
+
+    def delete_expired(self, now_ms: int, reserved_ms: int, batch_max: int) -> int:
+        """MappedFileQueue.deleteExpiredFileByTime: delete files oldest first, never the last,
+        at most `batch_max`, stopping at the first not yet expired (STORE-19)."""
+        deleted = 0
+        while (
+            len(self.files) > 1
+            and deleted < batch_max
+            and now_ms >= self.last_modified.get(self.files[0].start, 0) + reserved_ms
+        ):
+            gone = self.files.pop(0)
+            self.last_modified.pop(gone.start, None)
+            gone.destroy()
+            deleted += 1
+        return deleted
+
+    def set_last_modified(self, file_start: int, ms: int) -> bool:
+        """Set a file's last-write time (as touching it on disk would); False if no such file."""
+        for f in self.files:
+            if f.start == file_start:
+                self.last_modified[file_start] = ms
+                f.touch(ms)
+                return True
+        return False
+
+    def starts(self) -> Sequence[int]:
+        """The start offsets of the files, in order."""
+        return [f.start for f in self.files]
+
+
+def file_start(phys: int, file_size: int) -> int:
+    """LAYOUT-4: the start of the commit-log file holding `phys`."""
+    return commit_log_file_start(phys, file_size)
+
+
+def fsync_dir(directory: Path) -> None:
+    """fsync a directory so created and deleted file names are durable."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

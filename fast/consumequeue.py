@@ -1,0 +1,270 @@
+"""A consume queue: mapped files of 20-byte big-endian entries (LAYOUT-1, LAYOUT-2), the queue's
+min logic offset, and the vectorized reads get_message needs."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from fast.mapped import MappedFile, list_mapped_files
+from spec.errors import CorruptStoreError
+from spec.layout import CQ_STORE_UNIT_SIZE, PRE_BLANK_ENTRY, pre_blank_entries
+from spec.store import expired_consume_queue_files, queue_min_max_offsets
+
+#: One consume-queue entry as stored: phys (long), size (int), tags code (long), big-endian.
+CQ_DTYPE = np.dtype([("phys", ">i8"), ("size", ">i4"), ("tags", ">i8")])
+
+I64 = npt.NDArray[np.int64]
+
+
+def entries_of(f: MappedFile) -> npt.NDArray[np.void]:
+    """The structured entry view of a consume-queue file."""
+    return np.frombuffer(f.mm, dtype=CQ_DTYPE)
+
+
+def pack_entries(phys: I64, size: I64, tags: I64) -> npt.NDArray[np.void]:
+    """A structured array of entries, ready to be copied into a file."""
+    out = np.empty(len(phys), dtype=CQ_DTYPE)
+    out["phys"] = phys
+    out["size"] = size
+    out["tags"] = tags
+    return out
+
+
+class ConsumeQueue:
+    """The files of consumequeue/<topic>/<queueId>/ and the queue's offsets."""
+
+    def __init__(
+        self, directory: Path, topic: str, queue_id: int, file_size: int, read_only: bool
+    ) -> None:
+        self.directory = directory
+        self.topic = topic
+        self.queue_id = queue_id
+        self.file_size = file_size
+        self.units = file_size // CQ_STORE_UNIT_SIZE
+        self.read_only = read_only
+        self.files: list[MappedFile] = []
+        self.views: list[npt.NDArray[np.void]] = []
+        self.wrote = 0
+        self.min_logic_offset = 0
+        #: phys + size of the last entry, −1 when empty (ConsumeQueue.maxPhysicOffset).
+        self.max_physic_offset = -1
+        self._index: dict[int, int] = {}
+        #: True when the last file was found shorter than the configured size and padded.
+        self.repaired = False
+
+    # -- loading -----------------------------------------------------------------------------
+
+    def load(self) -> None:
+        """Map the queue's files. A non-last file of the wrong length is a CorruptStoreError;
+        a last file cut short (a torn extension) is padded with zeros — on disk when writable, in
+        a private copy when read-only — and its missing entries rebuilt by recovery."""
+        found = list_mapped_files(self.directory)
+        for n, (start, path) in enumerate(found):
+            if start % self.file_size != 0:
+                raise CorruptStoreError(str(path), f"start {start} is not a multiple of the size")
+            length = path.stat().st_size
+            if length != self.file_size and n == len(found) - 1 and length < self.file_size:
+                self.repaired = True
+                whole = length - length % CQ_STORE_UNIT_SIZE
+                if self.read_only:
+                    with path.open("rb") as fh:
+                        content = fh.read(whole)
+                    self._append_file(MappedFile.anonymous(start, self.file_size, content))
+                    continue
+                os.truncate(path, whole)
+                os.truncate(path, self.file_size)
+            self._append_file(MappedFile.open(path, start, self.file_size, self.read_only))
+        self.wrote = self.file_size if self.files else 0
+
+    def _append_file(self, f: MappedFile) -> None:
+        self._index[f.start] = len(self.files)
+        self.files.append(f)
+        self.views.append(entries_of(f))
+
+    def recover(self) -> None:
+        """ConsumeQueue.recover: from the third-last file on, the written part of each file ends
+        at its first entry with phys < 0 or size ≤ 0; files after that point are dropped."""
+        if not self.files:
+            return
+        first = max(len(self.files) - 3, 0)
+        end = self.files[first].start
+        for i in range(first, len(self.files)):
+            view = self.views[i]
+            bad = (view["phys"] < 0) | (view["size"] <= 0)
+            k = int(np.argmax(bad)) if bad.any() else self.units
+            end = self.files[i].start + k * CQ_STORE_UNIT_SIZE
+            if k < self.units:
+                break
+        self._truncate_files(end)
+        self._refresh_max_physic()
+
+    def _refresh_max_physic(self) -> None:
+        if not self.files or self.wrote == 0:
+            self.max_physic_offset = -1
+            return
+        last = self.views[-1][self.wrote // CQ_STORE_UNIT_SIZE - 1]
+        self.max_physic_offset = int(last["phys"]) + int(last["size"])
+
+    def _truncate_files(self, end: int) -> None:
+        """MappedFileQueue.truncateDirtyFiles: `end` (a byte offset in the queue) becomes the
+        written end; later files go, and the bytes after `end` are zeroed when writable."""
+        while self.files and self.files[-1].start > end:
+            self._drop_last()
+        if not self.files:
+            self.wrote = 0
+            return
+        last = self.files[-1]
+        self.wrote = min(end - last.start, self.file_size)
+        if not self.read_only and self.wrote < self.file_size:
+            tail = self.file_size - self.wrote
+            if last.mm[self.wrote :].count(0) != tail:
+                last.mm[self.wrote :] = bytes(tail)
+
+    def _drop_last(self) -> None:
+        f = self.files.pop()
+        self.views.pop()
+        self._index.pop(f.start, None)
+        if self.read_only or f.path is None:
+            f.close()
+        else:
+            f.destroy()
+
+    def close(self) -> None:
+        """Unmap every file."""
+        self.views = []
+        for f in self.files:
+            f.close()
+
+    def flush(self) -> None:
+        """msync the written part of the last file."""
+        if self.files:
+            self.files[-1].flush(0, self.wrote)
+
+    # -- offsets -----------------------------------------------------------------------------
+
+    def min_max(self) -> tuple[int, int]:
+        """STORE-4: (min offset, max offset) as indices."""
+        if not self.files:
+            return queue_min_max_offsets(self.min_logic_offset, None, 0)
+        return queue_min_max_offsets(self.min_logic_offset, self.files[-1].start, self.wrote)
+
+    def readable(self, i: int) -> int:
+        """The written bytes of file number `i`: all of a completed file."""
+        return self.wrote if i == len(self.files) - 1 else self.file_size
+
+    def window(self, index: int) -> tuple[int, int, int] | None:
+        """STORE-9 by arithmetic: (file number, first entry, end entry) of the window at `index`,
+        or None (below min, no file covering it, or not written yet)."""
+        pos = index * CQ_STORE_UNIT_SIZE
+        if pos < self.min_logic_offset or pos < 0:
+            return None
+        i = self._index.get(pos - pos % self.file_size)
+        if i is None:
+            return None
+        rel = pos % self.file_size
+        readable = self.readable(i)
+        if rel >= readable:
+            return None
+        return i, rel // CQ_STORE_UNIT_SIZE, readable // CQ_STORE_UNIT_SIZE
+
+    def spec_files(self) -> list[tuple[int, int]]:
+        """(start byte, written bytes) of every file, as spec.store.index_window takes them."""
+        return [(f.start, self.readable(i)) for i, f in enumerate(self.files)]
+
+    # -- append ------------------------------------------------------------------------------
+
+    def append(self, first_index: int, phys: I64, size: I64, tags: I64) -> None:
+        """Write entries for indices first_index, first_index + 1, …: the first file created for
+        a first index ≠ 0 gets LAYOUT-3 pre-blank entries before it; an index below max is
+        already present and skipped (ConsumeQueue.putMessagePositionInfo)."""
+        n = len(phys)
+        if n == 0:
+            return
+        _, max_offset = self.min_max()
+        if self.files and first_index < max_offset:
+            skip = min(max_offset - first_index, n)
+            phys, size, tags = phys[skip:], size[skip:], tags[skip:]
+            first_index += skip
+            n -= skip
+            if n == 0:
+                return
+        if not self.files:
+            self._create(first_index - first_index % self.units)
+            blanks = pre_blank_entries(first_index, self.units)
+            if first_index != 0:
+                self.min_logic_offset = first_index * CQ_STORE_UNIT_SIZE
+                self.views[-1][:blanks] = np.array([PRE_BLANK_ENTRY] * blanks, dtype=CQ_DTYPE)
+                self.wrote = blanks * CQ_STORE_UNIT_SIZE
+        entries = pack_entries(phys, size, tags)
+        done = 0
+        while done < n:
+            if self.wrote == self.file_size:
+                self._create(self.files[-1].start + self.file_size)
+            w = self.wrote // CQ_STORE_UNIT_SIZE
+            k = min(n - done, self.units - w)
+            self.views[-1][w : w + k] = entries[done : done + k]
+            self.wrote += k * CQ_STORE_UNIT_SIZE
+            done += k
+        self.max_physic_offset = int(phys[-1]) + int(size[-1])
+
+    def _create(self, start: int) -> None:
+        if self.files:
+            self.files[-1].flush()
+        f = (
+            MappedFile.anonymous(start, self.file_size)
+            if self.read_only
+            else MappedFile.create(self.directory, start, self.file_size)
+        )
+        self._append_file(f)
+        self.wrote = 0
+
+    # -- expiry and recovery -----------------------------------------------------------------
+
+    def delete_expired(self, commit_log_min: int) -> int:
+        """ConsumeQueue.deleteExpiredFile: drop leading files whose last entry points below the
+        commit-log min (never the last file), then correct the min offset (STORE-19)."""
+        last_phys = [int(v[self.units - 1]["phys"]) for v in self.views]
+        drop = expired_consume_queue_files(last_phys, commit_log_min)
+        for _ in range(drop):
+            f = self.files.pop(0)
+            self.views.pop(0)
+            f.destroy()
+        self._index = {f.start: i for i, f in enumerate(self.files)}
+        self.correct_min_offset(commit_log_min)
+        return drop
+
+    def correct_min_offset(self, commit_log_min: int) -> None:
+        """ConsumeQueue.correctMinOffset: min := the first entry of the first file whose phys is
+        at least the commit-log min; unchanged when none is."""
+        if not self.files:
+            return
+        phys = self.views[0]["phys"][: self.readable(0) // CQ_STORE_UNIT_SIZE]
+        hits = np.flatnonzero(phys >= commit_log_min)
+        if len(hits):
+            self.min_logic_offset = self.files[0].start + int(hits[0]) * CQ_STORE_UNIT_SIZE
+
+    def truncate_dirty(self, phys_end: int) -> None:
+        """ConsumeQueue.truncateDirtyLogicFiles: remove the trailing entries that point at or
+        beyond `phys_end`, the commit log's recovered end."""
+        while self.files:
+            n = self.wrote // CQ_STORE_UNIT_SIZE
+            phys = self.views[-1]["phys"][:n]
+            beyond = np.flatnonzero(phys >= phys_end)
+            if len(beyond) == 0:
+                break
+            k = int(beyond[0])
+            if k > 0:
+                self._truncate_files(self.files[-1].start + k * CQ_STORE_UNIT_SIZE)
+                break
+            self._drop_last()
+            self.wrote = self.file_size if self.files else 0
+        self._refresh_max_physic()
+
+    def last_entries(self) -> Sequence[int]:
+        """The start offsets of the files, in order (for tests and reports)."""
+        return [f.start for f in self.files]

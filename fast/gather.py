@@ -1,0 +1,37 @@
+"""Vectorized reads of big-endian integers at many byte positions of a mapped file at once."""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+U8 = npt.NDArray[np.uint8]
+I64 = npt.NDArray[np.int64]
+
+
+def gather_be(data: U8, positions: I64, width: int, signed: bool = True) -> I64:
+    """The big-endian integers of `width` bytes (1, 2, 4 or 8) at `positions` of `data`, as
+    int64. Positions whose bytes would overrun `data` read as 0 (callers mask them)."""
+    n = len(data)
+    pos = np.asarray(positions, dtype=np.int64)
+    if len(pos) == 0:
+        return np.zeros(0, dtype=np.int64)
+    inside = (pos >= 0) & (pos + width <= n)
+    safe = np.where(inside, pos, 0)
+    if width == 8:
+        idx = safe[:, None] + np.arange(8, dtype=np.int64)
+        out = data[idx].view(">i8").reshape(-1).astype(np.int64)
+    else:
+        acc = np.zeros(len(pos), dtype=np.int64)
+        for k in range(width):
+            acc = (acc << 8) | data[safe + k].astype(np.int64)
+        out = acc
+        if signed:
+            top = np.int64(1) << (8 * width - 1)
+            out = np.where(acc >= top, acc - (top << 1), acc)
+    return np.where(inside, out, 0)
+
+
+def inside(data: U8, positions: I64, width: int) -> npt.NDArray[np.bool_]:
+    """Which positions have `width` readable bytes in `data`."""
+    return (positions >= 0) & (positions + width <= len(data))

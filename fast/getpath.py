@@ -1,0 +1,294 @@
+"""The pull path of MmapMessageStore: DefaultMessageStore.getMessage (STORE-5 … STORE-17)."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator, Sequence
+from functools import cached_property
+from typing import TYPE_CHECKING, cast, overload
+
+import numpy as np
+import numpy.typing as npt
+
+from fast.consumequeue import ConsumeQueue
+from fast.gather import I64, U8
+from fast.results import FastGetMessageResult, LazyMessages
+from fast.scan import ScanOutcome, outcome, scan_vectorized, tag_mask
+from spec.batch import BatchLimits, check_result_capacity, max_filter_message_count
+from spec.config import StoreConfig
+from spec.layout import CQ_STORE_UNIT_SIZE
+from spec.message import StoredMessage
+from spec.profiles import Profile
+from spec.protocols import MessageFilter
+from spec.record import decode_record
+from spec.results import GetMessageResult
+from spec.status import BrokerRole, GetMessageStatus
+from spec.store import (
+    CQEntry,
+    classify_offset,
+    consume_queue_roll_next_file,
+    next_offset_correction,
+    scan_next_begin_offset,
+    scan_window,
+    suggest_pulling_from_slave,
+)
+
+if TYPE_CHECKING:
+    from fast.commitlog import CommitLog
+
+
+class EntrySequence(Sequence[CQEntry]):
+    """Consume-queue entries of a window as (phys, size, tags) tuples, converted on access, so
+    the entry-by-entry scan reads only what it examines."""
+
+    def __init__(self, view: npt.NDArray[np.void]) -> None:
+        self._view = view
+
+    def __len__(self) -> int:
+        return len(self._view)
+
+    @overload
+    def __getitem__(self, i: int) -> CQEntry: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[CQEntry]: ...
+
+    def __getitem__(self, i: int | slice) -> CQEntry | Sequence[CQEntry]:
+        if isinstance(i, slice):
+            return EntrySequence(self._view[i])
+        e = self._view[i]
+        return (int(e["phys"]), int(e["size"]), int(e["tags"]))
+
+    def __iter__(self) -> Iterator[CQEntry]:
+        for lo in range(0, len(self._view), 256):
+            chunk = self._view[lo : lo + 256]
+            yield from zip(
+                chunk["phys"].tolist(), chunk["size"].tolist(), chunk["tags"].tolist(), strict=True
+            )
+
+
+def _always(tags_code: int | None) -> bool:
+    return True
+
+
+class GetPath:
+    """Mixin: the get half of MmapMessageStore."""
+
+    if TYPE_CHECKING:
+        commit_log: CommitLog
+        config: StoreConfig
+        profile: Profile
+        _role: BrokerRole
+        _offset_check_in_slave: bool
+
+    @cached_property
+    def _limits(self) -> BatchLimits:
+        return BatchLimits.of(self.config)
+
+    @cached_property
+    def _memory(self) -> int:
+        return self.config.memory_residency_bytes
+
+    def _present(self, phys: I64, size: I64) -> npt.NDArray[np.bool_]:
+        """CommitLog.getMessage over many entries: are all `size` bytes at `phys` readable."""
+        log = self.commit_log
+        if not log.files:
+            return np.zeros(len(phys), dtype=bool)
+        f_size = log.file_size
+        last = log.files[-1].start
+        in_full = (phys < last) & (phys % f_size + size <= f_size)
+        in_last = (phys >= last) & (phys - last + size <= log.wrote)
+        result: npt.NDArray[np.bool_] = (
+            (size > 0) & (phys >= log.files[0].start) & (in_full | in_last)
+        )
+        return result
+
+    def _decided(
+        self, q: ConsumeQueue, offset: int, max_msg_nums: int
+    ) -> GetMessageResult | tuple[int, int, int, int, int]:
+        """The result of every case but the scan (STORE-5, STORE-10, BATCH-4), or the scan's
+        (file number, first entry, entries to examine, min, max)."""
+        min_offset, max_offset = q.min_max()
+        decided = classify_offset(
+            offset, min_offset, max_offset, self._role, self._offset_check_in_slave, self.profile
+        )
+        if decided is not None:
+            return GetMessageResult(decided[0], decided[1], min_offset, max_offset)
+        window = q.window(offset)
+        if window is None:
+            target = consume_queue_roll_next_file(offset, q.units)
+            next_offset = next_offset_correction(
+                offset, target, self._role, self._offset_check_in_slave
+            )
+            return GetMessageResult(
+                GetMessageStatus.OFFSET_FOUND_NULL, next_offset, min_offset, max_offset
+            )
+        check_result_capacity(max_msg_nums, self.profile)
+        number, first, end = window
+        budget = -(-max_filter_message_count(max_msg_nums) // CQ_STORE_UNIT_SIZE)
+        return number, first, min(end - first, budget), min_offset, max_offset
+
+    def _get(
+        self,
+        q: ConsumeQueue,
+        offset: int,
+        max_msg_nums: int,
+        message_filter: MessageFilter | None,
+    ) -> GetMessageResult:
+        max_offset_py = self.commit_log.max_offset()
+        decided = self._decided(q, offset, max_msg_nums)
+        if isinstance(decided, GetMessageResult):
+            return decided
+        number, first, n, min_offset, max_offset = decided
+        view = q.views[number][first : first + n]
+        scanned = self._scan_fast(view, max_msg_nums, max_offset_py, message_filter)
+        if scanned is None:
+            return self._scan_slow(
+                view, offset, max_msg_nums, max_offset_py, message_filter, min_offset, max_offset
+            )
+        return self._result(scanned, offset, max_offset_py, min_offset, max_offset)
+
+    def _scan_fast(
+        self,
+        view: npt.NDArray[np.void],
+        max_msg_nums: int,
+        max_offset_py: int,
+        message_filter: MessageFilter | None,
+    ) -> tuple[ScanOutcome, I64] | None:
+        """The vectorized scan, in at most two chunks; None when it does not apply."""
+        n = len(view)
+        limits = self._limits
+        cap = min(
+            max(1, max_msg_nums),
+            max(
+                limits.max_transfer_count_on_message_in_memory,
+                limits.max_transfer_count_on_message_in_disk,
+            ),
+        )
+        first_chunk = cap + 1 if message_filter is None else max(64, 16 * (cap + 1))
+        bounds = [0, min(n, first_chunk), n]
+        count0 = buffer0 = 0
+        parts_phys: list[I64] = []
+        parts_size: list[I64] = []
+        parts_returned: list[npt.NDArray[np.bool_]] = []
+        stop_at: int | None = None
+        for a, b in itertools.pairwise(bounds):
+            if a >= b:
+                continue
+            chunk = view[a:b]
+            phys = chunk["phys"].astype(np.int64)
+            size = chunk["size"].astype(np.int64)
+            match = tag_mask(message_filter, chunk["tags"].astype(np.int64))
+            if match is None or not self._present(phys, size).all():
+                return None
+            stop, returned = scan_vectorized(
+                phys,
+                size,
+                match,
+                max_msg_nums=max_msg_nums,
+                max_offset_py=max_offset_py,
+                memory=self._memory,
+                limits=limits,
+                count0=count0,
+                buffer0=buffer0,
+            )
+            parts_phys.append(phys)
+            parts_size.append(size)
+            parts_returned.append(returned)
+            if stop is not None:
+                stop_at = a + stop
+                break
+            count0 += int(returned.sum())
+            buffer0 += int(size[returned].sum())
+        phys_all = np.concatenate(parts_phys)
+        size_all = np.concatenate(parts_size)
+        done = outcome(phys_all, size_all, np.concatenate(parts_returned), stop_at, len(phys_all))
+        return done, phys_all
+
+    def _result(
+        self,
+        scanned: tuple[ScanOutcome, I64],
+        offset: int,
+        max_offset_py: int,
+        min_offset: int,
+        max_offset: int,
+    ) -> GetMessageResult:
+        done, phys = scanned
+        log = self.commit_log
+        picked = phys[done.returned].tolist()
+        files: list[U8] = []
+        positions: list[int] = []
+        if picked:
+            base = log.files[0].start
+            for p in picked:
+                f = log.files[(p - base) // log.file_size]
+                files.append(f.data)
+                positions.append(p - f.start)
+        return FastGetMessageResult(
+            done.status,
+            scan_next_begin_offset(offset, done.scanned),
+            min_offset,
+            max_offset,
+            cast(tuple[StoredMessage, ...], LazyMessages(files, positions, self.profile)),
+            suggest_pulling_from_slave(max_offset_py, done.max_phy_offset_pulling, self._memory),
+            total_size=done.total_size,
+            offsets=tuple((done.returned + offset).tolist()),
+        )
+
+    def _read(self, phys: int, size: int) -> StoredMessage | None:
+        found = self.commit_log.record_at(phys, size)
+        if found is None:
+            return None
+        f, pos = found
+        return decode_record(f.mm, pos, self.profile)
+
+    def _scan_slow(
+        self,
+        view: npt.NDArray[np.void],
+        offset: int,
+        max_msg_nums: int,
+        max_offset_py: int,
+        message_filter: MessageFilter | None,
+        min_offset: int,
+        max_offset: int,
+    ) -> GetMessageResult:
+        """The entry-by-entry scan, by spec.store.scan_window itself."""
+        entries = EntrySequence(view)
+        decoded: dict[int, StoredMessage | None] = {}
+
+        def record(phys: int) -> StoredMessage | None:
+            if phys not in decoded:
+                decoded[phys] = self._read(phys, sizes[phys])
+            return decoded[phys]
+
+        sizes: dict[int, int] = {}
+
+        def present(phys: int, size: int) -> bool:
+            sizes[phys] = size
+            return self.commit_log.record_at(phys, size) is not None
+
+        def matches_commit_log(phys: int) -> bool:
+            return message_filter is None or message_filter.is_matched_by_commit_log(record(phys))
+
+        state = scan_window(
+            entries,
+            max_msg_nums=max_msg_nums,
+            max_offset_py=max_offset_py,
+            memory=self._memory,
+            limits=self._limits,
+            commit_log_file_size=self.commit_log.file_size,
+            matches_consume_queue=(
+                message_filter.is_matched_by_consume_queue if message_filter else _always
+            ),
+            record_present=present,
+            matches_commit_log=matches_commit_log,
+        )
+        messages = tuple(cast(StoredMessage, record(entries[p][0])) for p in state.returned)
+        return GetMessageResult(
+            state.status,
+            scan_next_begin_offset(offset, state.scanned),
+            min_offset,
+            max_offset,
+            messages,
+            suggest_pulling_from_slave(max_offset_py, state.max_phy_offset_pulling, self._memory),
+        )

@@ -1,0 +1,125 @@
+"""Fixed-size memory-mapped files, the unit both the commit log and the consume queues are made of
+(RocketMQ's MappedFile): created at full size, named by their 20-digit start offset."""
+
+from __future__ import annotations
+
+import contextlib
+import mmap
+import os
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from spec.errors import CorruptStoreError
+from spec.layout import offset_to_file_name
+
+PAGE = mmap.PAGESIZE
+
+
+def parse_file_name(name: str) -> int | None:
+    """The start offset a 20-digit file name stands for, or None for any other name."""
+    if len(name) == 20 and name.isdigit():
+        return int(name)
+    return None
+
+
+def list_mapped_files(directory: Path) -> list[tuple[int, Path]]:
+    """(start offset, path) of every 20-digit file in `directory`, in offset order."""
+    if not directory.is_dir():
+        return []
+    out = []
+    for entry in directory.iterdir():
+        start = parse_file_name(entry.name)
+        if start is not None and entry.is_file():
+            out.append((start, entry))
+    out.sort()
+    return out
+
+
+class MappedFile:
+    """One file of `size` bytes mapped whole; `data` is a uint8 numpy view of the mapping.
+
+    A file is backed by disk (`path` set) or, when a read-only store must repair it in memory,
+    by an anonymous mapping holding a private copy (`path` None).
+    """
+
+    __slots__ = ("data", "mm", "path", "read_only", "size", "start")
+
+    def __init__(
+        self, path: Path | None, start: int, size: int, mm: mmap.mmap, read_only: bool
+    ) -> None:
+        self.path = path
+        self.start = start
+        self.size = size
+        self.mm = mm
+        self.read_only = read_only
+        self.data: npt.NDArray[np.uint8] = np.frombuffer(mm, dtype=np.uint8)
+
+    @property
+    def end(self) -> int:
+        """The offset just past this file."""
+        return self.start + self.size
+
+    @classmethod
+    def create(cls, directory: Path, start: int, size: int) -> MappedFile:
+        """Create a zero-filled file of `size` bytes named after `start` and map it."""
+        directory.mkdir(parents=True, exist_ok=True)
+        path = directory / offset_to_file_name(start)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            os.ftruncate(fd, size)
+            mm = mmap.mmap(fd, size, access=mmap.ACCESS_WRITE)
+        finally:
+            os.close(fd)
+        return cls(path, start, size, mm, read_only=False)
+
+    @classmethod
+    def open(cls, path: Path, start: int, size: int, read_only: bool) -> MappedFile:
+        """Map an existing file; CorruptStoreError when its length is not `size`."""
+        actual = path.stat().st_size
+        if actual != size:
+            raise CorruptStoreError(str(path), f"length {actual}, configured file size {size}")
+        fd = os.open(path, os.O_RDONLY if read_only else os.O_RDWR)
+        try:
+            access = mmap.ACCESS_READ if read_only else mmap.ACCESS_WRITE
+            mm = mmap.mmap(fd, size, access=access)
+        finally:
+            os.close(fd)
+        return cls(path, start, size, mm, read_only)
+
+    @classmethod
+    def anonymous(cls, start: int, size: int, content: bytes | memoryview = b"") -> MappedFile:
+        """A private in-memory file of `size` bytes starting with `content` (zeros after it)."""
+        mm = mmap.mmap(-1, size)
+        mm[: len(content)] = content
+        return cls(None, start, size, mm, read_only=False)
+
+    def flush(self, lo: int = 0, hi: int | None = None) -> None:
+        """msync bytes [lo, hi) of the mapping to disk (no-op for anonymous files)."""
+        if self.path is None or self.read_only:
+            return
+        hi = self.size if hi is None else hi
+        lo -= lo % PAGE
+        if hi > lo:
+            self.mm.flush(lo, hi - lo)
+
+    def close(self) -> None:
+        """Unmap; a mapping still viewed by a live array stays mapped until that array dies."""
+        self.data = np.empty(0, dtype=np.uint8)
+        with contextlib.suppress(BufferError, ValueError):
+            self.mm.close()
+
+    def destroy(self) -> None:
+        """Unmap and delete the file (RocketMQ's MappedFile.destroy)."""
+        self.close()
+        if self.path is not None:
+            with contextlib.suppress(FileNotFoundError):
+                self.path.unlink()
+
+    def touch(self, ms: int) -> None:
+        """Set the file's modification time to `ms` (the store's clock), as fileReservedTime
+        measures from the last write."""
+        if self.path is not None and not self.read_only:
+            with contextlib.suppress(OSError):
+                os.utime(self.path, ns=(ms * 1_000_000, ms * 1_000_000))

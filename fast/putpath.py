@@ -1,0 +1,206 @@
+"""The append path of MmapMessageStore: validate a batch, place its records (LAYOUT-7 rolls),
+write each commit-log segment with one copy and dispatch each queue's entries with one numpy
+write (CommitLog.asyncPutMessage, ReputMessageService)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, NamedTuple
+
+import numpy as np
+
+from spec.clock import Clock
+from spec.config import StoreConfig
+from spec.errors import IllegalTopicError, InvalidTypeError, MessageIllegalError
+from spec.filter import tags_string_to_tags_code
+from spec.layout import (
+    END_FILE_MIN_BLANK_LENGTH,
+    NAME_VALUE_SEPARATOR,
+    PROPERTY_SEPARATOR,
+    body_crc,
+    calc_msg_length,
+    check_message_limits,
+    is_dispatched_type,
+    message_properties_to_string,
+    needs_end_of_file_blank,
+    string_to_message_properties,
+    validate_topic,
+)
+from spec.message import PROPERTY_TAGS, BrokerInnerMessage
+from spec.profiles import Profile
+from spec.record import encode_record_bytes, host_sys_flag
+from spec.results import PutMessageResult
+from spec.status import BrokerRole, PutMessageStatus
+from spec.store import assign_queue_offset
+
+if TYPE_CHECKING:
+    from fast.commitlog import CommitLog
+    from fast.consumequeue import ConsumeQueue
+
+_INT32 = (-(1 << 31), (1 << 31) - 1)
+_INT64 = (-(1 << 63), (1 << 63) - 1)
+
+
+class Prepared(NamedTuple):
+    """A validated message with its encoded topic and properties and its record length."""
+
+    msg: BrokerInnerMessage
+    topic: bytes
+    properties: bytes
+    sys_flag: int
+    length: int
+    crc: int
+    tags_code: int
+
+
+def stored_tags_code(msg: BrokerInnerMessage, properties_string: str, profile: Profile) -> int:
+    """FILTER-1 on the properties as the dispatcher will parse them back from the record: the
+    message's own TAGS unless a name or value holds a separator or is empty, when the stored
+    string must be parsed."""
+    plain = all(
+        k and v and NAME_VALUE_SEPARATOR not in k + v and PROPERTY_SEPARATOR not in k + v
+        for k, v in msg.properties
+    )
+    if plain:
+        return tags_string_to_tags_code(msg.tags)
+    parsed = string_to_message_properties(properties_string, profile)
+    return tags_string_to_tags_code(dict(parsed).get(PROPERTY_TAGS))
+
+
+def _require_java(name: str, value: int, bounds: tuple[int, int], msg: BrokerInnerMessage) -> None:
+    if not bounds[0] <= value <= bounds[1]:
+        raise MessageIllegalError(name, value, "does not fit its Java field", "MESSAGE_ILLEGAL")
+
+
+class PutPath:
+    """Mixin: the put half of MmapMessageStore."""
+
+    if TYPE_CHECKING:
+        commit_log: CommitLog
+        config: StoreConfig
+        profile: Profile
+        clock: Clock
+        flush_mode: str
+        _role: BrokerRole
+        _counters: dict[tuple[str, int], int]
+        _last_store_timestamp: int
+
+        def _queue(self, topic: str, queue_id: int) -> ConsumeQueue: ...
+        def _checkpoint(self) -> None: ...
+
+    def _prepare(self, msg: BrokerInnerMessage) -> Prepared:
+        """Validate one message (types, TopicValidator, LAYOUT-11, Java field ranges, fitting a
+        commit-log file) without touching the store."""
+        if not isinstance(msg, BrokerInnerMessage):
+            raise InvalidTypeError("msg", msg, "BrokerInnerMessage")
+        why = validate_topic(msg.topic)
+        if why:
+            raise IllegalTopicError("topic", msg.topic, why)
+        properties_string = message_properties_to_string(msg.properties, self.profile)
+        topic = msg.topic.encode("utf-8")
+        properties = properties_string.encode("utf-8")
+        sys_flag = host_sys_flag(msg.sys_flag, msg.born_host, msg.store_host)
+        length = calc_msg_length(sys_flag, len(msg.body), len(topic), len(properties))
+        status = check_message_limits(
+            msg.topic,
+            properties_string,
+            len(msg.body),
+            length,
+            self.config.max_message_size,
+            self.profile,
+        )
+        if status is not None:
+            raise MessageIllegalError("msg", msg.topic, f"{length}-byte record", status.value)
+        if length + END_FILE_MIN_BLANK_LENGTH > self.config.mapped_file_size_commit_log:
+            raise MessageIllegalError(
+                "msg", length, "the record cannot fit one commit-log file", "MESSAGE_ILLEGAL"
+            )
+        for name, value, bounds in (
+            ("queue_id", msg.queue_id, _INT32),
+            ("flag", msg.flag, _INT32),
+            ("sys_flag", msg.sys_flag, _INT32),
+            ("reconsume_times", msg.reconsume_times, _INT32),
+            ("born_timestamp", msg.born_timestamp, _INT64),
+            ("prepared_transaction_offset", msg.prepared_transaction_offset, _INT64),
+            ("born_host.port", msg.born_host.port, _INT32),
+            ("store_host.port", msg.store_host.port, _INT32),
+        ):
+            _require_java(name, value, bounds, msg)
+        return Prepared(
+            msg,
+            topic,
+            properties,
+            sys_flag,
+            length,
+            body_crc(msg.body),
+            stored_tags_code(msg, properties_string, self.profile),
+        )
+
+    def _put_batch(self, msgs: Sequence[BrokerInnerMessage]) -> list[PutMessageResult]:
+        prepared = [self._prepare(m) for m in msgs]
+        if self._role is BrokerRole.SLAVE:
+            return [PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE) for _ in prepared]
+        log = self.commit_log
+        size = log.file_size
+        low = log.max_offset()
+        results: list[PutMessageResult] = []
+        dispatch: dict[tuple[str, int], list[tuple[int, int, int, int]]] = {}
+        segment: list[bytes] = []
+        segment_phys = 0
+        now = 0
+        for p in prepared:
+            msg = p.msg
+            now = self.clock.now_ms()
+            rolls = (
+                not log.files
+                or log.wrote >= size
+                or needs_end_of_file_blank(p.length, log.wrote, size)
+            )
+            if rolls and segment:
+                log.write(segment_phys, b"".join(segment), now)
+                segment = []
+            phys = log.reserve(p.length, now)
+            if not segment:
+                segment_phys = phys
+            key = (msg.topic, msg.queue_id)
+            queue_offset, self._counters[key] = assign_queue_offset(
+                self._counters.get(key, 0), msg.sys_flag
+            )
+            segment.append(
+                encode_record_bytes(
+                    p.topic,
+                    p.properties,
+                    msg.body,
+                    queue_id=msg.queue_id,
+                    flag=msg.flag,
+                    sys_flag=p.sys_flag,
+                    queue_offset=queue_offset,
+                    physical_offset=phys,
+                    born_timestamp=msg.born_timestamp,
+                    born_host=msg.born_host,
+                    store_timestamp=now,
+                    store_host=msg.store_host,
+                    reconsume_times=msg.reconsume_times,
+                    prepared_transaction_offset=msg.prepared_transaction_offset,
+                    crc=p.crc,
+                )
+            )
+            if is_dispatched_type(msg.sys_flag):
+                dispatch.setdefault(key, []).append((queue_offset, phys, p.length, p.tags_code))
+            results.append(PutMessageResult(PutMessageStatus.PUT_OK, queue_offset, phys, p.length))
+        if segment:
+            log.write(segment_phys, b"".join(segment), now)
+        if prepared:
+            self._last_store_timestamp = now
+        touched = []
+        for key, rows in dispatch.items():
+            table = np.array(rows, dtype=np.int64)
+            q = self._queue(*key)
+            q.append(int(table[0, 0]), table[:, 1], table[:, 2], table[:, 3])
+            touched.append(q)
+        if self.flush_mode == "sync" and prepared:
+            log.sync(low)
+            for q in touched:
+                q.flush()
+            self._checkpoint()
+        return results

@@ -1,0 +1,307 @@
+"""MmapMessageStore: spec.protocols.MessageStore over RocketMQ 4.x's own on-disk layout."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Literal
+
+from fast.checkpoint import Checkpoint
+from fast.commitlog import CommitLog, fsync_dir
+from fast.consumequeue import ConsumeQueue
+from fast.getpath import GetPath
+from fast.putpath import PutPath
+from fast.recovery import RecoveryReport, recover
+from spec.clock import Clock
+from spec.config import StoreConfig
+from spec.errors import (
+    InvalidArgumentError,
+    InvalidTypeError,
+    ReadOnlyStoreError,
+    require_int,
+    require_str,
+)
+from spec.message import BrokerInnerMessage, StoredMessage
+from spec.profiles import Profile
+from spec.protocols import MessageFilter
+from spec.record import decode_record
+from spec.results import GetMessageResult, PutMessageResult
+from spec.status import BrokerRole
+from spec.store import find_consume_queue
+
+HOUR_MS = 3_600_000
+FlushMode = Literal["async", "sync"]
+
+
+class MmapMessageStore(GetPath, PutPath):
+    """A DefaultMessageStore over mapped files in `store_dir`: `commitlog/`, `consumequeue/`,
+    `checkpoint` and, while open for writing, `abort` (its presence at open means the last writer
+    did not close cleanly, so recovery starts from the checkpoint, not the last three files).
+
+    flush="sync" msyncs every put before returning (the put is then durable); "async" msyncs
+    when a commit-log file fills, on flush() and on close(). A read-only store never writes; it
+    recovers in memory. `repair=True` truncates at corruption in the middle of the commit log, as
+    RocketMQ does, instead of raising CorruptStoreError.
+    """
+
+    def __init__(
+        self,
+        store_dir: str | Path,
+        config: StoreConfig,
+        profile: Profile,
+        clock: Clock,
+        read_only: bool = False,
+        flush: FlushMode = "async",
+        repair: bool = False,
+    ) -> None:
+        if not isinstance(config, StoreConfig):
+            raise InvalidTypeError("config", config, "StoreConfig")
+        if flush not in ("async", "sync"):
+            raise InvalidArgumentError("flush", flush, "expected 'async' or 'sync'")
+        self.store_dir = Path(store_dir)
+        self.config = config
+        self.profile = Profile.parse(profile)
+        self.clock = clock
+        self.read_only = read_only
+        self.flush_mode: FlushMode = flush
+        self._role = config.broker_role
+        self._offset_check_in_slave = config.offset_check_in_slave
+        self._closed = False
+        self._last_physical_min_offset = 0
+        self._last_store_timestamp = 0
+        self._counters: dict[tuple[str, int], int] = {}
+        if not read_only:
+            self.store_dir.mkdir(parents=True, exist_ok=True)
+        elif not self.store_dir.is_dir():
+            raise InvalidArgumentError("store_dir", str(store_dir), "no such directory")
+        abort = self.store_dir / "abort"
+        abnormal = abort.exists()
+        self.commit_log = CommitLog(
+            self.store_dir / "commitlog",
+            config.mapped_file_size_commit_log,
+            self.profile,
+            read_only,
+        )
+        self.queues: dict[tuple[str, int], ConsumeQueue] = {}
+        self.checkpoint = Checkpoint(self.store_dir / "checkpoint", read_only)
+        try:
+            self.commit_log.load()
+            self._load_queues()
+            self.recovery: RecoveryReport = recover(
+                self.commit_log,
+                self.queues,
+                self._new_queue,
+                abnormal=abnormal,
+                checkpoint_min_timestamp=self.checkpoint.min_timestamp,
+                checkpoint_offset=self.checkpoint.dispatched_offset,
+                check_crc=config.check_crc_on_recover,
+                repair=repair,
+                profile=self.profile,
+            )
+        except BaseException:
+            self._unmap()
+            raise
+        cl_min = self.commit_log.min_offset()
+        for key, q in self.queues.items():
+            self._counters[key] = q.min_max()[1]
+            q.correct_min_offset(cl_min)
+        if not read_only:
+            abort.touch()
+            self._checkpoint()
+
+    # -- layout ------------------------------------------------------------------------------
+
+    def _queue_dir(self, topic: str, queue_id: int) -> Path:
+        return self.store_dir / "consumequeue" / topic / str(queue_id)
+
+    def _new_queue(self, topic: str, queue_id: int) -> ConsumeQueue:
+        return ConsumeQueue(
+            self._queue_dir(topic, queue_id),
+            topic,
+            queue_id,
+            self.config.consume_queue_file_size,
+            self.read_only,
+        )
+
+    def _load_queues(self) -> None:
+        root = self.store_dir / "consumequeue"
+        if not root.is_dir():
+            return
+        for topic_dir in sorted(root.iterdir()):
+            if not topic_dir.is_dir():
+                continue
+            for queue_dir in sorted(topic_dir.iterdir()):
+                if queue_dir.is_dir() and queue_dir.name.lstrip("-").isdigit():
+                    q = self._new_queue(topic_dir.name, int(queue_dir.name))
+                    q.load()
+                    self.queues[(topic_dir.name, int(queue_dir.name))] = q
+
+    def _queue(self, topic: str, queue_id: int) -> ConsumeQueue:
+        key = (topic, queue_id)
+        q = find_consume_queue(self.queues.get(key), lambda: self._new_queue(topic, queue_id))
+        self.queues[key] = q
+        return q
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def _checkpoint(self) -> None:
+        self.checkpoint.update(self._last_store_timestamp, self.commit_log.max_offset())
+
+    def flush(self) -> None:
+        """msync the commit log and the consume queues, then record the checkpoint."""
+        if self.read_only or self._closed:
+            return
+        self.commit_log.flush()
+        for q in self.queues.values():
+            q.flush()
+        self._checkpoint()
+
+    def _unmap(self) -> None:
+        self.commit_log.close()
+        for q in self.queues.values():
+            q.close()
+        self.checkpoint.close()
+
+    def close(self) -> None:
+        """Flush (fsync) everything, remove the abort marker and unmap the files."""
+        if self._closed:
+            return
+        if not self.read_only:
+            self.flush()
+            with contextlib.suppress(FileNotFoundError):
+                (self.store_dir / "abort").unlink()
+            fsync_dir(self.store_dir)
+        self._closed = True
+        self._unmap()
+
+    def __enter__(self) -> MmapMessageStore:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def _require_writable(self, what: str) -> None:
+        if self.read_only:
+            raise ReadOnlyStoreError(f"{what} on a read-only store")
+        if self._closed:
+            raise ReadOnlyStoreError(f"{what} on a closed store")
+
+    # -- roles -------------------------------------------------------------------------------
+
+    @property
+    def broker_role(self) -> BrokerRole:
+        """The live broker role."""
+        return self._role
+
+    @property
+    def offset_check_in_slave(self) -> bool:
+        """The live offsetCheckInSlave switch."""
+        return self._offset_check_in_slave
+
+    def set_role(self, broker_role: BrokerRole, offset_check_in_slave: bool) -> None:
+        """Switch the broker role and offsetCheckInSlave at run time."""
+        if not isinstance(broker_role, BrokerRole):
+            raise InvalidTypeError("broker_role", broker_role, "BrokerRole")
+        if not isinstance(offset_check_in_slave, bool):
+            raise InvalidTypeError("offset_check_in_slave", offset_check_in_slave, "bool")
+        self._role = broker_role
+        self._offset_check_in_slave = offset_check_in_slave
+
+    # -- offsets -----------------------------------------------------------------------------
+
+    def get_min_offset_in_queue(self, topic: str, queue_id: int) -> int:
+        """The queue's min offset (an index)."""
+        q = self._queue(require_str("topic", topic), require_int("queue_id", queue_id))
+        return q.min_max()[0]
+
+    def get_max_offset_in_queue(self, topic: str, queue_id: int) -> int:
+        """The queue's max offset: one past the last dispatched entry."""
+        q = self._queue(require_str("topic", topic), require_int("queue_id", queue_id))
+        return q.min_max()[1]
+
+    def get_min_phy_offset(self) -> int:
+        """The commit log's min offset, or -1 when it has no file."""
+        return self.commit_log.min_offset()
+
+    def get_max_phy_offset(self) -> int:
+        """The commit log's max offset."""
+        return self.commit_log.max_offset()
+
+    def look_message_by_offset(self, commitlog_offset: int) -> StoredMessage | None:
+        """The record starting at a commit-log offset, or None when no record starts there (or
+        its file was deleted)."""
+        phys = require_int("commitlog_offset", commitlog_offset)
+        if not self.commit_log.is_record_start(phys):
+            return None
+        f = self.commit_log.file_of(phys)
+        assert f is not None
+        return decode_record(f.mm, phys - f.start, self.profile)
+
+    # -- expiry ------------------------------------------------------------------------------
+
+    def delete_expired_files(self) -> int:
+        """One clean round (STORE-19): delete commit-log files last written at least
+        fileReservedTime hours ago (never the last, at most deleteFilesBatchMax), then delete the
+        consume-queue files wholly below the new commit-log min and correct each queue's min."""
+        self._require_writable("delete_expired_files")
+        deleted = self.commit_log.delete_expired(
+            self.clock.now_ms(),
+            self.config.file_reserved_time * HOUR_MS,
+            self.config.delete_files_batch_max,
+        )
+        cl_min = self.commit_log.min_offset()
+        if cl_min > self._last_physical_min_offset:
+            self._last_physical_min_offset = cl_min
+            for q in self.queues.values():
+                q.delete_expired(cl_min)
+        if deleted:
+            fsync_dir(self.commit_log.directory)
+        return deleted
+
+    def set_last_modified(self, file_start: int, timestamp: int) -> None:
+        """Set a commit-log file's last-write time, as touching the file on disk would."""
+        start = require_int("file_start", file_start)
+        if not self.commit_log.set_last_modified(start, require_int("timestamp", timestamp)):
+            raise InvalidArgumentError("file_start", file_start, "no commit-log file starts there")
+
+    # -- the protocol's put and get (PutPath, GetPath hold the work) -------------------------
+
+    def put_message(self, msg: BrokerInnerMessage) -> PutMessageResult:
+        """Append one message to the commit log and dispatch it to its consume queue."""
+        return self.put_messages([msg])[0]
+
+    def put_messages(self, msgs: Sequence[BrokerInnerMessage]) -> list[PutMessageResult]:
+        """Append several messages in order (all validated before any is stored): one write per
+        commit-log file touched, one numpy write per consume queue."""
+        if isinstance(msgs, BrokerInnerMessage) or not isinstance(msgs, Sequence):
+            raise InvalidTypeError("msgs", msgs, "a sequence of BrokerInnerMessage")
+        self._require_writable("put")
+        return self._put_batch(msgs)
+
+    def get_message(
+        self,
+        group: str,
+        topic: str,
+        queue_id: int,
+        offset: int,
+        max_msg_nums: int,
+        message_filter: MessageFilter | None = None,
+    ) -> GetMessageResult:
+        """Answer a pull exactly as DefaultMessageStore.getMessage does, vectorized."""
+        require_str("group", group)
+        require_str("topic", topic)
+        require_int("queue_id", queue_id)
+        require_int("offset", offset)
+        require_int("max_msg_nums", max_msg_nums)
+        if message_filter is not None and not isinstance(message_filter, MessageFilter):
+            raise InvalidTypeError("message_filter", message_filter, "MessageFilter or None")
+        if self._closed:
+            raise ReadOnlyStoreError("get_message on a closed store")
+        return self._get(self._queue(topic, queue_id), offset, max_msg_nums, message_filter)

@@ -1,0 +1,394 @@
+"""The byte codec of a commit-log record: RocketMQ 4.x's "v1" message record (LAYOUT-5), its magic
+codes (LAYOUT-6), the end-of-file blank (LAYOUT-7) and the body CRC (LAYOUT-8).
+
+Every function here is pure: it builds or reads bytes and nothing else. Positions are the ones
+LAYOUT-5 lists for IPv4 hosts; an IPv6 born host (sysFlag 0x10) moves every later field by 12
+bytes, an IPv6 store host (sysFlag 0x20) every field after it by 12 more.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import TYPE_CHECKING
+
+import attrs
+
+from spec.errors import CorruptStoreError, InvalidArgumentError
+from spec.filter import tags_string_to_tags_code
+from spec.layout import (
+    BLANK_MAGIC_CODE,
+    END_FILE_MIN_BLANK_LENGTH,
+    MAX_PROPERTIES_LENGTH,
+    MAX_TOPIC_LENGTH,
+    MESSAGE_MAGIC_CODE,
+    SYSFLAG_BORNHOST_V6,
+    SYSFLAG_STOREHOST_V6,
+    body_crc,
+    calc_msg_length,
+    string_to_message_properties,
+)
+from spec.message import PROPERTY_TAGS, HostAddress, StoredMessage
+from spec.profiles import Profile
+
+if TYPE_CHECKING:
+    from _typeshed import ReadableBuffer as Buffer
+
+#: Byte offsets of the fields that never move (LAYOUT-5 rows 1–9).
+OFF_TOTAL_SIZE = 0
+OFF_MAGIC = 4
+OFF_BODY_CRC = 8
+OFF_QUEUE_ID = 12
+OFF_FLAG = 16
+OFF_QUEUE_OFFSET = 20
+OFF_PHYSICAL_OFFSET = 28
+OFF_SYS_FLAG = 36
+OFF_BORN_TIMESTAMP = 40
+OFF_BORN_HOST = 48
+#: Where BODYLENGTH sits with IPv4 hosts; add 12 per IPv6 host (`body_length_offset`).
+OFF_BODY_LENGTH_V4 = 84
+#: The smallest well-formed message record: no body, topic or properties.
+MIN_RECORD_LENGTH = 91
+
+_HEAD = struct.Struct(">iiiiiqqiq")  # rows 1–9: 48 bytes
+_INT = struct.Struct(">i")
+_SHORT = struct.Struct(">h")
+_LONG = struct.Struct(">q")
+_SIZE_MAGIC = struct.Struct(">ii")
+_INT32 = (-(1 << 31), (1 << 31) - 1)
+_INT64 = (-(1 << 63), (1 << 63) - 1)
+
+
+def host_length(sys_flag: int, flag_bit: int) -> int:
+    """The stored length of a host field: 8 (IPv4 + port) or 20 (IPv6 + port) per its sysFlag bit."""
+    return 8 if sys_flag & flag_bit == 0 else 20
+
+
+def body_length_offset(sys_flag: int) -> int:
+    """The byte offset of BODYLENGTH inside a record with this sysFlag (84 with IPv4 hosts)."""
+    return (
+        OFF_BODY_LENGTH_V4
+        + host_length(sys_flag, SYSFLAG_BORNHOST_V6)
+        - 8
+        + host_length(sys_flag, SYSFLAG_STOREHOST_V6)
+        - 8
+    )
+
+
+def store_timestamp_offset(sys_flag: int) -> int:
+    """The byte offset of STORETIMESTAMP: right after the born host."""
+    return OFF_BORN_HOST + host_length(sys_flag, SYSFLAG_BORNHOST_V6)
+
+
+def host_sys_flag(sys_flag: int, born_host: HostAddress, store_host: HostAddress) -> int:
+    """The sysFlag the store writes: the message's flag with 0x10 / 0x20 set for IPv6 hosts.
+
+    CommitLog.asyncPutMessage sets the bits from the address types and never clears them, so a
+    flag that claims IPv6 for an IPv4 address would produce an unreadable record; it is refused.
+    """
+    flag = sys_flag
+    if born_host.is_ipv6:
+        flag |= SYSFLAG_BORNHOST_V6
+    elif flag & SYSFLAG_BORNHOST_V6:
+        raise InvalidArgumentError("sys_flag", sys_flag, "claims an IPv6 born host (0x10)")
+    if store_host.is_ipv6:
+        flag |= SYSFLAG_STOREHOST_V6
+    elif flag & SYSFLAG_STOREHOST_V6:
+        raise InvalidArgumentError("sys_flag", sys_flag, "claims an IPv6 store host (0x20)")
+    return flag
+
+
+def encode_host(host: HostAddress) -> bytes:
+    """A host field: the 4 or 16 address bytes then the port as a big-endian int."""
+    return host.ip + _INT.pack(host.port)
+
+
+def _check_range(name: str, value: int, bounds: tuple[int, int]) -> None:
+    if not bounds[0] <= value <= bounds[1]:
+        bits = bounds[1].bit_length() + 1
+        raise InvalidArgumentError(name, value, f"does not fit a Java {bits}-bit field")
+
+
+@attrs.frozen
+class RecordFields:
+    """Every field of a message record as stored, the properties still as their raw string."""
+
+    total_size: int
+    magic: int
+    body_crc: int
+    queue_id: int
+    flag: int
+    queue_offset: int
+    physical_offset: int
+    sys_flag: int
+    born_timestamp: int
+    born_host: HostAddress
+    store_timestamp: int
+    store_host: HostAddress
+    reconsume_times: int
+    prepared_transaction_offset: int
+    body: bytes
+    topic: str
+    properties_string: str
+    properties_length: int
+
+    def to_stored_message(self, profile: Profile) -> StoredMessage:
+        """The StoredMessage the broker decodes from this record in `profile` (LAYOUT-9 parser,
+        tags code per FILTER-1)."""
+        properties = string_to_message_properties(self.properties_string, profile)
+        tags = dict(properties).get(PROPERTY_TAGS)
+        return StoredMessage(
+            topic=self.topic,
+            queue_id=self.queue_id,
+            queue_offset=self.queue_offset,
+            commitlog_offset=self.physical_offset,
+            size=self.total_size,
+            tags_code=tags_string_to_tags_code(tags),
+            body=self.body,
+            properties=properties,
+            reconsume_times=self.reconsume_times,
+            flag=self.flag,
+            sys_flag=self.sys_flag,
+            body_crc=self.body_crc,
+            prepared_transaction_offset=self.prepared_transaction_offset,
+            born_timestamp=self.born_timestamp,
+            born_host=self.born_host,
+            store_timestamp=self.store_timestamp,
+            store_host=self.store_host,
+        )
+
+
+_FIXED: dict[tuple[bool, bool], struct.Struct] = {
+    (b, st): struct.Struct(f">iiiiiqqiq{16 if b else 4}siq{16 if st else 4}siiqi")
+    for b in (False, True)
+    for st in (False, True)
+}
+
+
+def encode_record(
+    *,
+    topic: str,
+    queue_id: int,
+    body: bytes,
+    properties_string: str,
+    flag: int,
+    sys_flag: int,
+    queue_offset: int,
+    physical_offset: int,
+    born_timestamp: int,
+    born_host: HostAddress,
+    store_timestamp: int,
+    store_host: HostAddress,
+    reconsume_times: int,
+    prepared_transaction_offset: int,
+) -> bytes:
+    """The bytes of one message record (LAYOUT-5) with BODYCRC per LAYOUT-8.
+
+    `sys_flag` must already carry the IPv6 bits of the hosts (`host_sys_flag`). A value that does
+    not fit its Java field raises InvalidArgumentError naming it.
+    """
+    return encode_record_bytes(
+        topic.encode("utf-8"),
+        properties_string.encode("utf-8"),
+        body,
+        queue_id=queue_id,
+        flag=flag,
+        sys_flag=sys_flag,
+        queue_offset=queue_offset,
+        physical_offset=physical_offset,
+        born_timestamp=born_timestamp,
+        born_host=born_host,
+        store_timestamp=store_timestamp,
+        store_host=store_host,
+        reconsume_times=reconsume_times,
+        prepared_transaction_offset=prepared_transaction_offset,
+    )
+
+
+def encode_record_bytes(
+    topic: bytes,
+    properties: bytes,
+    body: bytes,
+    *,
+    queue_id: int,
+    flag: int,
+    sys_flag: int,
+    queue_offset: int,
+    physical_offset: int,
+    born_timestamp: int,
+    born_host: HostAddress,
+    store_timestamp: int,
+    store_host: HostAddress,
+    reconsume_times: int,
+    prepared_transaction_offset: int,
+    crc: int | None = None,
+) -> bytes:
+    """`encode_record` for a topic and properties string already UTF-8 encoded (and, optionally,
+    the body CRC already computed)."""
+    if len(topic) > MAX_TOPIC_LENGTH:
+        raise InvalidArgumentError("topic", topic, "longer than 127 bytes")
+    if len(properties) > MAX_PROPERTIES_LENGTH:
+        raise InvalidArgumentError("properties", len(properties), "longer than 32767 bytes")
+    born_v6, store_v6 = bool(sys_flag & SYSFLAG_BORNHOST_V6), bool(sys_flag & SYSFLAG_STOREHOST_V6)
+    if born_host.is_ipv6 != born_v6 or store_host.is_ipv6 != store_v6:
+        raise InvalidArgumentError("sys_flag", sys_flag, "IPv6 bits disagree with the hosts")
+    length = calc_msg_length(sys_flag, len(body), len(topic), len(properties))
+    try:
+        head = _FIXED[born_v6, store_v6].pack(
+            length,
+            MESSAGE_MAGIC_CODE,
+            body_crc(body) if crc is None else crc,
+            queue_id,
+            flag,
+            queue_offset,
+            physical_offset,
+            sys_flag,
+            born_timestamp,
+            born_host.ip,
+            born_host.port,
+            store_timestamp,
+            store_host.ip,
+            store_host.port,
+            reconsume_times,
+            prepared_transaction_offset,
+            len(body),
+        )
+    except struct.error:
+        for name, value, bounds in (
+            ("queue_id", queue_id, _INT32),
+            ("flag", flag, _INT32),
+            ("queue_offset", queue_offset, _INT64),
+            ("physical_offset", physical_offset, _INT64),
+            ("sys_flag", sys_flag, _INT32),
+            ("born_timestamp", born_timestamp, _INT64),
+            ("born_host.port", born_host.port, _INT32),
+            ("store_timestamp", store_timestamp, _INT64),
+            ("store_host.port", store_host.port, _INT32),
+            ("reconsume_times", reconsume_times, _INT32),
+            ("prepared_transaction_offset", prepared_transaction_offset, _INT64),
+        ):
+            _check_range(name, value, bounds)
+        raise
+    return b"".join(
+        (head, body, bytes((len(topic),)), topic, _SHORT.pack(len(properties)), properties)
+    )
+
+
+def encode_blank(remaining: int, profile: Profile) -> bytes:
+    """The end-of-file blank for `remaining` = F − w free bytes (LAYOUT-7): [int F − w][int
+    BLANK_MAGIC_CODE]; 4.9 writes only those 8 bytes, 4.7 writes all F − w (zeros after the
+    header here — 4.7's own bytes there are unspecified)."""
+    if remaining < END_FILE_MIN_BLANK_LENGTH:
+        raise InvalidArgumentError("remaining", remaining, "a blank needs at least 8 bytes")
+    header = _SIZE_MAGIC.pack(remaining, BLANK_MAGIC_CODE)
+    if profile is Profile.V4_7:
+        return header + bytes(remaining - END_FILE_MIN_BLANK_LENGTH)
+    return header
+
+
+def read_size_and_magic(buf: Buffer, pos: int) -> tuple[int, int]:
+    """TOTALSIZE and MAGICCODE of the record at `pos` (a blank's TOTALSIZE is its F − w)."""
+    size, magic = _SIZE_MAGIC.unpack_from(buf, pos)
+    return int(size), int(magic)
+
+
+def _corrupt(pos: int, reason: str) -> CorruptStoreError:
+    return CorruptStoreError(f"record@{pos}", reason)
+
+
+def decode_host(buf: Buffer, pos: int, ipv6: bool) -> HostAddress:
+    """The host field at `pos`: 16 (IPv6) or 4 address bytes then the port."""
+    n = 16 if ipv6 else 4
+    mv = memoryview(buf)
+    ip = bytes(mv[pos : pos + n])
+    (port,) = _INT.unpack_from(buf, pos + n)
+    return HostAddress(ip, int(port))
+
+
+def parse_record(buf: Buffer, pos: int = 0) -> RecordFields:
+    """Every field of the message record at `pos`; CorruptStoreError when it is not a well-formed
+    message record (bad magic, lengths that overrun the buffer or disagree with TOTALSIZE)."""
+    mv = memoryview(buf).cast("B")
+    if pos < 0 or pos + MIN_RECORD_LENGTH > len(mv):
+        raise _corrupt(pos, "too few bytes for a record")
+    (total, magic, crc, queue_id, flag, queue_offset, phys, sys_flag, born_ts) = _HEAD.unpack_from(
+        mv, pos
+    )
+    if magic != MESSAGE_MAGIC_CODE:
+        raise _corrupt(pos, f"magic 0x{magic & 0xFFFFFFFF:08X} is not a message record")
+    if total < MIN_RECORD_LENGTH or pos + total > len(mv):
+        raise _corrupt(pos, f"TOTALSIZE {total} overruns the buffer")
+    at = OFF_BORN_HOST
+    born_host = decode_host(mv, pos + at, bool(sys_flag & SYSFLAG_BORNHOST_V6))
+    at += host_length(sys_flag, SYSFLAG_BORNHOST_V6)
+    (store_ts,) = _LONG.unpack_from(mv, pos + at)
+    at += 8
+    store_host = decode_host(mv, pos + at, bool(sys_flag & SYSFLAG_STOREHOST_V6))
+    at += host_length(sys_flag, SYSFLAG_STOREHOST_V6)
+    (reconsume,) = _INT.unpack_from(mv, pos + at)
+    (prepared,) = _LONG.unpack_from(mv, pos + at + 4)
+    (body_len,) = _INT.unpack_from(mv, pos + at + 12)
+    at += 16
+    if body_len < 0 or at + body_len + 3 > total:
+        raise _corrupt(pos, f"BODYLENGTH {body_len} overruns TOTALSIZE {total}")
+    body = bytes(mv[pos + at : pos + at + body_len])
+    at += body_len
+    topic_len = int.from_bytes(mv[pos + at : pos + at + 1], "big", signed=True)
+    at += 1
+    if topic_len < 0 or at + topic_len + 2 > total:
+        raise _corrupt(pos, f"TOPICLENGTH {topic_len} overruns TOTALSIZE {total}")
+    topic = bytes(mv[pos + at : pos + at + topic_len]).decode("utf-8", "replace")
+    at += topic_len
+    (props_len,) = _SHORT.unpack_from(mv, pos + at)
+    at += 2
+    n_props = max(props_len, 0)
+    if at + n_props != total:
+        raise _corrupt(pos, f"field lengths give {at + n_props} bytes, TOTALSIZE is {total}")
+    props = bytes(mv[pos + at : pos + at + n_props]).decode("utf-8", "replace")
+    return RecordFields(
+        total_size=total,
+        magic=magic,
+        body_crc=crc,
+        queue_id=queue_id,
+        flag=flag,
+        queue_offset=queue_offset,
+        physical_offset=phys,
+        sys_flag=sys_flag,
+        born_timestamp=born_ts,
+        born_host=born_host,
+        store_timestamp=int(store_ts),
+        store_host=store_host,
+        reconsume_times=int(reconsume),
+        prepared_transaction_offset=int(prepared),
+        body=body,
+        topic=topic,
+        properties_string=props,
+        properties_length=int(props_len),
+    )
+
+
+def decode_record(buf: Buffer, pos: int, profile: Profile) -> StoredMessage:
+    """The StoredMessage at `pos` as `profile`'s broker decodes it (CorruptStoreError if the bytes
+    there are not a message record)."""
+    return parse_record(buf, pos).to_stored_message(profile)
+
+
+def check_record(buf: Buffer, pos: int, check_crc: bool) -> int:
+    """What recovery makes of the bytes at `pos` (CommitLog.checkMessageAndReturnSize): the record
+    length (> 0) for a well-formed message, 0 for the end-of-file blank, −1 for anything else — a
+    bad magic (LAYOUT-6), a BODYCRC mismatch when `check_crc` (LAYOUT-8), field lengths that
+    disagree with TOTALSIZE (LAYOUT-5), or too few bytes."""
+    mv = memoryview(buf).cast("B")
+    if pos < 0 or pos + 8 > len(mv):
+        return -1
+    _total, magic = read_size_and_magic(mv, pos)
+    if magic == BLANK_MAGIC_CODE:
+        return 0
+    if magic != MESSAGE_MAGIC_CODE:
+        return -1
+    try:
+        fields = parse_record(mv, pos)
+    except CorruptStoreError:
+        return -1
+    if check_crc and body_crc(fields.body) != fields.body_crc:
+        return -1
+    return fields.total_size
