@@ -84,6 +84,12 @@ class NoSuchElementError(PullspecError, LookupError):
         super().__init__(what)
 
 
+class NumberFormatError(InvalidArgumentError):
+    """Java's NumberFormatException from Long.parseLong on a message property."""
+
+    java_exception = "NumberFormatException"
+
+
 class IllegalCapacityError(PullspecError, ValueError):
     """4.9's getMessage with a negative maxMsgNums once a window exists ("Illegal Capacity")."""
 

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
 
 import attrs
 
 from spec.errors import (
-    InvalidArgumentError,
     InvalidTypeError,
     NoSuchElementError,
+    NumberFormatError,
     require_int,
     require_range,
 )
@@ -40,12 +39,6 @@ S_004 = "004_60fc00b6c6a023ff.txt"
 
 Tree = tuple[StoredMessage, ...]
 _JAVA_LONG = re.compile(r"[+-]?[0-9]+")
-
-
-class NumberFormatError(InvalidArgumentError):
-    """Java's NumberFormatException from Long.parseLong on a message property."""
-
-    java_exception = "NumberFormatException"
 
 
 @attrs.frozen
@@ -504,112 +497,3 @@ def inc_try_unlock_times(state: ProcessQueueState) -> ProcessQueueState:
     post: __return__.try_unlock_times == state.try_unlock_times + 1
     """
     return attrs.evolve(state, try_unlock_times=state.try_unlock_times + 1)
-
-
-@runtime_checkable
-class ProcessQueue(Protocol):
-    """A consumer-side ProcessQueue in RocketMQ's vocabulary (PQ-1 … PQ-20), timed by a Clock."""
-
-    def put_messages(self, msgs: Sequence[StoredMessage]) -> bool:
-        """putMessage (PQ-2): cache `msgs`; True when the caller must dispatch consumption."""
-
-    def remove_messages(self, msgs: Sequence[StoredMessage]) -> int:
-        """removeMessage (PQ-7): uncache `msgs`; the offset safe to commit, or −1."""
-
-    def take_messages(self, batch_size: int) -> list[StoredMessage]:
-        """takeMessages (PQ-8): move up to `batch_size` cached messages to the consuming tree."""
-
-    def commit(self) -> int:
-        """commit (PQ-9): release the consuming tree; its last offset + 1."""
-
-    def rollback(self) -> None:
-        """rollback (PQ-10): return the consuming tree to the cache."""
-
-    def make_messages_to_consume_again(self, msgs: Sequence[StoredMessage]) -> None:
-        """makeMessageToConsumeAgain (PQ-11)."""
-
-    def is_lock_expired(self) -> bool:
-        """isLockExpired (PQ-15) at the clock's now."""
-
-    def is_pull_expired(self) -> bool:
-        """isPullExpired (PQ-16) at the clock's now."""
-
-    def has_temp_message(self) -> bool:
-        """hasTempMessage (PQ-12)."""
-
-    def clear(self) -> None:
-        """clear (PQ-12)."""
-
-    def inc_try_unlock_times(self) -> None:
-        """incTryUnlockTimes (PQ-20)."""
-
-    def snapshot(self) -> ProcessQueueState:
-        """The whole state, frozen."""
-
-    @property
-    def msg_count(self) -> int:
-        """msgCount (PQ-13)."""
-
-    @property
-    def msg_size(self) -> int:
-        """msgSize: body bytes (PQ-13)."""
-
-    @property
-    def max_span(self) -> int:
-        """getMaxSpan (PQ-6)."""
-
-    @property
-    def queue_offset_max(self) -> int:
-        """queueOffsetMax (PQ-4)."""
-
-    @property
-    def msg_acc_cnt(self) -> int:
-        """msgAccCnt (PQ-5)."""
-
-    @property
-    def consuming(self) -> bool:
-        """The dispatch flag (PQ-3)."""
-
-    @property
-    def cached_offsets(self) -> list[int]:
-        """The keys of msgTreeMap, ascending."""
-
-    @property
-    def consuming_offsets(self) -> list[int]:
-        """The keys of consumingMsgOrderlyTreeMap, ascending."""
-
-    @property
-    def last_consume_timestamp(self) -> int:
-        """lastConsumeTimestamp (PQ-17)."""
-
-    @property
-    def try_unlock_times(self) -> int:
-        """tryUnlockTimes (PQ-20)."""
-
-    @property
-    def dropped(self) -> bool:
-        """dropped (PQ-14)."""
-
-    @dropped.setter
-    def dropped(self, value: bool) -> None: ...
-
-    @property
-    def locked(self) -> bool:
-        """locked (PQ-15)."""
-
-    @locked.setter
-    def locked(self, value: bool) -> None: ...
-
-    @property
-    def last_lock_timestamp(self) -> int:
-        """lastLockTimestamp (PQ-15)."""
-
-    @last_lock_timestamp.setter
-    def last_lock_timestamp(self, value: int) -> None: ...
-
-    @property
-    def last_pull_timestamp(self) -> int:
-        """lastPullTimestamp (PQ-16)."""
-
-    @last_pull_timestamp.setter
-    def last_pull_timestamp(self, value: int) -> None: ...

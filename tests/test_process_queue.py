@@ -19,10 +19,16 @@ from reference.process_queue import ReferenceProcessQueue
 from spec import process_queue as pq
 from spec.clock import ManualClock
 from spec.contracts import check_call
-from spec.errors import InvalidArgumentError, InvalidTypeError, NoSuchElementError
+from spec.errors import (
+    InvalidArgumentError,
+    InvalidTypeError,
+    NoSuchElementError,
+    NumberFormatError,
+)
 from spec.message import PROPERTY_CONSUME_START_TIME, PROPERTY_MAX_OFFSET, StoredMessage
-from spec.process_queue import NumberFormatError, ProcessQueueState
+from spec.process_queue import ProcessQueueState
 from spec.profiles import Profile
+from spec.protocols import ProcessQueue
 
 VECTORS = Path(__file__).resolve().parents[2] / "shared" / "vectors"
 VERSIONS = {"rocketmq-4.7.1": Profile.V4_7, "rocketmq-4.9.7": Profile.V4_9}
@@ -324,7 +330,7 @@ def test_every_pq_rule_is_registered_with_one_sentence() -> None:
 
 def test_reference_satisfies_protocol() -> None:
     q, _ = queue()
-    assert isinstance(q, pq.ProcessQueue)
+    assert isinstance(q, ProcessQueue)
 
 
 # --- bad input: typed error naming the value, state unchanged --------------------------------
