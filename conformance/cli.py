@@ -176,3 +176,32 @@ def verify_command(
         click.echo(f"{len(results)} rule variants: {counts}")
     if failed:
         sys.exit(1)
+
+
+#: Modules that contribute commands: each may define COMMANDS (top-level click commands) and
+#: VECTOR_COMMANDS (sub-commands of `pullspec vectors`).
+COMMAND_MODULES = (
+    "conformance.cli_conform",
+    "conformance.cli_simulate",
+    "conformance.cli_campaign",
+    "conformance.cli_bench",
+)
+
+
+def _register_command_modules() -> None:
+    import importlib
+
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name != name:
+                raise
+            continue
+        for command in getattr(module, "COMMANDS", ()):
+            main.add_command(command)
+        for command in getattr(module, "VECTOR_COMMANDS", ()):
+            vectors_group.add_command(command)
+
+
+_register_command_modules()
