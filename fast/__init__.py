@@ -1,4 +1,11 @@
 """fast: mmap + numpy implementations of the spec protocols (RocketMQ's on-disk format).
 
 Never imports `reference`; the conformance suite diffs the two.
+
+`MmapMessageStore` (fast.store) keeps RocketMQ 4.x's own layout — `commitlog/` files of v1
+records closed by end-of-file blanks, `consumequeue/<topic>/<queueId>/` files of 20-byte entries,
+a `checkpoint` page — so it opens directories a 4.x broker wrote. Pulls scan consume-queue
+windows with numpy (tag masks, cumulative batch limits) and decode records only when read;
+`get_messages` answers many pulls in one vectorized pass. Opening recovers from a crash:
+the commit log is validated from the checkpoint, a torn tail cut, missing queue entries rebuilt.
 """

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -17,8 +18,58 @@ from spec.store import expired_consume_queue_files, queue_min_max_offsets
 
 #: One consume-queue entry as stored: phys (long), size (int), tags code (long), big-endian.
 CQ_DTYPE = np.dtype([("phys", ">i8"), ("size", ">i4"), ("tags", ">i8")])
+#: Entries per block of the native-endian cache that pulls read instead of the big-endian file.
+BLOCK = 4096
 
 I64 = npt.NDArray[np.int64]
+
+
+class Block(NamedTuple):
+    """Native int64 copies of entries of one file: phys, size, tags code, phys + size, and prefix
+    counts of entries whose record cannot be whole inside one commit-log file (`odd`) or that do
+    not start at or after the previous entry's end (`back`), so a slice can be vetted with two
+    subtractions."""
+
+    phys: I64
+    size: I64
+    tags: I64
+    end: I64
+    odd: I64
+    back: I64
+
+    def sane(self, lo: int, hi: int) -> bool:
+        """True when entries [lo, hi) name records that lie inside their files in increasing,
+        non-overlapping order."""
+        return bool(self.odd[hi] == self.odd[lo] and self.back[hi] == self.back[lo + 1])
+
+    def part(self, lo: int, hi: int) -> Block:
+        """Entries [lo, hi) (the prefix counts keep one extra leading slot)."""
+        return Block(
+            self.phys[lo:hi],
+            self.size[lo:hi],
+            self.tags[lo:hi],
+            self.end[lo:hi],
+            self.odd[lo : hi + 1],
+            self.back[lo : hi + 1],
+        )
+
+
+def make_block(phys: I64, size: I64, tags: I64, file_size: int) -> Block:
+    """A Block over native copies of entries, with its prefix counts for commit-log files of
+    `file_size` bytes."""
+    end = phys + size
+    odd = (size <= 0) | (phys < 0) | (phys % file_size + size > file_size)
+    back = np.zeros(len(phys), dtype=bool)
+    back[1:] = phys[1:] < end[:-1]
+    zero = np.zeros(1, dtype=np.int64)
+    return Block(
+        phys,
+        size,
+        tags,
+        end,
+        np.concatenate((zero, np.cumsum(odd))),
+        np.concatenate((zero, np.cumsum(back))),
+    )
 
 
 def entries_of(f: MappedFile) -> npt.NDArray[np.void]:
@@ -39,7 +90,13 @@ class ConsumeQueue:
     """The files of consumequeue/<topic>/<queueId>/ and the queue's offsets."""
 
     def __init__(
-        self, directory: Path, topic: str, queue_id: int, file_size: int, read_only: bool
+        self,
+        directory: Path,
+        topic: str,
+        queue_id: int,
+        file_size: int,
+        read_only: bool,
+        commit_log_file_size: int = 1 << 30,
     ) -> None:
         self.directory = directory
         self.topic = topic
@@ -47,6 +104,7 @@ class ConsumeQueue:
         self.file_size = file_size
         self.units = file_size // CQ_STORE_UNIT_SIZE
         self.read_only = read_only
+        self.commit_log_file_size = commit_log_file_size
         self.files: list[MappedFile] = []
         self.views: list[npt.NDArray[np.void]] = []
         self.wrote = 0
@@ -54,6 +112,7 @@ class ConsumeQueue:
         #: phys + size of the last entry, −1 when empty (ConsumeQueue.maxPhysicOffset).
         self.max_physic_offset = -1
         self._index: dict[int, int] = {}
+        self._blocks: dict[tuple[int, int], Block] = {}
         #: True when the last file was found shorter than the configured size and padded.
         self.repaired = False
 
@@ -119,14 +178,20 @@ class ConsumeQueue:
             self.wrote = 0
             return
         last = self.files[-1]
+        self._forget(last.start)
         self.wrote = min(end - last.start, self.file_size)
         if not self.read_only and self.wrote < self.file_size:
             tail = self.file_size - self.wrote
             if last.mm[self.wrote :].count(0) != tail:
                 last.mm[self.wrote :] = bytes(tail)
 
+    def _forget(self, start: int) -> None:
+        for key in [k for k in self._blocks if k[0] == start]:
+            del self._blocks[key]
+
     def _drop_last(self) -> None:
         f = self.files.pop()
+        self._forget(f.start)
         self.views.pop()
         self._index.pop(f.start, None)
         if self.read_only or f.path is None:
@@ -172,6 +237,37 @@ class ConsumeQueue:
             return None
         return i, rel // CQ_STORE_UNIT_SIZE, readable // CQ_STORE_UNIT_SIZE
 
+    def block(self, i: int, b: int) -> Block:
+        """The native copy of block `b` of file number `i`, converted on first use."""
+        key = (self.files[i].start, b)
+        found = self._blocks.get(key)
+        if found is None:
+            raw = self.views[i][b * BLOCK : (b + 1) * BLOCK]
+            found = self._blocks[key] = make_block(
+                raw["phys"].astype(np.int64),
+                raw["size"].astype(np.int64),
+                raw["tags"].astype(np.int64),
+                self.commit_log_file_size,
+            )
+        return found
+
+    def native(self, i: int, a: int, b: int) -> Block:
+        """Native copies of entries [a, b) of file number `i`."""
+        first, last = a // BLOCK, (b - 1) // BLOCK
+        lo, hi = a - first * BLOCK, b - first * BLOCK
+        if first == last:
+            return self.block(i, first).part(lo, hi)
+        parts = [self.block(i, k) for k in range(first, last + 1)]
+        phys, size, tags = (
+            np.concatenate([getattr(p, n) for p in parts]) for n in ("phys", "size", "tags")
+        )
+        return make_block(phys, size, tags, self.commit_log_file_size).part(lo, hi)
+
+    def _refresh_blocks(self, start: int, a: int, b: int) -> None:
+        """Drop cached blocks that freshly written entries [a, b) of the file at `start` touch."""
+        for k in range(a // BLOCK, (b - 1) // BLOCK + 1):
+            self._blocks.pop((start, k), None)
+
     def spec_files(self) -> list[tuple[int, int]]:
         """(start byte, written bytes) of every file, as spec.store.index_window takes them."""
         return [(f.start, self.readable(i)) for i, f in enumerate(self.files)]
@@ -208,6 +304,7 @@ class ConsumeQueue:
             w = self.wrote // CQ_STORE_UNIT_SIZE
             k = min(n - done, self.units - w)
             self.views[-1][w : w + k] = entries[done : done + k]
+            self._refresh_blocks(self.files[-1].start, w, w + k)
             self.wrote += k * CQ_STORE_UNIT_SIZE
             done += k
         self.max_physic_offset = int(phys[-1]) + int(size[-1])
@@ -233,6 +330,7 @@ class ConsumeQueue:
         for _ in range(drop):
             f = self.files.pop(0)
             self.views.pop(0)
+            self._forget(f.start)
             f.destroy()
         self._index = {f.start: i for i, f in enumerate(self.files)}
         self.correct_min_offset(commit_log_min)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterator, Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING, cast, overload
@@ -10,10 +9,10 @@ from typing import TYPE_CHECKING, cast, overload
 import numpy as np
 import numpy.typing as npt
 
-from fast.consumequeue import ConsumeQueue
+from fast.consumequeue import Block, ConsumeQueue
 from fast.gather import I64, U8
 from fast.results import FastGetMessageResult, LazyMessages
-from fast.scan import ScanOutcome, outcome, scan_vectorized, tag_mask
+from fast.scan import ScanOutcome, outcome, scan_chunk, tag_mask
 from spec.batch import BatchLimits, check_result_capacity, max_filter_message_count
 from spec.config import StoreConfig
 from spec.layout import CQ_STORE_UNIT_SIZE
@@ -140,23 +139,34 @@ class GetPath:
         if isinstance(decided, GetMessageResult):
             return decided
         number, first, n, min_offset, max_offset = decided
-        view = q.views[number][first : first + n]
-        scanned = self._scan_fast(view, max_msg_nums, max_offset_py, message_filter)
+        scanned = self._scan_fast(q, number, first, n, max_msg_nums, max_offset_py, message_filter)
         if scanned is None:
             return self._scan_slow(
-                view, offset, max_msg_nums, max_offset_py, message_filter, min_offset, max_offset
+                q.views[number][first : first + n],
+                offset,
+                max_msg_nums,
+                max_offset_py,
+                message_filter,
+                min_offset,
+                max_offset,
             )
         return self._result(scanned, offset, max_offset_py, min_offset, max_offset)
 
-    def _scan_fast(
-        self,
-        view: npt.NDArray[np.void],
-        max_msg_nums: int,
-        max_offset_py: int,
-        message_filter: MessageFilter | None,
-    ) -> tuple[ScanOutcome, I64] | None:
-        """The vectorized scan, in at most two chunks; None when it does not apply."""
-        n = len(view)
+    def _all_present(self, blk: Block) -> bool:
+        """Whether every record a block slice names is readable (`_present` for all at once):
+        for entries in order, the first starts at or after the commit-log min and the last ends
+        before its max."""
+        log = self.commit_log
+        n = len(blk.phys)
+        if not log.files or n == 0:
+            return False
+        if blk.sane(0, n):
+            return bool(blk.phys[0] >= log.files[0].start and blk.end[n - 1] <= log.max_offset())
+        return bool(self._present(blk.phys, blk.size).all())
+
+    def _first_chunk(self, max_msg_nums: int, filtered: bool) -> int:
+        """Entries that certainly hold the batch end of an unfiltered scan over readable records
+        (count limits), or a first chunk for a filtered one."""
         limits = self._limits
         cap = min(
             max(1, max_msg_nums),
@@ -165,45 +175,57 @@ class GetPath:
                 limits.max_transfer_count_on_message_in_disk,
             ),
         )
-        first_chunk = cap + 1 if message_filter is None else max(64, 16 * (cap + 1))
-        bounds = [0, min(n, first_chunk), n]
+        return max(64, 16 * (cap + 1)) if filtered else cap + 1
+
+    def _scan_fast(
+        self,
+        q: ConsumeQueue,
+        number: int,
+        first: int,
+        n: int,
+        max_msg_nums: int,
+        max_offset_py: int,
+        message_filter: MessageFilter | None,
+    ) -> tuple[ScanOutcome, I64] | None:
+        """The vectorized scan, in at most two chunks; None when it does not apply."""
+        split = min(n, self._first_chunk(max_msg_nums, message_filter is not None))
         count0 = buffer0 = 0
-        parts_phys: list[I64] = []
-        parts_size: list[I64] = []
-        parts_returned: list[npt.NDArray[np.bool_]] = []
+        parts: list[tuple[Block, I64]] = []
         stop_at: int | None = None
-        for a, b in itertools.pairwise(bounds):
+        for a, b in ((0, split), (split, n)):
             if a >= b:
                 continue
-            chunk = view[a:b]
-            phys = chunk["phys"].astype(np.int64)
-            size = chunk["size"].astype(np.int64)
-            match = tag_mask(message_filter, chunk["tags"].astype(np.int64))
-            if match is None or not self._present(phys, size).all():
+            blk = q.native(number, first + a, first + b)
+            if message_filter is None:
+                match = None
+            else:
+                match = tag_mask(message_filter, blk.tags)
+                if match is None:
+                    return None
+            if not self._all_present(blk):
                 return None
-            stop, returned = scan_vectorized(
-                phys,
-                size,
+            stop, picked = scan_chunk(
+                blk,
                 match,
                 max_msg_nums=max_msg_nums,
                 max_offset_py=max_offset_py,
                 memory=self._memory,
-                limits=limits,
+                limits=self._limits,
                 count0=count0,
                 buffer0=buffer0,
             )
-            parts_phys.append(phys)
-            parts_size.append(size)
-            parts_returned.append(returned)
+            parts.append((blk, picked + a))
             if stop is not None:
                 stop_at = a + stop
                 break
-            count0 += int(returned.sum())
-            buffer0 += int(size[returned].sum())
-        phys_all = np.concatenate(parts_phys)
-        size_all = np.concatenate(parts_size)
-        done = outcome(phys_all, size_all, np.concatenate(parts_returned), stop_at, len(phys_all))
-        return done, phys_all
+            count0 += len(picked)
+            buffer0 += int(blk.size[picked].sum())
+        if len(parts) == 1:
+            blk, picked = parts[0]
+        else:
+            blk = Block(*(np.concatenate([getattr(p[0], k) for p in parts]) for k in Block._fields))
+            picked = np.concatenate([p[1] for p in parts])
+        return outcome(blk, stop_at, picked), blk.phys
 
     def _result(
         self,
@@ -215,15 +237,21 @@ class GetPath:
     ) -> GetMessageResult:
         done, phys = scanned
         log = self.commit_log
-        picked = phys[done.returned].tolist()
-        files: list[U8] = []
-        positions: list[int] = []
-        if picked:
+        picked = phys[done.returned]
+        files: list[U8] | U8 = []
+        positions: list[int] | I64 = []
+        if len(picked):
             base = log.files[0].start
-            for p in picked:
-                f = log.files[(p - base) // log.file_size]
-                files.append(f.data)
-                positions.append(p - f.start)
+            first = (int(picked[0]) - base) // log.file_size
+            if first == (int(picked[-1]) - base) // log.file_size:
+                f = log.files[first]
+                files, positions = f.data, picked - f.start
+            else:
+                files, positions = [], []
+                for p in picked.tolist():
+                    f = log.files[(p - base) // log.file_size]
+                    files.append(f.data)
+                    positions.append(p - f.start)
         return FastGetMessageResult(
             done.status,
             scan_next_begin_offset(offset, done.scanned),

@@ -12,7 +12,7 @@ from typing import Any, overload
 import attrs
 import numpy as np
 
-from fast.gather import U8
+from fast.gather import I64, U8
 from spec.message import StoredMessage
 from spec.profiles import Profile
 from spec.record import decode_record
@@ -25,8 +25,9 @@ class LazyMessages(Sequence[StoredMessage]):
 
     __slots__ = ("_cache", "_files", "_positions", "_profile")
 
-    def __init__(self, files: list[U8], positions: list[int], profile: Profile) -> None:
+    def __init__(self, files: list[U8] | U8, positions: list[int] | I64, profile: Profile) -> None:
         # Each numpy view pins its mapping, so the bytes stay readable after the file is deleted.
+        # `files` is one view for all positions, or one view per position.
         self._files = files
         self._positions = positions
         self._profile = profile
@@ -38,9 +39,8 @@ class LazyMessages(Sequence[StoredMessage]):
     def _decode(self, i: int) -> StoredMessage:
         m = self._cache[i]
         if m is None:
-            m = self._cache[i] = decode_record(
-                self._files[i].data, self._positions[i], self._profile
-            )
+            data = self._files if isinstance(self._files, np.ndarray) else self._files[i]
+            m = self._cache[i] = decode_record(data.data, int(self._positions[i]), self._profile)
         return m
 
     @overload

@@ -11,7 +11,7 @@ from typing import Literal
 from fast.checkpoint import Checkpoint
 from fast.commitlog import CommitLog, fsync_dir
 from fast.consumequeue import ConsumeQueue
-from fast.getpath import GetPath
+from fast.multiget import MultiGetPath
 from fast.putpath import PutPath
 from fast.recovery import RecoveryReport, recover
 from spec.clock import Clock
@@ -23,6 +23,7 @@ from spec.errors import (
     require_int,
     require_str,
 )
+from spec.filter import ExpressionMessageFilter
 from spec.message import BrokerInnerMessage, StoredMessage
 from spec.profiles import Profile
 from spec.protocols import MessageFilter
@@ -35,7 +36,7 @@ HOUR_MS = 3_600_000
 FlushMode = Literal["async", "sync"]
 
 
-class MmapMessageStore(GetPath, PutPath):
+class MmapMessageStore(MultiGetPath, PutPath):
     """A DefaultMessageStore over mapped files in `store_dir`: `commitlog/`, `consumequeue/`,
     `checkpoint` and, while open for writing, `abort` (its presence at open means the last writer
     did not close cleanly, so recovery starts from the checkpoint, not the last three files).
@@ -123,6 +124,7 @@ class MmapMessageStore(GetPath, PutPath):
             queue_id,
             self.config.consume_queue_file_size,
             self.read_only,
+            self.config.mapped_file_size_commit_log,
         )
 
     def _load_queues(self) -> None:
@@ -300,7 +302,11 @@ class MmapMessageStore(GetPath, PutPath):
         require_int("queue_id", queue_id)
         require_int("offset", offset)
         require_int("max_msg_nums", max_msg_nums)
-        if message_filter is not None and not isinstance(message_filter, MessageFilter):
+        if (
+            message_filter is not None
+            and type(message_filter) is not ExpressionMessageFilter
+            and not isinstance(message_filter, MessageFilter)
+        ):
             raise InvalidTypeError("message_filter", message_filter, "MessageFilter or None")
         if self._closed:
             raise ReadOnlyStoreError("get_message on a closed store")
