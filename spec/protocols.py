@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
-from spec.message import BrokerInnerMessage, StoredMessage
+from spec.message import BrokerInnerMessage, MessageQueue, StoredMessage
 from spec.process_queue import ProcessQueueState
 from spec.results import GetMessageResult, PutMessageResult
 from spec.status import BrokerRole
@@ -194,3 +194,18 @@ class ProcessQueue(Protocol):
 
     @last_pull_timestamp.setter
     def last_pull_timestamp(self, value: int) -> None: ...
+
+
+@runtime_checkable
+class ConsumeMessageService(Protocol):
+    """Where the pull callback hands found messages (ConsumeMessageService)."""
+
+    def submit_consume_request(
+        self,
+        msgs: Sequence[StoredMessage],
+        process_queue: ProcessQueue,
+        message_queue: MessageQueue,
+        dispatch_to_consume: bool,
+    ) -> None:
+        """Consume `msgs` of `message_queue` (CONC-2 / ORDER-3)."""
+        ...
