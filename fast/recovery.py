@@ -50,7 +50,7 @@ class RecoveryReport:
     end: int
     records_validated: int
     bytes_validated: int
-    truncated_bytes: int
+    torn_tail: bool
     dropped_entries: int
     rebuilt_entries: int
 
@@ -196,7 +196,7 @@ def recover(
     if not log.files:
         for q in queues.values():
             q.truncate_dirty(0)
-        return RecoveryReport(abnormal, 0, 0, 0, 0, 0, 0, 0)
+        return RecoveryReport(abnormal, 0, 0, 0, 0, False, 0, 0)
     cl_min = log.files[0].start
     if abnormal:
         validate_from = abnormal_start(log, checkpoint_min_timestamp, checkpoint_offset)
@@ -229,11 +229,20 @@ def recover(
             break
         end = f.end
     _check_tail(log, queues, end, hints, repair)
-    old_max = log.files[-1].end
+    torn = _torn(log, end)
     dropped = _truncate(log, queues, end)
     rebuilt = _rebuild(log, queues, make_queue, positions, hints, profile)
     n = sum(len(p) for _, p in positions)
-    return RecoveryReport(abnormal, start, end, n, end - start, old_max - end, dropped, rebuilt)
+    return RecoveryReport(abnormal, start, end, n, end - start, torn, dropped, rebuilt)
+
+
+def _torn(log: CommitLog, end: int) -> bool:
+    """Whether bytes were written past `end`: a record cut short, or garbage."""
+    f = log.file_of(end)
+    if f is None:
+        return False
+    pos = end - f.start
+    return bool(f.data[pos : pos + 64].any())
 
 
 def _check_tail(
