@@ -46,9 +46,7 @@ def lock_manager(clock: Clock, lock_max_live_time_ms: int = 60_000) -> Any:
     return ReferenceLockManager(clock=clock, lock_max_live_time_ms=lock_max_live_time_ms)
 
 
-def send_back(
-    store_config: StoreConfig, group_config: Any, profile: Profile, clock: Clock
-) -> Any:
+def send_back(store_config: StoreConfig, group_config: Any, profile: Profile, clock: Clock) -> Any:
     """A fresh ReferenceSendBack (CONSUMER_SEND_MSG_BACK) over a fresh store."""
     from reference.send_back import ReferenceSendBack
 
