@@ -1,0 +1,113 @@
+"""Adapter for area `send_back`: SendMessageProcessor's CONSUMER_SEND_MSG_BACK over a fresh store.
+
+A candidate provides ``send_back(store_config, group_config, profile, clock)`` returning an object
+with ``store`` (the message store it writes to), ``send_back(request, request_version=...)`` and
+``last_stored`` (the record the last send-back appended, or None).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from conformance.adapters._config import store_config
+from conformance.adapters.store import message
+from spec.clock import ManualClock
+from spec.config import SubscriptionGroupConfig
+from spec.delay import delay_level_of, parse_delay_levels
+from spec.errors import PullspecError, UnsupportedError
+from spec.message import StoredMessage
+from spec.profiles import Profile
+from spec.results import PutMessageResult
+from spec.retry import SendBackRequest, profile_request_version, request_version_ordinal
+
+
+@attrs.define
+class SendBackCase:
+    """One case's send-back processor, clock, original topic and request version."""
+
+    processor: Any
+    clock: ManualClock
+    topic: str
+    request_version: int
+
+
+def create(candidate: Any, config: dict[str, Any], profile: Profile, base: Path) -> SendBackCase:
+    """A fresh send-back processor over a fresh store with the case's subscription group."""
+    factory = getattr(candidate, "send_back", None)
+    if factory is None:
+        raise UnsupportedError("the candidate has no send_back")
+    cfg = store_config(config)
+    levels = len(parse_delay_levels(cfg.message_delay_level))
+    if config.get("maxDelayLevel", levels) != levels:
+        raise UnsupportedError(f"maxDelayLevel {config['maxDelayLevel']} (the store has {levels})")
+    group = SubscriptionGroupConfig(
+        group_name=config["group"],
+        retry_max_times=config["groupRetryMaxTimes"],
+        retry_queue_nums=config["retryQueueNums"],
+    )
+    clock = ManualClock(0)
+    version = config.get("requestVersion")
+    return SendBackCase(
+        factory(cfg, group, profile, clock),
+        clock,
+        config.get("originalTopic", "T"),
+        request_version_ordinal(version) if version else profile_request_version(profile),
+    )
+
+
+def _put_json(r: PutMessageResult) -> dict[str, Any]:
+    if not r.ok:
+        return {"status": r.status.value}
+    return {
+        "status": r.status.value,
+        "queueOffset": r.queue_offset,
+        "wroteOffset": r.wrote_offset,
+        "wroteBytes": r.wrote_bytes,
+    }
+
+
+def _stored_json(record: StoredMessage | None) -> dict[str, Any] | None:
+    if record is None:
+        return None
+    return {
+        "topic": record.topic,
+        "queueId": record.queue_id,
+        "reconsumeTimes": record.reconsume_times,
+        "tags": record.tags,
+        "properties": dict(record.properties),
+        "delayLevel": delay_level_of(record.properties),
+    }
+
+
+def apply(case: SendBackCase, op: str, args: dict[str, Any]) -> dict[str, Any]:
+    """Run one send_back-area step and observe it in the vectors' vocabulary."""
+    case.clock.advance(1)
+    store = case.processor.store
+    if op == "put":
+        results = store.put_messages([message(case.topic, m) for m in args["msgs"]])
+        return {
+            "results": [_put_json(r) for r in results],
+            "commitLogMinOffset": store.get_min_phy_offset(),
+            "commitLogMaxOffset": store.get_max_phy_offset(),
+        }
+    if op == "send_back":
+        try:
+            request = SendBackRequest(
+                offset=args["originalCommitLogOffset"],
+                group=args["group"],
+                delay_level=args["delayLevel"],
+                origin_topic=case.topic,
+                max_reconsume_times=args.get("maxReconsumeTimes"),
+            )
+            response = case.processor.send_back(request, request_version=case.request_version)
+        except PullspecError as exc:
+            return {"error": exc.java_exception or exc.kind.value}
+        return {
+            "code": response.code.name,
+            "remark": response.remark,
+            "stored": _stored_json(case.processor.last_stored),
+        }
+    raise UnsupportedError(f"send_back op {op}")
