@@ -104,28 +104,42 @@ def load_cases(path: Path, areas: Iterable[str] | None = None) -> Iterator[dict[
                     yield case
 
 
-def first_difference(expect: Any, actual: Any, path: str = "") -> tuple[str, Any, Any] | None:
-    """The first field where `actual` differs from `expect` (dict keys absent in expect skipped)."""
-    if isinstance(expect, dict):
-        if not isinstance(actual, dict):
-            return (path or "<root>", expect, actual)
-        for key, value in expect.items():
-            if key not in actual:
-                return (f"{path}.{key}".lstrip("."), value, "<absent>")
-            diff = first_difference(value, actual[key], f"{path}.{key}")
-            if diff:
-                return (diff[0].lstrip("."), diff[1], diff[2])
-        return None
-    if isinstance(expect, list) and isinstance(actual, list | tuple):
-        if len(expect) != len(actual):
-            return (path.lstrip(".") or "<root>", expect, list(actual))
-        for i, (e, a) in enumerate(zip(expect, actual, strict=True)):
-            diff = first_difference(e, a, f"{path}[{i}]")
+def first_difference(expect: Any, actual: Any) -> tuple[str, Any, Any] | None:
+    """The first field where `actual` differs from `expect`.
+
+    Only top-level fields absent from `expect` are skipped (the vectors' rule); nested values
+    (a property map, a lock table, a state array) must be equal as a whole.
+    """
+    if not isinstance(expect, dict) or not isinstance(actual, dict):
+        return _nested_difference(expect, actual, "")
+    for key, value in expect.items():
+        if key not in actual:
+            return (key, value, "<absent>")
+        diff = _nested_difference(value, actual[key], key)
+        if diff:
+            return diff
+    return None
+
+
+def _nested_difference(expect: Any, actual: Any, path: str) -> tuple[str, Any, Any] | None:
+    if isinstance(expect, dict) and isinstance(actual, dict):
+        for key in sorted(set(expect) | set(actual), key=str):
+            if key not in actual or key not in expect:
+                return (f"{path}.{key}", expect.get(key, "<absent>"), actual.get(key, "<absent>"))
+            diff = _nested_difference(expect[key], actual[key], f"{path}.{key}")
             if diff:
                 return diff
         return None
-    if expect != actual or (type(expect) is bool and type(actual) is not bool):
-        return (path.lstrip(".") or "<root>", expect, actual)
+    if isinstance(expect, list) and isinstance(actual, list | tuple):
+        if len(expect) != len(actual):
+            return (path or "<root>", expect, list(actual))
+        for i, (e, a) in enumerate(zip(expect, actual, strict=True)):
+            diff = _nested_difference(e, a, f"{path}[{i}]")
+            if diff:
+                return diff
+        return None
+    if expect != actual or (type(expect) is bool) != (type(actual) is bool):
+        return (path or "<root>", expect, actual)
     return None
 
 
