@@ -154,12 +154,14 @@ class ReferenceScheduleService:
         except InvalidArgumentError:
             # 4.7 logs and drops the record; 4.9.7's catch sits outside the loop, so it retries.
             return None if self.profile is Profile.V4_7 else False
-        # Deviation: RETRY-9 stores the record's properties (DELAY included) while the store
-        # decides on the map without DELAY; our store has one property set for both, so the
-        # redelivered record is stored without DELAY (else the store would delay it again).
+        # RETRY-9: the store decides on the map without DELAY but stores the record's properties.
         try:
             result = self.store.put_message(
-                attrs.evolve(msg, properties=delivery_properties(msg.properties))
+                attrs.evolve(
+                    msg,
+                    properties=delivery_properties(msg.properties),
+                    stored_properties=msg.properties,
+                )
             )
         except (MessageIllegalError, IllegalTopicError):
             return False  # a refused put is a failed put status: the level retries it later

@@ -182,9 +182,13 @@ class ReferenceMessageStore:
             msg.topic, msg.queue_id, msg.properties, msg.sys_flag, len(self._delay_levels)
         )
         level = 0
-        if rewrite is not None:
+        if rewrite is not None:  # Java re-serialises the rewritten map
             topic, queue_id, properties, level = rewrite
-            msg = attrs.evolve(msg, topic=topic, queue_id=queue_id, properties=properties)
+            msg = attrs.evolve(
+                msg, topic=topic, queue_id=queue_id, properties=properties, stored_properties=None
+            )
+        elif msg.stored_properties is not None:
+            msg = attrs.evolve(msg, properties=msg.stored_properties, stored_properties=None)
         return (msg, self._validate(msg), level)
 
     def _validate(self, msg: BrokerInnerMessage) -> int:

@@ -49,6 +49,13 @@ def to_properties(value: Mapping[str, str] | Iterable[tuple[str, str]] | None) -
     return tuple(out)
 
 
+def optional_properties(
+    value: Mapping[str, str] | Iterable[tuple[str, str]] | None,
+) -> Properties | None:
+    """Normalise optional properties: None stays None."""
+    return None if value is None else to_properties(value)
+
+
 def require_body(value: object) -> bytes:
     """Convert a message body, rejecting anything that is not bytes-like."""
     return require_bytes("body", value)
@@ -111,6 +118,14 @@ class BrokerInnerMessage:
     sys_flag: int = 0
     reconsume_times: int = attrs.field(
         default=0, validator=lambda _i, _a, v: require_int("reconsume_times", v)
+    )
+    #: The properties to store when they differ from the map the store decides on (Java keeps a
+    #: serialised propertiesString beside the map: RETRY-9 stores DELAY while deciding without it).
+    stored_properties: Properties | None = attrs.field(
+        default=None,
+        converter=optional_properties,
+        eq=False,
+        hash=False,
     )
     prepared_transaction_offset: int = 0
     born_timestamp: int = 0

@@ -168,12 +168,6 @@ def test_seventeenth_send_back_goes_straight_to_the_dlq_v49() -> None:
     assert sb.schedule.deliver_due() == 0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="RETRY-9: the reference store keeps one property set per message, so a redelivered "
-    "record is stored without DELAY and 4.7's inherited-DELAY detour (RETRY-4, V3) cannot "
-    "happen end to end; see the send_back report",
-)
 def test_seventeenth_send_back_detours_through_the_schedule_topic_v47() -> None:
     sb, _clock, current = run_to_last_retry(Profile.V4_7)
     assert current.get_property("DELAY") == "18"  # RETRY-9: the stored record keeps DELAY
