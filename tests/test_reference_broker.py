@@ -4,6 +4,7 @@ checks run at 5000, 10000, 15000, … ms (1000, 2000, … without long polling).
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import attrs
@@ -489,3 +490,60 @@ def test_hold_2_run_hold_checks_runs_every_due_check() -> None:
     assert (0, 5000) == (env.broker.run_hold_checks(), env.broker.next_hold_check_at)
     env.clock.jump_to(16_000)
     assert (3, 20_000) == (env.broker.run_hold_checks(), env.broker.next_hold_check_at)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG reference.broker.ReferenceBroker.send_message notifies the message's own topic and "
+    "queue with its TAGS hash; HOLD-5 notifies the queue the record was dispatched to. A DELAY "
+    "message is stored in SCHEDULE_TOPIC_XXXX (RETRY-8), so T/0 does not advance, yet the pull "
+    "held on T/0 is woken at once and answered PULL_NOT_FOUND instead of staying held",
+)
+def test_hold_5_a_delayed_message_does_not_wake_its_original_queue() -> None:
+    env = Env()
+    env.pull(0)
+    env.broker.send_message(BrokerInnerMessage("T", 0, b"x", {"TAGS": "A", "DELAY": "3"}))
+    assert 0 == env.broker.store.get_max_offset_in_queue("T", 0)
+    assert ([], 1) == (env.broker.drain_responses(), len(env.broker.held_requests))
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG reference.broker.ReferenceBroker.pull_message does not type-check "
+    "suspend_timeout_millis or subscription: a str timeout is held and makes the next hold check "
+    "raise a raw TypeError; an int subscription raises a raw AttributeError",
+)
+@pytest.mark.parametrize(
+    ("field", "value"), [("suspend_timeout_millis", "15000"), ("subscription", 123)]
+)
+def test_pull_rejects_a_malformed_header_with_a_typed_error(field: str, value: object) -> None:
+    env = Env()
+    args: dict[str, Any] = {
+        "consumer_group": "G",
+        "topic": "T",
+        "queue_id": 0,
+        "queue_offset": 0,
+        "max_msg_nums": 32,
+        "sys_flag": HELD,
+        "subscription": "*",
+        field: value,
+    }
+    with pytest.raises(InvalidTypeError) as info:
+        env.broker.pull_message(PullMessageRequest(**args))
+    assert (field, value) == (info.value.name, info.value.value)
+    assert [] == env.broker.held_requests
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG reference.broker.ReferenceBroker.notify_message_arriving takes and clears a "
+    "queue's held list before deciding; when one held pull has a malformed timeout the decision "
+    "raises and every other pull held on that queue is dropped, never answered",
+)
+def test_a_malformed_held_pull_does_not_lose_the_others() -> None:
+    env = Env()
+    with contextlib.suppress(InvalidTypeError):
+        env.pull(0, timeout="15000")  # type: ignore[arg-type]
+    good, _ = env.pull(0)
+    when, answers = env.run_until_answered()
+    assert (15_000, [good]) == (when, [i for i, _ in answers])
