@@ -99,7 +99,7 @@ def lease_timeline_svg() -> str:
             b_locked_at = t
     end = 130_000
     scale, left, width = 6.0, 70, 0
-    width = int(left + end / 1000 * scale + 40)
+    width = int(left + end / 1000 * scale + 60)
 
     def x(ms: int) -> float:
         return left + ms / 1000 * scale
@@ -115,7 +115,7 @@ def lease_timeline_svg() -> str:
         _bar(x(0), 48, x(a_consumes_until) - x(0), "#06d6a0", "A may consume (client lease 30 s)")
     )
     for t in renewals:
-        parts.append(_tick(x(t), 44, "lock"))
+        parts.append(_tick(x(t), 44, "lock" if t == renewals[0] else "renew"))
     broker_until = renewals[-1] + lease.REBALANCE_LOCK_MAX_LIVE_TIME_MS
     parts.append(_text(5, 112, "broker", weight="bold"))
     parts.append(
@@ -129,7 +129,10 @@ def lease_timeline_svg() -> str:
     )
     parts.append(_text(5, 162, "client B", weight="bold"))
     for t in b_tries:
-        parts.append(_tick(x(t), 144, "try" if b_locked_at is None or t < b_locked_at else ""))
+        label = "try" if b_locked_at is None or t < b_locked_at else "lock"
+        parts.append(
+            _tick(x(t), 144, "renew" if b_locked_at is not None and t > b_locked_at else label)
+        )
     if b_locked_at is not None:
         parts.append(
             _bar(x(b_locked_at), 148, x(end) - x(b_locked_at), "#118ab2", "B holds the lock")
@@ -169,7 +172,8 @@ def _bar(x: float, y: float, width: float, fill: str, label: str) -> str:
 
 
 def _tick(x: float, y: float, label: str) -> str:
-    mark = f'<path d="M{x} {y - 10} L{x} {y + 30}" stroke="#212529" stroke-width="2"/>'
+    # Above the bar only, so that it never hides the bar's label.
+    mark = f'<path d="M{x} {y - 10} L{x} {y + 4}" stroke="#212529" stroke-width="2"/>'
     return mark + (_text(x + 3, y - 2, label, fill="#495057") if label else "")
 
 

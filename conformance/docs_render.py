@@ -347,8 +347,8 @@ def gaps_page(facts: Facts) -> str:
     parts = [
         "# Gaps",
         "",
-        f"Of {len(facts.catalogue)} rules, **{len(no_test)} have no test** and "
-        f"**{len(no_vector)} have no passing vector case** ({len(neither)} have neither). "
+        f"Of {len(facts.catalogue)} rules, **{_count(no_test)} no test** and "
+        f"**{_count(no_vector)} no passing vector case** ({_count(neither)} neither). "
         "Both lists are computed at build time (see "
         "[how the rule pages are made](index.md#how-these-pages-are-made)).",
         "",
@@ -384,6 +384,10 @@ def gaps_page(facts: Facts) -> str:
             )
         parts.append("")
     return "\n".join(parts)
+
+
+def _count(found: list[rules.Rule]) -> str:
+    return f"{len(found)} {'has' if len(found) == 1 else 'have'}"
 
 
 def _gap_table(title: str, missing: list[rules.Rule], facts: Facts) -> list[str]:
