@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 SHARED ?= ../shared
 
-.PHONY: all run test lint typecheck pytest verify verify-quick bench fuzz docs java-check clean
+.PHONY: all run test lint typecheck pytest verify verify-quick bench fuzz docs java-check browser clean
 
 all: test
 
@@ -27,6 +27,16 @@ java-check:
 	  echo "error: Java $$v found; PySpark needs Java 17."; \
 	  echo "       install it with: apt-get install openjdk-17-jre-headless"; exit 1; fi
 
+# Headless Chromium for the docs' browser test: installed when missing and we are root;
+# otherwise the test skips and says how to install it.
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing chromium (docs browser test)"; \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+	      || echo "warning: could not install chromium; the browser test will be skipped"; \
+	  else echo "note: chromium missing (apt-get install chromium); the browser test will be skipped"; fi; }
+
 # The main job: the rule catalogue, then a demo of pulls against the reference broker.
 run: $(VENV)/.installed-test java-check
 	$(BIN)/pullspec rules
@@ -39,7 +49,7 @@ lint: $(VENV)/.installed-test
 typecheck: $(VENV)/.installed-test
 	$(BIN)/mypy
 
-pytest: $(VENV)/.installed-test
+pytest: $(VENV)/.installed-test browser
 	@$(BIN)/python -m pytest; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "error: pytest collected no tests"; exit 1; fi; exit $$rc
 
