@@ -1,0 +1,76 @@
+"""A tiny subprocess adapter: serves a Python candidate over the JSON Lines protocol.
+
+    python -m conformance.example_adapter [--impl reference]
+
+It is the protocol of docs/protocol.md in its simplest form, and the suite's own test of the
+`cmd:` path: `pullspec conform --impl cmd:"python -m conformance.example_adapter"` runs the
+reference on the other side of a pipe. An adapter in another language does the same: read a
+request line, run it, write one reply line, flush.
+
+Each request is answered through the vector adapters (conformance.adapters), so the observation
+it writes back is exactly what `pullspec vectors check` would compare.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+from typing import IO, Any
+
+from conformance.observe import Session, resolve_candidate
+from conformance.ops import Op
+from spec.errors import ErrorKind, PullspecError
+from spec.profiles import Profile
+
+
+def _reply(request: dict[str, Any], sessions: dict[int, Session], candidate: Any) -> dict[str, Any]:
+    rid = request.get("id")
+    if request.get("op") == "create":
+        # The suite never interleaves instances, so only the newest one is kept.
+        sessions.clear()
+        profile = Profile.parse(str(request.get("profile", "4.9")))
+        sessions[int(rid or 0)] = Session(
+            candidate, str(request.get("area")), request.get("config") or {}, profile, Path(".")
+        )
+        return {"id": rid, "ok": {}}
+    session = sessions.get(int(request.get("instance") or 0))
+    if session is None:
+        return {
+            "id": rid,
+            "error": {"kind": ErrorKind.INVALID_ARGUMENT.value, "message": "no such instance"},
+        }
+    observation = session.apply(Op(str(request.get("op")), request.get("args") or {}))
+    return {"id": rid, "ok": observation.to_json()}
+
+
+def serve(candidate: Any, lines: Iterable[str], out: IO[str]) -> None:
+    """Answer every request line of `lines` on `out`, one reply line each, until EOF."""
+    sessions: dict[int, Session] = {}
+    for line in lines:
+        if not line.strip():
+            continue
+        request = json.loads(line)
+        try:
+            reply = _reply(request, sessions, candidate)
+        except PullspecError as exc:  # UnsupportedError included: its kind is UNSUPPORTED
+            reply = {
+                "id": request.get("id"),
+                "error": {"kind": exc.kind.value, "message": str(exc)},
+            }
+        out.write(json.dumps(reply, separators=(",", ":")) + "\n")
+        out.flush()
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Serve `--impl` (default: the reference) on stdin/stdout."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--impl", default="reference", help="the Python candidate to serve")
+    args = parser.parse_args(argv)
+    serve(resolve_candidate(args.impl), sys.stdin, sys.stdout)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,289 @@
+"""Op generators: configs and ops of every area in the shared vectors' vocabulary.
+
+Generators draw through a small `Draw` interface so that the same code feeds both the
+Hypothesis machines (`HypothesisDraw`, which shrinks) and the seeded random traces of
+`pullspec vectors export` (`RandomDraw`, which needs no Hypothesis at run time). Choices put the
+simplest value first because Hypothesis shrinks a choice towards its first option.
+
+A `Context` follows the reference's observations so that ops aim at interesting places: offsets
+around each queue's min and max, offsets that are cached, clock steps onto lease boundaries.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from typing import Any, Protocol, TypeVar
+
+import attrs
+from hypothesis import strategies as st
+
+from conformance.adapters.process_queue import DEFAULT_STATE_FIELDS
+from conformance.ops import Observation, Op, check_area
+
+T = TypeVar("T")
+
+
+class Draw(Protocol):
+    """A source of choices."""
+
+    def integer(self, low: int, high: int) -> int:
+        """An int in [low, high]."""
+        ...
+
+    def choice(self, options: Sequence[T]) -> T:
+        """One of `options` (the first is the simplest)."""
+        ...
+
+    def boolean(self) -> bool:
+        """True or False."""
+        ...
+
+
+@attrs.define
+class HypothesisDraw:
+    """Draws from a Hypothesis `data()` object, so failures shrink."""
+
+    data: st.DataObject
+
+    def integer(self, low: int, high: int) -> int:
+        """An int in [low, high]."""
+        return self.data.draw(st.integers(low, high))
+
+    def choice(self, options: Sequence[T]) -> T:
+        """One of `options`."""
+        return self.data.draw(st.sampled_from(options))
+
+    def boolean(self) -> bool:
+        """True or False."""
+        return self.data.draw(st.booleans())
+
+
+@attrs.define
+class RandomDraw:
+    """Draws from a seeded `random.Random`: deterministic traces without Hypothesis."""
+
+    rng: random.Random
+
+    def integer(self, low: int, high: int) -> int:
+        """An int in [low, high]."""
+        return self.rng.randint(low, high)
+
+    def choice(self, options: Sequence[T]) -> T:
+        """One of `options`."""
+        return options[self.rng.randrange(len(options))]
+
+    def boolean(self) -> bool:
+        """True or False."""
+        return self.rng.random() < 0.5
+
+
+@attrs.define
+class Context:
+    """What the generators know of the reference's state, updated after every op."""
+
+    area: str
+    state_fields: tuple[str, ...] = DEFAULT_STATE_FIELDS
+    now: int = 0
+    queues: dict[str, tuple[int, int]] = attrs.Factory(dict)
+    offsets: list[int] = attrs.Factory(list)
+    wrote: list[int] = attrs.Factory(list)
+
+    @classmethod
+    def start(cls, area: str, config: dict[str, Any]) -> Context:
+        """The context of a fresh instance made from `config`."""
+        fields = tuple(config.get("stateFields", DEFAULT_STATE_FIELDS))
+        return cls(check_area(area), fields, int(config.get("clockStart", 0)))
+
+    def note(self, op: Op, seen: Observation) -> None:
+        """Learn from the reference's observation of `op`."""
+        if "now" in seen.state:
+            self.now = int(seen.state["now"])
+        for qid, bounds in (seen.state.get("queues") or {}).items():
+            self.queues[str(qid)] = (int(bounds["minOffset"]), int(bounds["maxOffset"]))
+        if seen.fields.get("maxOffset") is not None and "queueId" in op.args:
+            self.queues[str(op.args["queueId"])] = (
+                int(seen.fields["minOffset"]),
+                int(seen.fields["maxOffset"]),
+            )
+        state = seen.state.get("state")
+        if isinstance(state, list):
+            named = dict(zip(self.state_fields, state, strict=False))
+            self.offsets = sorted(
+                {*named.get("cachedOffsets", ()), *named.get("consumingOffsets", ())}
+            )
+        for r in seen.fields.get("results") or ():
+            if "wroteOffset" in r:
+                self.wrote.append(int(r["wroteOffset"]))
+
+
+# -- configs -------------------------------------------------------------------------------------
+
+
+def _store_sizes(d: Draw) -> dict[str, Any]:
+    # Small files so that a few puts roll commit-log and consume-queue files.
+    return {
+        "mappedFileSizeCommitLog": d.choice((1024, 512, 2048)),
+        "mappedFileSizeConsumeQueue": d.choice((80, 40, 160)),
+        "maxTransferCountOnMessageInMemory": d.choice((32, 3)),
+        "maxTransferBytesOnMessageInMemory": d.choice((262144, 400)),
+        "fileReservedTime": 0,
+        "topic": "T",
+        "group": "G",
+    }
+
+
+def config(area: str, d: Draw) -> dict[str, Any]:
+    """A fresh case config of `area`, as the shared vectors write it."""
+    if area == "store":
+        return {**_store_sizes(d), "brokerRole": "ASYNC_MASTER", "offsetCheckInSlave": False}
+    if area == "pull_code":
+        return {
+            **_store_sizes(d),
+            "brokerRole": "ASYNC_MASTER",
+            "offsetCheckInSlave": False,
+            "slaveReadEnable": d.boolean(),
+            "topicQueueNums": 4,
+        }
+    if area == "process_queue":
+        return {
+            "clockStart": d.choice((1_000_000, 0)),
+            "lockMaxLiveTimeMs": 30_000,
+            "pullMaxIdleTimeMs": 120_000,
+            "stateFields": list(DEFAULT_STATE_FIELDS),
+        }
+    if area == "lock_manager":
+        return {
+            "clockStart": d.choice((1_000_000, 0)),
+            "lockMaxLiveTimeMs": 60_000,
+            "tableEntryFields": ["clientId", "lastUpdateTimestamp", "expired"],
+            "clients": ["c1", "c2", "c3"],
+            "groups": ["G1", "G2"],
+            "topic": "T",
+            "brokerName": "b",
+            "queueIds": [0, 1, 2, 3, 4],
+        }
+    return {
+        "group": "G",
+        "groupRetryMaxTimes": d.choice((16, 0, 1, 2)),
+        "retryQueueNums": 1,
+        "maxDelayLevel": 18,
+        "originalTopic": "T",
+        "requestVersion": d.choice(("V4_9_7", "V4_7_1", "V3_4_9")),
+    }
+
+
+# -- ops -------------------------------------------------------------------------------------------
+
+TAGS: tuple[str | None, ...] = ("A", None, "B", "C", "")
+SUBSCRIPTIONS: tuple[str | None, ...] = (None, "*", "A", "A || C", "B || none-such", "C", "")
+
+
+def _message(d: Draw, queue_ids: Sequence[int] = (0, 1)) -> dict[str, Any]:
+    return {"queueId": d.choice(queue_ids), "tags": d.choice(TAGS), "bodySize": d.integer(0, 300)}
+
+
+def _offset(d: Draw, ctx: Context, queue_id: int) -> int:
+    low, high = ctx.queues.get(str(queue_id), (0, 0))
+    aimed = (low, high, high - 1, high + 1, low - 1, 0, -1, high + 7)
+    return d.choice(aimed) if d.boolean() else d.integer(0, high + 2)
+
+
+def _store_op(d: Draw, ctx: Context, pull: bool) -> Op:
+    names = ("put", "get_message", "put", "get_message", "delete_expired", "set_role")
+    name = d.choice(("pull", *names) if pull else names)
+    if name == "put":
+        return Op("put", {"msgs": [_message(d) for _ in range(d.integer(1, 3))]})
+    if name == "delete_expired":
+        return Op("delete_expired", {})
+    if name == "set_role":
+        return Op(
+            "set_role",
+            {"brokerRole": d.choice(("SLAVE", "ASYNC_MASTER")), "offsetCheckInSlave": d.boolean()},
+        )
+    # A pull may name a queue the topic does not have (4 queues: id 4 is refused, CODE-2).
+    queue_id = d.choice((0, 1, 2, 4)) if pull else d.choice((0, 1))
+    args = {
+        "queueId": queue_id,
+        "offset": _offset(d, ctx, queue_id),
+        "maxMsgNums": d.choice((32, 1, 2, 3, 8, 0, -1)),
+        "subscription": d.choice(SUBSCRIPTIONS[1:] if pull else SUBSCRIPTIONS),
+    }
+    return Op(name, args)
+
+
+def _pq_msgs(d: Draw, ctx: Context) -> list[list[int]]:
+    out: list[list[int]] = []
+    for _ in range(d.integer(0, 3)):
+        offset = d.choice(ctx.offsets) if ctx.offsets and d.boolean() else d.integer(0, 20)
+        msg = [offset, d.integer(0, 50)]
+        if d.boolean():
+            msg.append(offset + d.integer(-3, 30))
+        out.append(msg)
+    return out
+
+
+def _process_queue_op(d: Draw, ctx: Context) -> Op:
+    name = d.choice(
+        (
+            "put_messages",
+            "take_messages",
+            "remove_messages",
+            "commit",
+            "put_messages",
+            "rollback",
+            "make_messages_to_consume_again",
+            "advance_clock",
+            "set",
+        )
+    )
+    if name in ("put_messages", "remove_messages", "make_messages_to_consume_again"):
+        return Op(name, {"msgs": _pq_msgs(d, ctx)})
+    if name == "take_messages":
+        return Op(name, {"n": d.integer(-1, 4)})
+    if name == "advance_clock":
+        return Op(name, {"ms": d.choice((1, 30_000, 30_001, 120_000, 120_001, 29_999, 0, 1000))})
+    if name == "set":
+        key = d.choice(("locked", "lastLockTimestamp", "lastPullTimestamp"))
+        if key == "locked":
+            return Op(name, {key: d.boolean()})
+        return Op(name, {key: ctx.now - d.choice((0, 1, 29_999, 30_000, 119_999, 120_000))})
+    return Op(name, {})
+
+
+def _lock_manager_op(d: Draw) -> Op:
+    name = d.choice(("try_lock_batch", "advance_clock", "is_locked", "unlock_batch"))
+    if name == "advance_clock":
+        return Op(name, {"ms": d.choice((60_000, 1, 60_001, 59_999, 0, 30_000))})
+    who = {"group": d.choice(("G1", "G2")), "clientId": d.choice(("c1", "c2", "c3"))}
+    if name == "is_locked":
+        return Op(name, {**who, "mq": d.integer(0, 4)})
+    mqs = list(dict.fromkeys(d.integer(0, 4) for _ in range(d.integer(0, 3))))
+    return Op(name, {**who, "mqs": mqs})
+
+
+def _send_back_op(d: Draw, ctx: Context) -> Op:
+    if not ctx.wrote or d.choice((False, True, True)):
+        msg = {**_message(d, (0,)), "reconsumeTimes": d.integer(0, 4)}
+        return Op("put", {"msgs": [msg]})
+    offset = d.choice(ctx.wrote) if d.choice((True, True, False)) else ctx.wrote[-1] + 1
+    return Op(
+        "send_back",
+        {
+            "originalCommitLogOffset": offset,
+            "group": "G",
+            "delayLevel": d.integer(-1, 4),
+            "maxReconsumeTimes": d.choice((None, -1, 0, 1, 2, 3, 16)),
+        },
+    )
+
+
+def op(area: str, d: Draw, ctx: Context) -> Op:
+    """The next op of `area` given what the reference showed so far."""
+    if area in ("store", "pull_code"):
+        return _store_op(d, ctx, pull=area == "pull_code")
+    if area == "process_queue":
+        return _process_queue_op(d, ctx)
+    if area == "lock_manager":
+        return _lock_manager_op(d)
+    return _send_back_op(d, ctx)

@@ -1,0 +1,93 @@
+"""Mutants of the broker's RebalanceLockManager (ReferenceLockManager); seen by the
+lock_manager area."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from conformance.mutants import Mutant
+from conformance.mutants._patch import Candidate, mutate, wrap
+from spec.clock import Clock
+
+_LEASE = "spec.lease"
+
+
+def _lease_mutant(name: str, rule: str, doc: str, replace: Mapping[str, Any]) -> Mutant:
+    def build() -> Candidate:
+        from reference.lock_manager import ReferenceLockManager
+
+        manager_class = mutate(ReferenceLockManager, {_LEASE: replace})
+
+        def lock_manager(clock: Clock, lock_max_live_time_ms: int = 60_000) -> Any:
+            return manager_class(clock, lock_max_live_time_ms)
+
+        return Candidate(name, lock_manager=lock_manager)
+
+    return Mutant(name, rule, ("lock_manager",), doc, build)
+
+
+def _no_refresh(f: Any, now: int, entry: Any, client_id: str, max_live: int) -> Any:
+    locked, _ = f(now, entry, client_id, max_live)
+    return locked, entry
+
+
+def _takeover_keeps_timestamp(f: Any, now: int, entry: Any, client_id: str, max_live: int) -> Any:
+    from spec.lease import LockEntry, holds
+
+    ok, new = f(now, entry, client_id, max_live)
+    if ok and entry is not None and not holds(now, entry, client_id, max_live):
+        return ok, LockEntry(client_id, entry.last_update_timestamp)
+    return ok, new
+
+
+def _unlock_any_owner(f: Any, table: Any, group: str, mqs: Any, client_id: str) -> Any:
+    for mq in mqs:
+        entry = table.entry(group, mq)
+        if entry is not None:
+            table = table.without_entry(group, mq)
+    return table
+
+
+def _empty_batch_creates_group(
+    f: Any, table: Any, group: str, mqs: Any, client_id: str, now: int, max_live: int
+) -> Any:
+    from spec.lease import LockTable
+
+    if group not in table.groups:
+        table = LockTable({**table.groups, group: {}})
+    return f(table, group, mqs, client_id, now, max_live)
+
+
+MUTANTS: tuple[Mutant, ...] = (
+    _lease_mutant(
+        "lease-inclusive",
+        "LEASE-3",
+        "A lease is expired already at exactly lockMaxLiveTime (>= instead of >).",
+        {"is_expired": lambda now, entry, max_live: now - entry.last_update_timestamp >= max_live},
+    ),
+    _lease_mutant(
+        "is-locked-no-refresh",
+        "LEASE-4",
+        "A true isLocked answer does not refresh the entry's timestamp.",
+        {"is_locked": wrap(_LEASE, "is_locked", _no_refresh)},
+    ),
+    _lease_mutant(
+        "takeover-keeps-timestamp",
+        "LEASE-5",
+        "Taking over an expired entry keeps its old timestamp, so it stays expired.",
+        {"try_lock": wrap(_LEASE, "try_lock", _takeover_keeps_timestamp)},
+    ),
+    _lease_mutant(
+        "empty-batch-creates-group",
+        "LEASE-6",
+        "A batch lock creates an absent group map even when it has nothing to lock.",
+        {"try_lock_batch": wrap(_LEASE, "try_lock_batch", _empty_batch_creates_group)},
+    ),
+    _lease_mutant(
+        "unlock-ignores-owner",
+        "LEASE-7",
+        "A batch unlock removes the listed entries of every client, not only the caller's.",
+        {"unlock_batch": wrap(_LEASE, "unlock_batch", _unlock_any_owner)},
+    ),
+)

@@ -1,0 +1,236 @@
+"""Mutants of the message store (ReferenceMessageStore); seen by the store, pull_code and
+send_back areas, whose candidates are built on the mutant store."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import attrs
+
+from conformance.mutants import Mutant
+from conformance.mutants._patch import Candidate, mutate, wrap
+from spec.clock import Clock
+from spec.config import BrokerConfig, StoreConfig, SubscriptionGroupConfig
+from spec.profiles import Profile
+from spec.protocols import MessageFilter
+
+_AREAS = ("store", "pull_code")
+_OTHER = {Profile.V4_7: Profile.V4_9, Profile.V4_9: Profile.V4_7}
+
+
+def store_candidate(
+    name: str, patches: Mapping[str, Mapping[str, Any]], **methods: Any
+) -> Callable[[], Candidate]:
+    """A builder of a candidate whose store, broker and send-back use the mutant store."""
+
+    def build() -> Candidate:
+        from reference.broker import ReferenceBroker
+        from reference.send_back import ReferenceSendBack
+        from reference.store import ReferenceMessageStore
+
+        store_class = mutate(ReferenceMessageStore, patches, **methods)
+
+        def message_store(config: StoreConfig, profile: Profile, clock: Clock) -> Any:
+            return store_class(config=config, profile=profile, clock=clock)
+
+        def broker(s: StoreConfig, b: BrokerConfig, profile: Profile, clock: Clock) -> Any:
+            store = message_store(s, profile, clock)
+            return ReferenceBroker(store=store, config=b, profile=profile, clock=clock)
+
+        def send_back(
+            s: StoreConfig, g: SubscriptionGroupConfig, profile: Profile, clock: Clock
+        ) -> Any:
+            store = message_store(s, profile, clock)
+            return ReferenceSendBack(store=store, group_config=g, profile=profile, clock=clock)
+
+        return Candidate(name, message_store=message_store, broker=broker, send_back=send_back)
+
+    return build
+
+
+def _mutant(
+    name: str, rule: str, doc: str, patches: Mapping[str, Mapping[str, Any]], **methods: Any
+) -> Mutant:
+    return Mutant(name, rule, _AREAS, doc, store_candidate(name, patches, **methods))
+
+
+class _PerTopicCounters(dict[tuple[str, int], int]):
+    """The queue-offset counters keyed by topic only (the STORE-18 mutant)."""
+
+    def get(self, key: tuple[str, int], default: Any = None) -> Any:
+        return super().get((key[0], 0), default)
+
+    def __setitem__(self, key: tuple[str, int], value: int) -> None:
+        super().__setitem__((key[0], 0), value)
+
+
+def _shared_counters_init(self: Any) -> None:
+    from reference.store import ReferenceMessageStore
+
+    ReferenceMessageStore.__attrs_post_init__(self)
+    self._counters = _PerTopicCounters()
+
+
+class _UntaggedPasses:
+    """Wraps a filter so that code 0 (an untagged message) passes every subscription."""
+
+    def __init__(self, inner: MessageFilter) -> None:
+        self.inner = inner
+
+    def is_matched_by_consume_queue(self, tags_code: int | None) -> bool:
+        return tags_code == 0 or self.inner.is_matched_by_consume_queue(tags_code)
+
+    def is_matched_by_commit_log(self, message: Any) -> bool:
+        return self.inner.is_matched_by_commit_log(message)
+
+
+def _untagged_get_message(
+    self: Any,
+    group: str,
+    topic: str,
+    queue_id: int,
+    offset: int,
+    max_msg_nums: int,
+    message_filter: MessageFilter | None = None,
+) -> Any:
+    from reference.store import ReferenceMessageStore
+
+    wrapped = _UntaggedPasses(message_filter) if message_filter is not None else None
+    return ReferenceMessageStore.get_message(
+        self, group, topic, queue_id, offset, max_msg_nums, wrapped
+    )
+
+
+def _max_is_last_index(f: Any, *args: Any) -> tuple[int, int]:
+    low, high = f(*args)
+    return low, max(high - 1, 0)
+
+
+def _stop_entry_counted(original: Any, state: Any, *args: Any, **kwargs: Any) -> Any:
+    state, stop = original(state, *args, **kwargs)
+    return (attrs.evolve(state, scanned=state.scanned + 1) if stop else state), stop
+
+
+MUTANTS: tuple[Mutant, ...] = (
+    _mutant(
+        "slave-corrects-offsets",
+        "STORE-6",
+        "An error status corrects nextBeginOffset even on a slave without offsetCheckInSlave.",
+        {"spec.store": {"next_offset_correction": lambda old, new, role, check: new}},
+    ),
+    _mutant(
+        "overflow-badly-other-profile",
+        "STORE-8",
+        "OFFSET_OVERFLOW_BADLY corrects to the other profile's target (4.9 restarts from 0).",
+        {
+            "spec.store": {
+                "overflow_badly_target_v47": lambda mn, mx: mx,
+                "overflow_badly_target_v49": lambda mn, mx: 0 if mn == 0 else mx,
+            }
+        },
+    ),
+    _mutant(
+        "overflow-one-advances",
+        "STORE-7",
+        "offset == maxOffset answers nextBeginOffset = offset + 1 instead of staying.",
+        {"spec.store": {"overflow_one_next_offset": lambda offset: offset + 1}},
+    ),
+    _mutant(
+        "found-null-roll-off-by-one",
+        "STORE-10",
+        "OFFSET_FOUND_NULL moves one past the first index of the next consume-queue file.",
+        {"spec.store": {"consume_queue_roll_next_file": lambda i, u: i + u - i % u + 1}},
+    ),
+    _mutant(
+        "batch-full-ignores-count",
+        "BATCH-2",
+        "isTheBatchFull ignores maxMsgNums (only the byte and transfer-count limits end a batch).",
+        {
+            "spec.batch": {
+                "is_the_batch_full": wrap(
+                    "spec.batch",
+                    "is_the_batch_full",
+                    lambda f, size, _n, total, count, disk, limits: f(
+                        size, 2**31 - 1, total, count, disk, limits
+                    ),
+                )
+            },
+            "spec.store": {},
+        },
+    ),
+    _mutant(
+        "negative-max-allowed-in-4-9",
+        "BATCH-4",
+        "4.9 treats a negative maxMsgNums like 4.7 does (no Illegal Capacity error).",
+        {"spec.batch": {"check_result_capacity_v49": lambda n: max(1, n)}},
+    ),
+    _mutant(
+        "batch-stop-entry-counted",
+        "STORE-11",
+        "The entry that makes the batch full counts as examined, so nextBeginOffset skips it.",
+        {"spec.store": {"scan_entry": wrap("spec.store", "scan_entry", _stop_entry_counted)}},
+    ),
+    _mutant(
+        "untagged-passes-filters",
+        "FILTER-5",
+        "An untagged message (code 0) passes every TAG subscription at the consume-queue stage.",
+        {},
+        get_message=_untagged_get_message,
+    ),
+    _mutant(
+        "eof-blank-without-8",
+        "LAYOUT-7",
+        "A record rolls to the next commit-log file only when L > F − w (the 8-byte blank ignored).",
+        {"spec.layout": {"needs_end_of_file_blank": lambda length, w, f: length > f - w}},
+    ),
+    _mutant(
+        "properties-other-profile",
+        "LAYOUT-9",
+        "Properties are encoded with the other profile's separator rule (one byte off per message).",
+        {
+            "spec.layout": {
+                "message_properties_to_string": wrap(
+                    "spec.layout",
+                    "message_properties_to_string",
+                    lambda f, props, profile: f(props, _OTHER[profile]),
+                )
+            }
+        },
+    ),
+    _mutant(
+        "min-correction-strict",
+        "STORE-19",
+        "After expiry a queue's min moves past an entry lying exactly at the commit-log minimum.",
+        {
+            "spec.store": {
+                "corrected_min_logic_offset": wrap(
+                    "spec.store",
+                    "corrected_min_logic_offset",
+                    lambda f, start, entries, cl_min, cur: f(start, entries, cl_min + 1, cur),
+                )
+            }
+        },
+    ),
+    _mutant(
+        "queue-offset-per-topic",
+        "STORE-18",
+        "Queue offsets come from one counter per topic instead of one per queue.",
+        {},
+        __attrs_post_init__=_shared_counters_init,
+    ),
+    _mutant(
+        "max-offset-is-last-index",
+        "STORE-4",
+        "A queue's max offset is its last index, not one past it.",
+        {
+            "spec.store": {
+                "queue_min_max_offsets": wrap(
+                    "spec.store",
+                    "queue_min_max_offsets",
+                    _max_is_last_index,
+                )
+            }
+        },
+    ),
+)

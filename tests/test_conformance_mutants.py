@@ -1,0 +1,60 @@
+"""The mutation bank: every mutant is a documented one-rule change, the suite kills each, and a
+mutant never leaks into the reference everyone else uses."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import reference.factories as reference
+from conformance import candidates, vectors
+from conformance.mutants import Mutant, bank, get
+from conformance.mutants.runner import kill, suite_cases
+from conformance.observe import Verdict, verdict_of
+from spec import rules
+from spec.profiles import Profile
+
+BANK = bank()
+
+
+def test_the_bank_holds_at_least_25_distinct_documented_mutants() -> None:
+    assert 25 <= len(BANK)
+    assert len(BANK) == len({m.name for m in BANK})
+    known = {r.id for r in rules.catalogue()}
+    for m in BANK:
+        assert m.rule in known, m.name
+        assert m.doc.endswith("."), m.name
+        assert set(m.areas) <= {"store", "pull_code", "process_queue", "lock_manager", "send_back"}
+
+
+@pytest.mark.parametrize("mutant", BANK, ids=[m.name for m in BANK])
+def test_each_mutant_is_killed(mutant: Mutant) -> None:
+    result = kill(mutant, Profile.V4_9, machines=False)
+    assert result.killed, f"{mutant.name} survived the vectors"
+    assert Verdict.DIVERGED == result.verdict
+
+
+@pytest.mark.parametrize(
+    "name", ["eof-blank-without-8", "lease-inclusive", "dlq-threshold-off-by-one"]
+)
+def test_machines_alone_kill_boundary_mutants(name: str) -> None:
+    result = kill(get(name), Profile.V4_9, vectors=False, examples=200, steps=25)
+    assert result.killed, f"{name} survived the machines"
+    assert (result.by or "").startswith("machine ")
+
+
+def test_a_mutant_resolves_as_an_impl() -> None:
+    mutant = get("remove-returns-max")
+    candidate = candidates.resolve(mutant.impl)
+    assert hasattr(candidate, "process_queue")
+    assert not hasattr(candidate, "message_store")
+
+
+def test_building_every_mutant_leaves_the_reference_intact() -> None:
+    for m in BANK:
+        m.candidate()
+    for case in suite_cases(Profile.V4_9):
+        assert Verdict.PASS == verdict_of(
+            vectors.run_case(reference, case, Profile.V4_9, Path("."))
+        ), case["id"]

@@ -1,0 +1,111 @@
+"""`cmd:` candidates: the example adapter serves the reference over JSON Lines and passes the
+recorded vectors and the machines; a mutant served the same way is caught; a silent process is
+TIMEOUT and a dying one CRASHED."""
+
+from __future__ import annotations
+
+import itertools
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from conformance import vectors
+from conformance.machines import run_machine
+from conformance.observe import Verdict, resolve_candidate, verdict_of
+from conformance.ops import AREAS
+from conformance.subprocess_candidate import SubprocessCandidate
+from spec.profiles import Profile
+
+ADAPTER = f"cmd:{sys.executable} -m conformance.example_adapter"
+
+
+@pytest.fixture(scope="module")
+def served() -> Iterator[SubprocessCandidate]:
+    """The reference behind the example adapter, one process for the module."""
+    candidate = resolve_candidate(ADAPTER)
+    assert isinstance(candidate, SubprocessCandidate)
+    yield candidate
+    candidate.close()
+
+
+@pytest.mark.parametrize(
+    ("folder", "profile"), [("rocketmq-4.9.7", Profile.V4_9), ("rocketmq-4.7.1", Profile.V4_7)]
+)
+def test_recorded_vectors_pass_through_the_example_adapter(
+    served: SubprocessCandidate, vectors_dir: Path, folder: str, profile: Profile
+) -> None:
+    directory = vectors_dir / folder
+    for area in AREAS:
+        cases = list(itertools.islice(vectors.load_cases(directory, [area]), 8))
+        assert 8 == len(cases), area
+        verdicts = [verdict_of(vectors.run_case(served, c, profile, directory)) for c in cases]
+        assert [Verdict.PASS] * 8 == verdicts, area
+
+
+@pytest.mark.parametrize("area", AREAS)
+def test_machines_pass_through_the_example_adapter(served: SubprocessCandidate, area: str) -> None:
+    report = run_machine(area, served, impl=ADAPTER, examples=8, steps=15, seed=3)
+    assert Verdict.PASS == report.verdict, report.describe()
+
+
+def test_a_mutant_served_over_the_pipe_is_caught() -> None:
+    impl = f"{ADAPTER} --impl conformance.mutants.impl:lease_inclusive"
+    candidate = resolve_candidate(impl)
+    try:
+        report = run_machine("lock_manager", candidate, impl=impl, examples=100, seed=0)
+    finally:
+        candidate.close()
+    assert Verdict.DIVERGED == report.verdict
+    assert "LEASE-3" in report.rules
+
+
+def test_an_unsupported_area_is_unsupported_not_failed() -> None:
+    impl = f"{ADAPTER} --impl fast"
+    candidate = resolve_candidate(impl)
+    try:
+        report = run_machine("lock_manager", candidate, impl=impl, examples=3)
+    finally:
+        candidate.close()
+    assert Verdict.UNSUPPORTED == report.verdict
+
+
+def _case(vectors_dir: Path) -> dict[str, object]:
+    return next(vectors.load_cases(vectors_dir / "rocketmq-4.9.7", ["lock_manager"]))
+
+
+def test_a_process_that_never_answers_is_a_timeout(vectors_dir: Path) -> None:
+    # It reads every request and answers none; the bounded wait is the candidate's timeout.
+    silent = SubprocessCandidate(
+        [sys.executable, "-c", "import sys\nfor _ in sys.stdin: pass"], 0.5
+    )
+    try:
+        result = vectors.run_case(silent, _case(vectors_dir), Profile.V4_9, vectors_dir)
+    finally:
+        silent.close()
+    assert Verdict.TIMEOUT == verdict_of(result)
+
+
+def test_a_process_that_dies_is_crashed(vectors_dir: Path) -> None:
+    dying = SubprocessCandidate(
+        [sys.executable, "-c", "import sys; sys.stdin.readline(); sys.exit(3)"], 5.0
+    )
+    try:
+        result = vectors.run_case(dying, _case(vectors_dir), Profile.V4_9, vectors_dir)
+    finally:
+        dying.close()
+    assert Verdict.CRASHED == verdict_of(result)
+    assert "exit code 3" in (result.detail or "")
+
+
+def test_a_process_that_answers_garbage_is_crashed(vectors_dir: Path) -> None:
+    chatty = SubprocessCandidate(
+        [sys.executable, "-c", "import sys\nfor _ in sys.stdin: print('hello', flush=True)"], 5.0
+    )
+    try:
+        result = vectors.run_case(chatty, _case(vectors_dir), Profile.V4_9, vectors_dir)
+    finally:
+        chatty.close()
+    assert Verdict.CRASHED == verdict_of(result)
+    assert "not JSON" in (result.detail or "")
