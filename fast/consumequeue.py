@@ -137,7 +137,9 @@ class ConsumeQueue:
                     continue
                 os.truncate(path, whole)
                 os.truncate(path, self.file_size)
-            self._append_file(MappedFile.open(path, start, self.file_size, self.read_only))
+            self._append_file(
+                MappedFile.open(path, start, self.file_size, self.read_only, private=True)
+            )
         self.wrote = self.file_size if self.files else 0
 
     def _append_file(self, f: MappedFile) -> None:

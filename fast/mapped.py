@@ -66,23 +66,31 @@ class MappedFile:
         """Create a zero-filled file of `size` bytes named after `start` and map it."""
         directory.mkdir(parents=True, exist_ok=True)
         path = directory / offset_to_file_name(start)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+        # Sized under a temporary name, then renamed: a crash never leaves a short file.
+        staging = path.with_name(path.name + ".creating")
+        fd = os.open(staging, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
             os.ftruncate(fd, size)
+            os.rename(staging, path)
             mm = mmap.mmap(fd, size, access=mmap.ACCESS_WRITE)
         finally:
             os.close(fd)
         return cls(path, start, size, mm, read_only=False)
 
     @classmethod
-    def open(cls, path: Path, start: int, size: int, read_only: bool) -> MappedFile:
-        """Map an existing file; CorruptStoreError when its length is not `size`."""
+    def open(
+        cls, path: Path, start: int, size: int, read_only: bool, private: bool = False
+    ) -> MappedFile:
+        """Map an existing file; CorruptStoreError when its length is not `size`. A `private`
+        read-only mapping is copy-on-write: repairs change memory, never the file."""
         actual = path.stat().st_size
         if actual != size:
             raise CorruptStoreError(str(path), f"length {actual}, configured file size {size}")
         fd = os.open(path, os.O_RDONLY if read_only else os.O_RDWR)
         try:
-            access = mmap.ACCESS_READ if read_only else mmap.ACCESS_WRITE
+            access = mmap.ACCESS_WRITE
+            if read_only:
+                access = mmap.ACCESS_COPY if private else mmap.ACCESS_READ
             mm = mmap.mmap(fd, size, access=access)
         finally:
             os.close(fd)

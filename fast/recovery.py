@@ -230,8 +230,11 @@ def recover(
         end = f.end
     _check_tail(log, queues, end, hints, repair)
     torn = _torn(log, end)
-    dropped = _truncate(log, queues, end)
-    rebuilt = _rebuild(log, queues, make_queue, positions, hints, profile)
+    # After a crash every entry from the checkpoint on is rebuilt from the validated records,
+    # so an entry torn mid-write (right phys and size, half a tags code) cannot survive.
+    cut = min(validate_from, end) if abnormal else end
+    dropped = _truncate(log, queues, end, cut)
+    rebuilt = _rebuild(log, queues, make_queue, positions, hints[hints < cut], profile)
     n = sum(len(p) for _, p in positions)
     return RecoveryReport(abnormal, start, end, n, end - start, torn, dropped, rebuilt)
 
@@ -252,8 +255,8 @@ def _check_tail(
     later file holds a record: that is corruption in the middle, not a torn tail."""
     if repair:
         return
-    later = hints[hints >= end]
-    for phys in later[:1].tolist():
+    later = hints[hints > end]
+    for phys in later[:16].tolist():
         f = log.file_of(phys)
         if f is not None and check_record(f.mm, phys - f.start, True) > 0:
             raise CorruptStoreError(
@@ -266,11 +269,13 @@ def _check_tail(
             )
 
 
-def _truncate(log: CommitLog, queues: dict[tuple[str, int], ConsumeQueue], end: int) -> int:
+def _truncate(
+    log: CommitLog, queues: dict[tuple[str, int], ConsumeQueue], end: int, cut: int
+) -> int:
     before = sum(q.min_max()[1] for q in queues.values())
     log.truncate(end)
     for q in queues.values():
-        q.truncate_dirty(end)
+        q.truncate_dirty(cut)
     return before - sum(q.min_max()[1] for q in queues.values())
 
 
