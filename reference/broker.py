@@ -39,7 +39,6 @@ from spec.filter import (
     SubscriptionParseError,
     build_subscription_data,
     sql92_allowed,
-    tags_string_to_tags_code,
 )
 from spec.hold import (
     HoldDecision,
@@ -57,6 +56,8 @@ from spec.results import PutMessageResult
 from spec.status import BrokerRole, ResponseCode
 
 OFFSET_MOVED_EVENT = "OFFSET_MOVED_EVENT"
+#: MixAll.isSysConsumerGroup: such groups are created even without autoCreateSubscriptionGroup.
+SYSTEM_CONSUMER_GROUP_PREFIX = "CID_RMQ_SYS_"
 
 
 @attrs.frozen
@@ -135,7 +136,8 @@ class ReferenceBroker:
     def group_config(self, group: str) -> SubscriptionGroupConfig | None:
         """The group's config, auto-created when autoCreateSubscriptionGroup is on."""
         cfg = self.groups.get(group)
-        if cfg is None and self.config.auto_create_subscription_group:
+        system_group = group.startswith(SYSTEM_CONSUMER_GROUP_PREFIX)
+        if cfg is None and (self.config.auto_create_subscription_group or system_group):
             cfg = self.groups[group] = SubscriptionGroupConfig(group_name=group)
         return cfg
 
@@ -147,9 +149,12 @@ class ReferenceBroker:
         if result.ok and notifies_on_arrival(
             self.store.broker_role, self.config.long_polling_enable
         ):
-            self.notify_message_arriving(
-                msg.topic, msg.queue_id, result.queue_offset + 1, tags_string_to_tags_code(msg.tags)
-            )
+            # The record's own queue: a delayed message was dispatched to the schedule topic.
+            record = self.store.look_message_by_offset(result.wrote_offset)
+            if record is not None:
+                self.notify_message_arriving(
+                    record.topic, record.queue_id, record.queue_offset + 1, record.tags_code
+                )
         return result
 
     # -- pulling ----------------------------------------------------------------------------
@@ -189,7 +194,12 @@ class ReferenceBroker:
         if early is not None or subscription is None:
             return PullResponse(code=early or ResponseCode.SYSTEM_ERROR)
         message_filter = ExpressionMessageFilter(subscription)
-        response = self._answer(request, group, message_filter)
+        try:
+            response = self._answer(request, group, message_filter)
+        except IllegalCapacityError as exc:
+            # 4.9: getMessage throws; the remoting layer answers SYSTEM_ERROR and the processor
+            # never reaches its offset commit (BATCH-4).
+            return PullResponse(code=ResponseCode.SYSTEM_ERROR, remark=str(exc))
         if response.code is ResponseCode.PULL_NOT_FOUND and is_held(
             response.code, allow_suspend, flags.suspend
         ):
@@ -239,17 +249,14 @@ class ReferenceBroker:
         group: SubscriptionGroupConfig,
         message_filter: ExpressionMessageFilter,
     ) -> PullResponse:
-        try:
-            result = self.store.get_message(
-                request.consumer_group,
-                request.topic,
-                request.queue_id,
-                request.queue_offset,
-                request.max_msg_nums,
-                message_filter,
-            )
-        except IllegalCapacityError as exc:  # 4.9: the remoting layer answers SYSTEM_ERROR
-            return PullResponse(code=ResponseCode.SYSTEM_ERROR, remark=str(exc))
+        result = self.store.get_message(
+            request.consumer_group,
+            request.topic,
+            request.queue_id,
+            request.queue_offset,
+            request.max_msg_nums,
+            message_filter,
+        )
         role = self.store.broker_role
         suggestion = suggest_which_broker_id(
             result.suggest_pulling_from_slave,
@@ -330,23 +337,30 @@ class ReferenceBroker:
         held, self._held[key] = self._held.get(key, []), []
         kept: list[HeldRequest] = []
         now = self.clock.now_ms()
-        for h in held:
-            current_max = self.store.get_max_offset_in_queue(topic, queue_id)
-            decision = held_request_decision(
-                max_offset,
-                current_max,
-                h.pull_from_this_offset,
-                h.message_filter.is_matched_by_consume_queue(tags_code),
-                now,
-                h.suspend_timestamp,
-                h.timeout_millis,
-            )
-            if decision is HoldDecision.KEEP:
+        for i, h in enumerate(held):
+            try:
+                current_max = self.store.get_max_offset_in_queue(topic, queue_id)
+                decision = held_request_decision(
+                    max_offset,
+                    current_max,
+                    h.pull_from_this_offset,
+                    h.message_filter.is_matched_by_consume_queue(tags_code),
+                    now,
+                    h.suspend_timestamp,
+                    h.timeout_millis,
+                )
+                response = (
+                    None
+                    if decision is HoldDecision.KEEP
+                    else self._process(h.request, h.request_id, broker_allow_suspend(True))
+                )
+            except BaseException:
+                self._held[key].extend([*kept, *held[i:]])  # nothing held is lost on a failure
+                raise
+            if response is None:
                 kept.append(h)
-                continue
-            response = self._process(h.request, h.request_id, broker_allow_suspend(True))
-            assert response is not None  # a re-run is never held again (HOLD-6)
-            self._answers.append((h.request_id, response))
+            else:
+                self._answers.append((h.request_id, response))
         self._held[key].extend(kept)
 
     def run_hold_checks(self) -> int:
@@ -385,9 +399,7 @@ class ReferenceBroker:
     ) -> tuple[ResponseCode, int | None]:
         """QUERY_CONSUMER_OFFSET (COMMIT-4)."""
         min_offset = self.store.get_min_offset_in_queue(topic, queue_id)
-        # With one entry examined, the scan's slave suggestion is exactly "entry 0 is on disk".
-        first = self.store.get_message(group, topic, queue_id, 0, 1) if min_offset <= 0 else None
-        in_disk = bool(first and first.suggest_pulling_from_slave)
+        in_disk = self.store.check_in_disk_by_consume_offset(topic, queue_id, 0)
         return query_consumer_offset(self.query_offset(group, topic, queue_id), min_offset, in_disk)
 
     def update_consumer_offset(

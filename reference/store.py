@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import attrs
 
-from spec.batch import BatchLimits, check_result_capacity
+from spec.batch import BatchLimits, check_in_disk_by_commit_offset, check_result_capacity
 from spec.clock import Clock
 from spec.config import CQ_STORE_UNIT_SIZE, StoreConfig
 from spec.delay import delay_rewrite, deliver_timestamp, parse_delay_levels
@@ -212,6 +212,16 @@ class ReferenceMessageStore:
         )
         if status is not None:
             raise MessageIllegalError("msg", msg.topic, f"{msg_length}-byte record", status.value)
+        file_size = self.config.mapped_file_size_commit_log
+        if needs_end_of_file_blank(msg_length, 0, file_size):
+            # RocketMQ would blank a whole new file and still report PUT_OK; a record must fit a
+            # file with room for the end-of-file blank (LAYOUT-4, LAYOUT-7), so we refuse it.
+            raise MessageIllegalError(
+                "msg",
+                msg.topic,
+                f"{msg_length}-byte record does not fit a {file_size}-byte file",
+                "MESSAGE_ILLEGAL",
+            )
         return msg_length
 
     def _file_for(self, msg_length: int, now: int) -> _CommitLogFile:
@@ -282,6 +292,21 @@ class ReferenceMessageStore:
         if not self._files or phys < self._files[0].start:
             return None
         return self._records.get(phys)
+
+    def check_in_disk_by_consume_offset(
+        self, topic: str, queue_id: int, consume_offset: int
+    ) -> bool:
+        """Whether the entry at `consume_offset` lies on disk (BATCH-3); False when absent
+        (DefaultMessageStore.checkInDiskByConsumeOffset, used by COMMIT-4)."""
+        queue = self._queue(require_str("topic", topic), require_int("queue_id", queue_id))
+        index = require_int("consume_offset", consume_offset)
+        for f in queue.files:
+            if f.start_index <= index < f.start_index + len(f.entries):
+                phys = f.entries[index - f.start_index][0]
+                return check_in_disk_by_commit_offset(
+                    phys, self.get_max_phy_offset(), self.config.memory_residency_bytes
+                )
+        return False
 
     def _record_present(self, phys: int, size: int) -> bool:
         return self._files != [] and phys >= self._files[0].start and phys in self._records

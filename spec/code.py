@@ -6,6 +6,7 @@ from __future__ import annotations
 import attrs
 
 from spec.config import PERM_READ
+from spec.errors import require_int, require_str
 from spec.message import StoredMessage
 from spec.rules import rule
 from spec.status import BrokerRole, GetMessageStatus, PullStatus, ResponseCode
@@ -20,21 +21,34 @@ FLAG_CLASS_FILTER = 0x8
 FLAG_LITE_PULL = 0x10
 
 
+def _int(instance: object, attribute: attrs.Attribute[int], value: object) -> None:
+    require_int(attribute.name, value)
+
+
+def _str(instance: object, attribute: attrs.Attribute[str], value: object) -> None:
+    require_str(attribute.name, value)
+
+
+def _optional_str(instance: object, attribute: attrs.Attribute[str | None], value: object) -> None:
+    if value is not None:
+        require_str(attribute.name, value)
+
+
 @attrs.frozen(kw_only=True)
 class PullMessageRequest:
     """A PULL_MESSAGE request as the broker receives it (PullMessageRequestHeader)."""
 
-    consumer_group: str
-    topic: str
-    queue_id: int
-    queue_offset: int
-    max_msg_nums: int
-    sys_flag: int = FLAG_SUSPEND
-    commit_offset: int = 0
-    suspend_timeout_millis: int = 15_000
-    subscription: str | None = None
-    sub_version: int = 0
-    expression_type: str | None = None
+    consumer_group: str = attrs.field(validator=_str)
+    topic: str = attrs.field(validator=_str)
+    queue_id: int = attrs.field(validator=_int)
+    queue_offset: int = attrs.field(validator=_int)
+    max_msg_nums: int = attrs.field(validator=_int)
+    sys_flag: int = attrs.field(default=FLAG_SUSPEND, validator=_int)
+    commit_offset: int = attrs.field(default=0, validator=_int)
+    suspend_timeout_millis: int = attrs.field(default=15_000, validator=_int)
+    subscription: str | None = attrs.field(default=None, validator=_optional_str)
+    sub_version: int = attrs.field(default=0, validator=_int)
+    expression_type: str | None = attrs.field(default=None, validator=_optional_str)
 
 
 @attrs.frozen(kw_only=True)

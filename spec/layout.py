@@ -39,7 +39,7 @@ SYSFLAG_BORNHOST_V6 = 0x10
 SYSFLAG_STOREHOST_V6 = 0x20
 
 _CQ_ENTRY = struct.Struct(">qiq")
-_TOPIC_CHARS = re.compile(r"^[%|a-zA-Z0-9_-]+$")
+_TOPIC_CHARS = re.compile(r"[%|a-zA-Z0-9_-]+")
 
 
 @rule(
@@ -343,7 +343,7 @@ def validate_topic(topic: str) -> str | None:
     [%|a-zA-Z0-9_-], longer than 127), or None when it accepts it (LAYOUT-11)."""
     if not topic or not topic.strip():
         return "the topic is blank"
-    if not _TOPIC_CHARS.match(topic):
+    if not _TOPIC_CHARS.fullmatch(topic):
         return "the topic contains characters outside [%|a-zA-Z0-9_-]"
     if len(topic) > MAX_TOPIC_LENGTH:
         return f"the topic is longer than {MAX_TOPIC_LENGTH} characters"

@@ -82,6 +82,12 @@ class MessageStore(Protocol):
         """The record at a commit-log offset, or None when it is not (or no longer) stored."""
         ...
 
+    def check_in_disk_by_consume_offset(
+        self, topic: str, queue_id: int, consume_offset: int
+    ) -> bool:
+        """Whether the consume-queue entry at `consume_offset` lies on disk (False when absent)."""
+        ...
+
     def delete_expired_files(self) -> int:
         """Run one clean round: delete expired commit-log files, correct the consume queues."""
         ...

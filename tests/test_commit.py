@@ -174,13 +174,6 @@ def test_commit_4_broker_new_group_depends_on_entry_0(
     assert expected == broker_with_records(count, memory=memory).query_consumer_offset("G", "T", 0)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG reference.broker.ReferenceBroker.query_consumer_offset decides 'entry 0 in disk' "
-    "from get_message(offset 0, maxMsgNums 1).suggest_pulling_from_slave, but STORE-16 takes "
-    "that from the LAST entry examined, which is entry 1 (the entry that made the batch full), "
-    "not entry 0 as COMMIT-4 (checkInDiskByConsumeOffset) requires",
-)
 def test_commit_4_broker_reads_entry_0_not_entry_1() -> None:
     # head 500, memory 400: entry 0 lags 500 (> 400, on disk), entry 1 lags 400 (in memory).
     broker = broker_with_records(5, memory=400)

@@ -154,12 +154,6 @@ def test_code_2_group_is_auto_created_by_default() -> None:
     assert "NewGroup" in env.broker.groups
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="MISMATCH reference.broker.ReferenceBroker.group_config: CODE-2 step 2 auto-creates a "
-    "system group (MixAll.isSysConsumerGroup: prefix CID_RMQ_SYS_) even when "
-    "autoCreateSubscriptionGroup is false; the reference only looks at the switch",
-)
 def test_code_2_system_group_is_auto_created_even_without_the_switch() -> None:
     env = Env(config=BrokerConfig(auto_create_subscription_group=False))
     env.send()
@@ -268,12 +262,6 @@ def test_batch_4_negative_max_msg_nums_through_the_broker(
     assert ([0] if code is R.SUCCESS else []) == response.msg_offsets
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG reference.broker.ReferenceBroker._process: BATCH-4 (a) says a 4.9 pull that fails "
-    "with Illegal Capacity makes no offset commit (the exception escapes processRequest), but "
-    "the reference turns it into a SYSTEM_ERROR response and still commits the piggy-backed offset",
-)
 def test_batch_4_illegal_capacity_commits_no_offset() -> None:
     env = Env(V49)
     env.send()
@@ -492,13 +480,6 @@ def test_hold_2_run_hold_checks_runs_every_due_check() -> None:
     assert (3, 20_000) == (env.broker.run_hold_checks(), env.broker.next_hold_check_at)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG reference.broker.ReferenceBroker.send_message notifies the message's own topic and "
-    "queue with its TAGS hash; HOLD-5 notifies the queue the record was dispatched to. A DELAY "
-    "message is stored in SCHEDULE_TOPIC_XXXX (RETRY-8), so T/0 does not advance, yet the pull "
-    "held on T/0 is woken at once and answered PULL_NOT_FOUND instead of staying held",
-)
 def test_hold_5_a_delayed_message_does_not_wake_its_original_queue() -> None:
     env = Env()
     env.pull(0)
@@ -507,12 +488,6 @@ def test_hold_5_a_delayed_message_does_not_wake_its_original_queue() -> None:
     assert ([], 1) == (env.broker.drain_responses(), len(env.broker.held_requests))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG reference.broker.ReferenceBroker.pull_message does not type-check "
-    "suspend_timeout_millis or subscription: a str timeout is held and makes the next hold check "
-    "raise a raw TypeError; an int subscription raises a raw AttributeError",
-)
 @pytest.mark.parametrize(
     ("field", "value"), [("suspend_timeout_millis", "15000"), ("subscription", 123)]
 )
@@ -534,12 +509,6 @@ def test_pull_rejects_a_malformed_header_with_a_typed_error(field: str, value: o
     assert [] == env.broker.held_requests
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG reference.broker.ReferenceBroker.notify_message_arriving takes and clears a "
-    "queue's held list before deciding; when one held pull has a malformed timeout the decision "
-    "raises and every other pull held on that queue is dropped, never answered",
-)
 def test_a_malformed_held_pull_does_not_lose_the_others() -> None:
     env = Env()
     with contextlib.suppress(InvalidTypeError):
