@@ -35,3 +35,23 @@ def gather_be(data: U8, positions: I64, width: int, signed: bool = True) -> I64:
 def inside(data: U8, positions: I64, width: int) -> npt.NDArray[np.bool_]:
     """Which positions have `width` readable bytes in `data`."""
     return (positions >= 0) & (positions + width <= len(data))
+
+
+def sorted_unique(values: I64) -> I64:
+    """`values` sorted without duplicates (np.unique without its hashing detour)."""
+    values = np.sort(values)
+    if len(values) < 2:
+        return values
+    keep = np.empty(len(values), dtype=bool)
+    keep[0] = True
+    np.not_equal(values[1:], values[:-1], out=keep[1:])
+    return values[keep]
+
+
+def member_of(values: I64, sorted_set: I64) -> npt.NDArray[np.bool_]:
+    """Which of `values` are in the sorted array `sorted_set`."""
+    if len(sorted_set) == 0:
+        return np.zeros(len(values), dtype=bool)
+    at = np.minimum(np.searchsorted(sorted_set, values), len(sorted_set) - 1)
+    found: npt.NDArray[np.bool_] = sorted_set[at] == values
+    return found

@@ -13,11 +13,13 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 import numpy as np
-import numpy.typing as npt
 
+from fast.consumequeue import Block
+from fast.gather import member_of
 from fast.getpath import GetPath
 from fast.scan import ScanOutcome, batch_full_mask, tag_mask
 from spec.errors import InvalidTypeError, ReadOnlyStoreError, require_int, require_str
+from spec.filter import ExpressionMessageFilter
 from spec.protocols import MessageFilter
 from spec.results import GetMessageResult
 from spec.status import GetMessageStatus
@@ -39,10 +41,12 @@ class GetRequest:
 
 
 def _as_request(item: Any) -> GetRequest:
-    if isinstance(item, GetRequest):
+    if type(item) is GetRequest:
         request = item
     elif isinstance(item, tuple | list) and len(item) in (5, 6):
         request = GetRequest(*item)
+    elif isinstance(item, GetRequest):
+        request = item
     else:
         raise InvalidTypeError("request", item, "GetRequest or a get_message argument tuple")
     require_str("group", request.group)
@@ -51,9 +55,17 @@ def _as_request(item: Any) -> GetRequest:
     require_int("offset", request.offset)
     require_int("max_msg_nums", request.max_msg_nums)
     f = request.message_filter
-    if f is not None and not isinstance(f, MessageFilter):
+    if (
+        f is not None
+        and type(f) is not ExpressionMessageFilter
+        and not isinstance(f, MessageFilter)
+    ):
         raise InvalidTypeError("message_filter", f, "MessageFilter or None")
     return request
+
+
+Pending = tuple[int, Block, int, int, int]
+"""(request number, native entries of its first chunk, window entries, min, max)."""
 
 
 class MultiGetPath(GetPath):
@@ -73,7 +85,7 @@ class MultiGetPath(GetPath):
             raise ReadOnlyStoreError("get_messages on a closed store")
         max_offset_py = self.commit_log.max_offset()
         results: list[GetMessageResult | None] = [None] * len(reqs)
-        pending: list[tuple[int, npt.NDArray[np.void], int, int, int, int]] = []
+        pending: list[Pending] = []
         for i, r in enumerate(reqs):
             q = self._queue(r.topic, r.queue_id)
             decided = self._decided(q, r.offset, r.max_msg_nums)
@@ -81,58 +93,49 @@ class MultiGetPath(GetPath):
                 results[i] = decided
                 continue
             number, first, n, min_offset, max_offset = decided
-            cap = min(max(1, r.max_msg_nums), self._count_cap)
-            chunk = cap + 1 if r.message_filter is None else max(64, 16 * (cap + 1))
-            view = q.views[number][first : first + min(n, chunk)]
-            pending.append((i, view, n, min_offset, max_offset, r.offset))
+            chunk = min(n, self._first_chunk(r.max_msg_nums, r.message_filter is not None))
+            blk = q.native(number, first, first + chunk)
+            pending.append((i, blk, n, min_offset, max_offset))
         if pending:
             self._scan_many(reqs, pending, results, max_offset_py)
         return [r for r in results if r is not None]
 
-    @property
-    def _count_cap(self) -> int:
-        limits = self._limits
-        return max(
-            limits.max_transfer_count_on_message_in_memory,
-            limits.max_transfer_count_on_message_in_disk,
-        )
-
     def _scan_many(
         self,
         reqs: list[GetRequest],
-        pending: list[tuple[int, npt.NDArray[np.void], int, int, int, int]],
+        pending: list[Pending],
         results: list[GetMessageResult | None],
         max_offset_py: int,
     ) -> None:
-        lengths = np.array([len(p[1]) for p in pending], dtype=np.int64)
-        starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
-        entries = np.concatenate([p[1] for p in pending])
-        phys = entries["phys"].astype(np.int64)
-        size = entries["size"].astype(np.int64)
-        tags = entries["tags"].astype(np.int64)
+        lengths = np.array([len(p[1].phys) for p in pending], dtype=np.int64)
+        starts = np.zeros(len(pending), dtype=np.int64)
+        np.cumsum(lengths[:-1], out=starts[1:])
+        phys = np.concatenate([p[1].phys for p in pending])
+        size = np.concatenate([p[1].size for p in pending])
+        tags = np.concatenate([p[1].tags for p in pending])
         segment = np.repeat(np.arange(len(pending)), lengths)
-        match = np.zeros(len(entries), dtype=bool)
-        usable = np.ones(len(pending), dtype=bool)
+        match = np.ones(len(phys), dtype=bool)
+        usable = np.logical_and.reduceat(self._present(phys, size), starts)
         by_filter: dict[int, tuple[MessageFilter | None, list[int]]] = {}
         for k, p in enumerate(pending):
             f = reqs[p[0]].message_filter
             by_filter.setdefault(id(f), (f, []))[1].append(k)
         for f, members in by_filter.values():
-            chosen = np.isin(segment, members)
+            if f is None:
+                continue
+            chosen = member_of(segment, np.array(members, dtype=np.int64))
             mask = tag_mask(f, tags[chosen])
             if mask is None:
                 usable[members] = False
             else:
                 match[chosen] = mask
-        present = self._present(phys, size)
-        absent_segments = np.unique(segment[~present])
-        usable[absent_segments] = False
+        # Totals before each entry within its own request: exclusive, segmented cumulative sums.
         sizes = np.where(match, size, 0)
         counts = match.astype(np.int64)
         csum_size = np.cumsum(sizes)
         csum_count = np.cumsum(counts)
-        base_size = np.concatenate(([0], csum_size))[starts]
-        base_count = np.concatenate(([0], csum_count))[starts]
+        base_size = (csum_size - sizes)[starts]
+        base_count = (csum_count - counts)[starts]
         buffer_before = csum_size - sizes - base_size[segment]
         count_before = csum_count - counts - base_count[segment]
         max_nums = np.array([reqs[p[0]].max_msg_nums for p in pending], dtype=np.int64)
@@ -141,29 +144,36 @@ class MultiGetPath(GetPath):
             size, buffer_before, count_before, in_disk, max_nums[segment], self._limits
         )
         hits = np.flatnonzero(full)
-        first_full = np.full(len(pending), -1, dtype=np.int64)
+        stop = lengths.copy()  # no entry made the batch full: the whole chunk was examined
         if len(hits):
-            seg_hits, first = np.unique(segment[hits], return_index=True)
-            first_full[seg_hits] = hits[first] - starts[seg_hits]
-        for k, (i, _view, n, min_offset, max_offset, offset) in enumerate(pending):
+            seg_hits = segment[hits]
+            first = np.ones(len(hits), dtype=bool)
+            np.not_equal(seg_hits[1:], seg_hits[:-1], out=first[1:])
+            stop[seg_hits[first]] = hits[first] - starts[seg_hits[first]]
+        stopped = np.zeros(len(pending), dtype=bool)
+        if len(hits):
+            stopped[segment[hits]] = True
+        local = np.arange(len(phys)) - starts[segment]
+        returned = match & (local < stop[segment])
+        picked_all = np.flatnonzero(returned)
+        bounds = np.searchsorted(picked_all, np.append(starts, len(phys)))
+        totals = np.add.reduceat(np.where(returned, size, 0), starts)
+        last = phys[starts + np.minimum(stop, lengths - 1)]
+        for k, (i, blk, n, min_offset, max_offset) in enumerate(pending):
             r = reqs[i]
-            stop = int(first_full[k])
-            lo, length = int(starts[k]), int(lengths[k])
-            if not usable[k] or (stop < 0 and length < n):
+            length = int(lengths[k])
+            if not usable[k] or (not stopped[k] and length < n):
                 q = self._queue(r.topic, r.queue_id)
-                results[i] = self._get(q, offset, r.max_msg_nums, r.message_filter)
+                results[i] = self._get(q, r.offset, r.max_msg_nums, r.message_filter)
                 continue
-            scanned = stop if stop >= 0 else length
-            seg_phys = phys[lo : lo + length]
-            picked = np.flatnonzero(match[lo : lo + scanned])
-            last = stop if stop >= 0 else length - 1
+            picked = picked_all[bounds[k] : bounds[k + 1]] - starts[k]
             done = ScanOutcome(
                 GetMessageStatus.FOUND if len(picked) else GetMessageStatus.NO_MATCHED_MESSAGE,
-                scanned,
+                int(stop[k]),
                 picked,
-                int(size[lo : lo + length][picked].sum()),
-                int(seg_phys[last]),
+                int(totals[k]),
+                int(last[k]),
             )
             results[i] = self._result(
-                (done, seg_phys), offset, max_offset_py, min_offset, max_offset
+                (done, blk.phys), r.offset, max_offset_py, min_offset, max_offset
             )

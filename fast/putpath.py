@@ -5,7 +5,7 @@ write (CommitLog.asyncPutMessage, ReputMessageService)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -88,23 +88,46 @@ class PutPath:
         def _queue(self, topic: str, queue_id: int) -> ConsumeQueue: ...
         def _checkpoint(self) -> None: ...
 
+    def _encoded(self, msg: BrokerInnerMessage) -> tuple[bytes, bytes, str, int]:
+        """(topic bytes, properties bytes, properties string, stored tags code) of a message,
+        cached per (topic, properties): a workload repeats a handful of them."""
+        cache: dict[tuple[str, Any], tuple[bytes, bytes, str, int]] = self.__dict__.setdefault(
+            "_encoding_cache", {}
+        )
+        key = (msg.topic, msg.properties)
+        found = cache.get(key)
+        if found is None:
+            why = validate_topic(msg.topic)
+            if why:
+                raise IllegalTopicError("topic", msg.topic, why)
+            text = message_properties_to_string(msg.properties, self.profile)
+            found = (
+                msg.topic.encode("utf-8"),
+                text.encode("utf-8"),
+                text,
+                stored_tags_code(msg, text, self.profile),
+            )
+            if len(cache) > 4096:
+                cache.clear()
+            cache[key] = found
+        return found
+
     def _prepare(self, msg: BrokerInnerMessage) -> Prepared:
         """Validate one message (types, TopicValidator, LAYOUT-11, Java field ranges, fitting a
         commit-log file) without touching the store."""
-        if not isinstance(msg, BrokerInnerMessage):
+        if type(msg) is not BrokerInnerMessage and not isinstance(msg, BrokerInnerMessage):
             raise InvalidTypeError("msg", msg, "BrokerInnerMessage")
-        why = validate_topic(msg.topic)
-        if why:
-            raise IllegalTopicError("topic", msg.topic, why)
-        properties_string = message_properties_to_string(msg.properties, self.profile)
-        topic = msg.topic.encode("utf-8")
-        properties = properties_string.encode("utf-8")
-        sys_flag = host_sys_flag(msg.sys_flag, msg.born_host, msg.store_host)
-        length = calc_msg_length(sys_flag, len(msg.body), len(topic), len(properties))
+        topic, properties, properties_string, tags_code = self._encoded(msg)
+        born, store = msg.born_host, msg.store_host
+        sys_flag = msg.sys_flag
+        if len(born.ip) != 4 or len(store.ip) != 4 or sys_flag & 0x30:
+            sys_flag = host_sys_flag(sys_flag, born, store)
+        body = msg.body
+        length = calc_msg_length(sys_flag, len(body), len(topic), len(properties))
         status = check_message_limits(
             msg.topic,
             properties_string,
-            len(msg.body),
+            len(body),
             length,
             self.config.max_message_size,
             self.profile,
@@ -115,26 +138,29 @@ class PutPath:
             raise MessageIllegalError(
                 "msg", length, "the record cannot fit one commit-log file", "MESSAGE_ILLEGAL"
             )
-        for name, value, bounds in (
-            ("queue_id", msg.queue_id, _INT32),
-            ("flag", msg.flag, _INT32),
-            ("sys_flag", msg.sys_flag, _INT32),
-            ("reconsume_times", msg.reconsume_times, _INT32),
-            ("born_timestamp", msg.born_timestamp, _INT64),
-            ("prepared_transaction_offset", msg.prepared_transaction_offset, _INT64),
-            ("born_host.port", msg.born_host.port, _INT32),
-            ("store_host.port", msg.store_host.port, _INT32),
+        lo32, hi32, lo64, hi64 = _INT32[0], _INT32[1], _INT64[0], _INT64[1]
+        if not (
+            lo32 <= msg.queue_id <= hi32
+            and lo32 <= msg.flag <= hi32
+            and lo32 <= sys_flag <= hi32
+            and lo32 <= msg.reconsume_times <= hi32
+            and lo64 <= msg.born_timestamp <= hi64
+            and lo64 <= msg.prepared_transaction_offset <= hi64
+            and lo32 <= born.port <= hi32
+            and lo32 <= store.port <= hi32
         ):
-            _require_java(name, value, bounds, msg)
-        return Prepared(
-            msg,
-            topic,
-            properties,
-            sys_flag,
-            length,
-            body_crc(msg.body),
-            stored_tags_code(msg, properties_string, self.profile),
-        )
+            for name, value, bounds in (
+                ("queue_id", msg.queue_id, _INT32),
+                ("flag", msg.flag, _INT32),
+                ("sys_flag", msg.sys_flag, _INT32),
+                ("reconsume_times", msg.reconsume_times, _INT32),
+                ("born_timestamp", msg.born_timestamp, _INT64),
+                ("prepared_transaction_offset", msg.prepared_transaction_offset, _INT64),
+                ("born_host.port", born.port, _INT32),
+                ("store_host.port", store.port, _INT32),
+            ):
+                _require_java(name, value, bounds, msg)
+        return Prepared(msg, topic, properties, sys_flag, length, body_crc(body), tags_code)
 
     def _put_batch(self, msgs: Sequence[BrokerInnerMessage]) -> list[PutMessageResult]:
         prepared = [self._prepare(m) for m in msgs]

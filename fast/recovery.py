@@ -9,6 +9,8 @@ one by one. BODYCRC is checked per record when check_crc_on_recover is set.
 
 from __future__ import annotations
 
+import mmap
+import struct
 import zlib
 from collections.abc import Callable, Iterable
 
@@ -18,7 +20,7 @@ import numpy.typing as npt
 
 from fast.commitlog import CommitLog
 from fast.consumequeue import ConsumeQueue
-from fast.gather import I64, U8, gather_be
+from fast.gather import I64, U8, gather_be, member_of, sorted_unique
 from fast.mapped import MappedFile
 from spec.errors import CorruptStoreError
 from spec.filter import tags_string_to_tags_code
@@ -91,6 +93,51 @@ def validate_headers(data: U8, pos: I64, file_start: int, limit: int) -> npt.NDA
     return ok
 
 
+_SIZE_MAGIC = struct.Struct(">ii")
+_LONG = struct.Struct(">q")
+_INT = struct.Struct(">i")
+_SHORT = struct.Struct(">h")
+
+
+def walk_records(
+    mm: mmap.mmap, pos: int, limit: int, file_start: int, stop_at: int
+) -> tuple[list[int], int, int]:
+    """Walk records one by one from `pos` with the same checks as `validate_headers`, until
+    `stop_at` is reached (a hinted position, to go back to bulk checks), the end of the readable
+    part, a blank or a bad record. Returns (positions, end, how): how is 1 at a blank, −1 at a
+    bad record or the end, 0 at `stop_at`."""
+    out: list[int] = []
+    unpack_size_magic, unpack_long = _SIZE_MAGIC.unpack_from, _LONG.unpack_from
+    unpack_int, unpack_short = _INT.unpack_from, _SHORT.unpack_from
+    while pos < stop_at:
+        if pos + 8 > limit:
+            return out, pos, -1
+        size, magic = unpack_size_magic(mm, pos)
+        if magic == BLANK_MAGIC_CODE:
+            return out, pos, 1
+        if magic != MESSAGE_MAGIC_CODE or size < MIN_RECORD_LENGTH or pos + size > limit:
+            return out, pos, -1
+        if unpack_long(mm, pos + OFF_PHYSICAL_OFFSET)[0] != file_start + pos:
+            return out, pos, -1
+        flags = unpack_int(mm, pos + OFF_SYS_FLAG)[0]
+        at = pos + 84 + (12 if flags & SYSFLAG_BORNHOST_V6 else 0)
+        at += 12 if flags & SYSFLAG_STOREHOST_V6 else 0
+        body = unpack_int(mm, at)[0]
+        if body < 0 or at + 4 + body >= pos + size:
+            return out, pos, -1
+        at += 4 + body
+        topic = mm[at]
+        if topic > 127 or at + 1 + topic + 2 > pos + size:
+            return out, pos, -1
+        at += 1 + topic
+        props = unpack_short(mm, at)[0]
+        if at + 2 + max(props, 0) != pos + size:
+            return out, pos, -1
+        out.append(pos)
+        pos += size
+    return out, pos, 0
+
+
 def walk_file(f: MappedFile, start: int, limit: int, hints: I64) -> tuple[I64, int, bool]:
     """The message records of `f` from byte `start`: (positions, end, ended_on_blank). Chains of
     hinted positions are confirmed in bulk; the rest is walked record by record."""
@@ -111,17 +158,16 @@ def walk_file(f: MappedFile, start: int, limit: int, hints: I64) -> tuple[I64, i
                 out.append(chain[:j])
                 pos = int(chain[j - 1] + sizes[j - 1])
                 continue
-        if pos + 8 > limit:
-            break
-        size = int(gather_be(data, np.array([pos]), 4)[0])
-        magic = int(gather_be(data, np.array([pos + 4]), 4)[0])
-        if magic == BLANK_MAGIC_CODE:
+        nxt = int(hints[k]) if k < len(hints) and hints[k] > pos else limit + 1
+        found, pos, how = walk_records(f.mm, pos, limit, f.start, nxt)
+        if found:
+            out.append(np.array(found, dtype=np.int64))
+        if how == 1:
             return _concat(out), pos, True
-        one = np.array([pos], dtype=np.int64)
-        if not validate_headers(data, one, f.start, limit)[0]:
+        if how == -1:
             break
-        out.append(one)
-        pos += size
+        if k < len(hints) and hints[k] == pos and not found:
+            break  # a hinted position that fails the bulk check also fails one by one
     return _concat(out), pos, False
 
 
@@ -174,7 +220,9 @@ def queue_hints(queues: Iterable[ConsumeQueue], lo: int) -> I64:
             parts.append(phys[phys >= lo])
             if n and phys[0] < lo:
                 break
-    return np.unique(np.concatenate(parts)) if parts else np.zeros(0, dtype=np.int64)
+    if not parts:
+        return np.zeros(0, dtype=np.int64)
+    return sorted_unique(np.concatenate(parts))
 
 
 def recover(
@@ -315,7 +363,7 @@ def _rebuild(
     topics: dict[bytes, str] = {}
     codes: dict[bytes, int] = {}
     for f, pos in positions:
-        missing = pos[~np.isin(pos + f.start, hints)]
+        missing = pos[~member_of(pos + f.start, hints)]
         if len(missing) == 0:
             continue
         fields = dispatch_fields(f, missing)

@@ -1,0 +1,277 @@
+"""Benchmarks of the fast store on the workloads of ../shared/bench (W1: one queue, W2: 64 queues
+round robin), measured in one run beside the reference model and the machine's raw numbers.
+
+`run(quick)` returns a flat dict of figures (rates per second, ratios, seconds). Pull and put
+timings are CPU seconds of this process (best of several passes), so other load on a shared
+machine does not skew them; file-system figures (raw write, reopen) are wall-clock. Ratios are
+reference time / fast time (higher is better for fast) or fast rate / raw rate. The Java peer's
+figures (bench README, run A) are included under `peer_java_*` for comparison; they were measured
+on a machine of the same kind, not in this run.
+"""
+
+from __future__ import annotations
+
+import functools
+import gc
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from spec.clock import ManualClock
+from spec.config import StoreConfig
+from spec.filter import tag_filter
+from spec.message import BrokerInnerMessage, HostAddress
+from spec.profiles import Profile
+
+MIB = 1 << 20
+BORN_HOST = HostAddress(b"\x7f\x00\x00\x01", 8123)
+STORE_HOST = HostAddress(b"\x7f\x00\x00\x01", 10911)
+PEER_JAVA = {
+    "peer_java_w1_all_us_per_call": 4.0,
+    "peer_java_w1_tag3_us_per_call": 11.8,
+    "peer_java_w1_tag3_entries_per_s": 27.1e6,
+    "peer_java_w2_tag3_us_per_call": 12.0,
+    "peer_java_w1_put_msgs_per_s": 275e3,
+    "peer_java_w1_reopen_abort_s": 1.09,
+    "peer_java_cq_rebuild_s": 2.35,
+}
+
+
+def w_message(k: int, queue_id: int, tag: int, born: int) -> BrokerInnerMessage:
+    """Message k of the workloads: topic T, TAGS Tag<d> only, a 100-byte ASCII body."""
+    return BrokerInnerMessage(
+        topic="T",
+        queue_id=queue_id,
+        body=(b"%010d" % k) * 10,
+        properties={"TAGS": f"Tag{tag}"},
+        born_timestamp=born,
+        born_host=BORN_HOST,
+        store_host=STORE_HOST,
+    )
+
+
+def w1(n: int, born: int) -> list[BrokerInnerMessage]:
+    """W1: n messages to queue 0, tag Tag(k mod 10)."""
+    return [w_message(k, 0, k % 10, born) for k in range(n)]
+
+
+def w2(queues: int, per_queue: int, born: int) -> list[BrokerInnerMessage]:
+    """W2: message k to queue k mod 64, tag Tag((k div 64) mod 10)."""
+    return [w_message(k, k % queues, (k // queues) % 10, born) for k in range(queues * per_queue)]
+
+
+def _median_time(fn: Callable[[], Any], passes: int) -> tuple[float, Any]:
+    """The fastest of `passes` runs of `fn` in CPU seconds of this process (the machine is
+    shared: other processes' load must not count), and its last result."""
+    times, out = [], None
+    for _ in range(passes):
+        gc.collect()
+        t = time.process_time()
+        out = fn()
+        times.append(time.process_time() - t)
+    return min(times), out
+
+
+def pull_loop(store: Any, queues: Sequence[int], filt: Any, batched: bool = False) -> list[int]:
+    """The bench driver: from offset 0, pull 32 at a time until nextBeginOffset ≥ maxOffset,
+    round robin over `queues`; returns [calls, messages, bytes, entries scanned]."""
+    offsets = dict.fromkeys(queues, 0)
+    maxima = {q: store.get_max_offset_in_queue("T", q) for q in queues}
+    calls = msgs = size = scanned = 0
+    active = [q for q in queues if offsets[q] < maxima[q]]
+    while active:
+        if batched:
+            results = store.get_messages([("G", "T", q, offsets[q], 32, filt) for q in active])
+        else:
+            results = [store.get_message("G", "T", q, offsets[q], 32, filt) for q in active]
+        for q, r in zip(active, results, strict=True):
+            calls += 1
+            msgs += r.message_count
+            size += r.buffer_total_size
+            scanned += r.next_begin_offset - offsets[q]
+            offsets[q] = r.next_begin_offset
+        active = [q for q in active if offsets[q] < maxima[q]]
+    return [calls, msgs, size, scanned]
+
+
+def _raw_write_rate(directory: Path, total: int) -> float:
+    chunk = np.frombuffer(os.urandom(MIB), dtype=np.uint8).tobytes()
+    path = directory / "raw"
+    t = time.perf_counter()
+    with path.open("wb") as fh:
+        for _ in range(max(1, total // MIB)):
+            fh.write(chunk)
+    elapsed = time.perf_counter() - t
+    path.unlink()
+    return max(1, total // MIB) * MIB / elapsed
+
+
+def _copy_rate(nbytes: int) -> float:
+    src = np.frombuffer(os.urandom(min(nbytes, 16 * MIB)), dtype=np.uint8)
+    src = np.resize(src, nbytes)
+    dst = np.empty_like(src)
+    elapsed, _ = _median_time(lambda: np.copyto(dst, src), 5)
+    return nbytes / elapsed
+
+
+def _fast(directory: Path, config: StoreConfig, clock: ManualClock, **kw: Any) -> Any:
+    from fast.store import MmapMessageStore
+
+    return MmapMessageStore(directory, config, Profile.V4_9, clock, **kw)
+
+
+def _reference(config: StoreConfig, clock: ManualClock) -> Any:
+    from reference.store import ReferenceMessageStore
+
+    return ReferenceMessageStore(config, Profile.V4_9, clock=clock)
+
+
+def _put(store: Any, msgs: list[BrokerInnerMessage], batch: int) -> None:
+    for i in range(0, len(msgs), batch):
+        store.put_messages(msgs[i : i + batch])
+
+
+def run(quick: bool = False) -> dict[str, float]:
+    """Measure everything in one run; `quick` scales the workloads down about 20×."""
+    n1 = 50_000 if quick else 1_000_000
+    w2_queues, w2_per = (64, 800) if quick else (64, 16_000)
+    n_ref = 10_000 if quick else 100_000
+    passes = 3 if quick else 5
+    file_size = 8 * MIB if quick else 128 * MIB
+    config = StoreConfig(mapped_file_size_commit_log=file_size)
+    out: dict[str, float] = {"quick": float(quick), "w1_messages": float(n1)}
+    tag3 = tag_filter("T", "Tag3")
+    root = Path(tempfile.mkdtemp(prefix="pullspec-bench-"))
+    clock = ManualClock(int(time.time() * 1000))
+    try:
+        # Appends: W1 built and stored in batches, then one by one on a slice.
+        t = time.process_time()
+        msgs = w1(n1, clock.now_ms())
+        build = time.process_time() - t
+        store = _fast(root / "w1", config, clock)
+        t = time.process_time()
+        _put(store, msgs, 1000)
+        put_s = time.process_time() - t
+        log_bytes = store.get_max_phy_offset()
+        out["w1_put_msgs_per_s"] = n1 / (put_s + build)
+        out["w1_put_mb_per_s"] = log_bytes / (put_s + build) / 1e6
+        out["w1_put_store_only_mb_per_s"] = log_bytes / put_s / 1e6
+        single = _fast(root / "single", config, clock)
+        part = msgs[: n1 // 10]
+        t = time.process_time()
+        for m in part:
+            single.put_message(m)
+        out["w1_put_single_msgs_per_s"] = len(part) / (time.process_time() - t)
+        single.close()
+        raw = _raw_write_rate(root, log_bytes)
+        out["raw_write_mb_per_s"] = raw / 1e6
+        out["append_fraction_of_raw_write"] = (log_bytes / put_s) / raw
+        del msgs
+
+        # Pulls on W1: '*' and Tag3; the filtered scan against a numpy copy of the CQ bytes.
+        for name, filt in (("all", None), ("tag3", tag3)):
+            pull_loop(store, [0], filt)
+            elapsed, (calls, got, _size, scanned) = _median_time(
+                functools.partial(pull_loop, store, [0], filt), passes
+            )
+            out[f"w1_{name}_calls"] = calls
+            out[f"w1_{name}_messages"] = got
+            out[f"w1_{name}_us_per_call"] = elapsed / calls * 1e6
+            out[f"w1_{name}_msgs_per_s"] = got / elapsed
+            out[f"w1_{name}_entries_per_s"] = scanned / elapsed
+        copy = _copy_rate(n1 * 20)
+        out["numpy_copy_gb_per_s"] = copy / 1e9
+        out["filtered_scan_fraction_of_copy"] = out["w1_tag3_entries_per_s"] * 20 / copy
+
+        # Recovery: clean reopen (validate + CRC), crash reopen (everything re-dispatched from
+        # a zeroed checkpoint), consume queues rebuilt from the commit log.
+        store.close()
+        for label in ("clean", "abort", "cq_rebuild"):
+            if label == "abort":
+                _crash(root / "w1")
+            if label == "cq_rebuild":
+                shutil.rmtree(root / "w1" / "consumequeue")
+                (root / "w1" / "abort").unlink(missing_ok=True)
+            gc.collect()
+            t = time.perf_counter()
+            reopened = _fast(root / "w1", config, clock)
+            out[f"w1_reopen_{label}_s"] = time.perf_counter() - t
+            report = reopened.recovery
+            if label == "clean":
+                out["recovery_gb_per_s"] = report.bytes_validated / out["w1_reopen_clean_s"] / 1e9
+            assert reopened.get_max_offset_in_queue("T", 0) == n1
+            reopened.close()
+
+        # W2: interleaved puts, round-robin pulls one by one and batched.
+        msgs = w2(w2_queues, w2_per, clock.now_ms())
+        store2 = _fast(root / "w2", config, clock)
+        t = time.process_time()
+        _put(store2, msgs, 1000)
+        out["w2_put_msgs_per_s"] = len(msgs) / (time.process_time() - t)
+        del msgs
+        queues = list(range(w2_queues))
+        for name, filt in (("all", None), ("tag3", tag3)):
+            for batched in (False, True):
+                key = f"w2_{name}{'_batched' if batched else ''}"
+                elapsed, (calls, got, _size, _scanned) = _median_time(
+                    functools.partial(pull_loop, store2, queues, filt, batched), passes
+                )
+                out[f"{key}_us_per_request"] = elapsed / calls * 1e6
+                out[f"{key}_msgs_per_s"] = got / elapsed
+        store2.close()
+
+        # The reference model on scaled-down copies of the same workloads.
+        _versus_reference(out, root, config, clock, n_ref, tag3, passes)
+        out.update(PEER_JAVA)
+        return out
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _crash(directory: Path) -> None:
+    """Make the directory look like a crashed writer's with an empty checkpoint."""
+    (directory / "abort").touch()
+    with (directory / "checkpoint").open("r+b") as fh:
+        fh.write(bytes(4096))
+
+
+def _versus_reference(
+    out: dict[str, float],
+    root: Path,
+    config: StoreConfig,
+    clock: ManualClock,
+    n_ref: int,
+    tag3: Any,
+    passes: int,
+) -> None:
+    per_queue = max(n_ref // 64, 100)
+    for label, msgs, queues in (
+        ("w1", w1(n_ref, clock.now_ms()), [0]),
+        ("w2", w2(64, per_queue, clock.now_ms()), list(range(64))),
+    ):
+        fast_store = _fast(root / f"ref-{label}", config, clock)
+        ref_store = _reference(config, clock)
+        _put(fast_store, msgs, 1000)
+        _put(ref_store, msgs, 1000)
+        for name, filt in (("all", None), ("tag3", tag3)):
+            times = {}
+            for side, st, batched in (
+                ("fast", fast_store, False),
+                ("fast_batched", fast_store, True),
+                ("reference", ref_store, False),
+            ):
+                elapsed, (calls, _got, _s, _n) = _median_time(
+                    functools.partial(pull_loop, st, queues, filt, batched), passes
+                )
+                times[side] = elapsed / calls
+            out[f"{label}_{name}_reference_us_per_call"] = times["reference"] * 1e6
+            out[f"{label}_{name}_fast_vs_reference"] = times["reference"] / times["fast"]
+            out[f"{label}_{name}_batched_vs_reference"] = times["reference"] / times["fast_batched"]
+        fast_store.close()
+        del ref_store
