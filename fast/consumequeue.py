@@ -224,6 +224,12 @@ class ConsumeQueue:
         """The written bytes of file number `i`: all of a completed file."""
         return self.wrote if i == len(self.files) - 1 else self.file_size
 
+    def file_number(self, pos: int) -> int | None:
+        """The number of the file covering byte `pos` of the queue, or None."""
+        if pos < 0:
+            return None
+        return self._index.get(pos - pos % self.file_size)
+
     def window(self, index: int) -> tuple[int, int, int] | None:
         """STORE-9 by arithmetic: (file number, first entry, end entry) of the window at `index`,
         or None (below min, no file covering it, or not written yet)."""

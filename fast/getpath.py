@@ -79,6 +79,7 @@ class GetPath:
         profile: Profile
         _role: BrokerRole
         _offset_check_in_slave: bool
+        _delay_levels: tuple[int, ...]
 
     @cached_property
     def _limits(self) -> BatchLimits:
@@ -257,7 +258,10 @@ class GetPath:
             scan_next_begin_offset(offset, done.scanned),
             min_offset,
             max_offset,
-            cast(tuple[StoredMessage, ...], LazyMessages(files, positions, self.profile)),
+            cast(
+                tuple[StoredMessage, ...],
+                LazyMessages(files, positions, self.profile, self._delay_levels),
+            ),
             suggest_pulling_from_slave(max_offset_py, done.max_phy_offset_pulling, self._memory),
             total_size=done.total_size,
             offsets=tuple((done.returned + offset).tolist()),
@@ -268,7 +272,7 @@ class GetPath:
         if found is None:
             return None
         f, pos = found
-        return decode_record(f.mm, pos, self.profile)
+        return decode_record(f.mm, pos, self.profile, self._delay_levels)
 
     def _scan_slow(
         self,

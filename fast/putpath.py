@@ -7,10 +7,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+import attrs
 import numpy as np
 
 from spec.clock import Clock
 from spec.config import StoreConfig
+from spec.delay import delay_rewrite, deliver_timestamp
 from spec.errors import IllegalTopicError, InvalidTypeError, MessageIllegalError
 from spec.filter import tags_string_to_tags_code
 from spec.layout import (
@@ -51,6 +53,7 @@ class Prepared(NamedTuple):
     length: int
     crc: int
     tags_code: int
+    delay_level: int
 
 
 def stored_tags_code(msg: BrokerInnerMessage, properties_string: str, profile: Profile) -> int:
@@ -84,6 +87,7 @@ class PutPath:
         _role: BrokerRole
         _counters: dict[tuple[str, int], int]
         _last_store_timestamp: int
+        _delay_levels: tuple[int, ...]
 
         def _queue(self, topic: str, queue_id: int) -> ConsumeQueue: ...
         def _checkpoint(self) -> None: ...
@@ -117,6 +121,21 @@ class PutPath:
         commit-log file) without touching the store."""
         if type(msg) is not BrokerInnerMessage and not isinstance(msg, BrokerInnerMessage):
             raise InvalidTypeError("msg", msg, "BrokerInnerMessage")
+        level = 0
+        rewrite = delay_rewrite(
+            msg.topic, msg.queue_id, msg.properties, msg.sys_flag, len(self._delay_levels)
+        )
+        if rewrite is not None:  # Java re-serialises the rewritten map
+            topic_name, queue_id, rewritten, level = rewrite
+            msg = attrs.evolve(
+                msg,
+                topic=topic_name,
+                queue_id=queue_id,
+                properties=rewritten,
+                stored_properties=None,
+            )
+        elif msg.stored_properties is not None:
+            msg = attrs.evolve(msg, properties=msg.stored_properties, stored_properties=None)
         topic, properties, properties_string, tags_code = self._encoded(msg)
         born, store = msg.born_host, msg.store_host
         sys_flag = msg.sys_flag
@@ -160,7 +179,7 @@ class PutPath:
                 ("store_host.port", store.port, _INT32),
             ):
                 _require_java(name, value, bounds, msg)
-        return Prepared(msg, topic, properties, sys_flag, length, body_crc(body), tags_code)
+        return Prepared(msg, topic, properties, sys_flag, length, body_crc(body), tags_code, level)
 
     def _put_batch(self, msgs: Sequence[BrokerInnerMessage]) -> list[PutMessageResult]:
         prepared = [self._prepare(m) for m in msgs]
@@ -212,7 +231,12 @@ class PutPath:
                 )
             )
             if is_dispatched_type(msg.sys_flag):
-                dispatch.setdefault(key, []).append((queue_offset, phys, p.length, p.tags_code))
+                code = (
+                    deliver_timestamp(p.delay_level, now, self._delay_levels)
+                    if p.delay_level
+                    else p.tags_code
+                )
+                dispatch.setdefault(key, []).append((queue_offset, phys, p.length, code))
             results.append(PutMessageResult(PutMessageStatus.PUT_OK, queue_offset, phys, p.length))
         if segment:
             log.write(segment_phys, b"".join(segment), now)

@@ -22,6 +22,7 @@ from fast.commitlog import CommitLog
 from fast.consumequeue import ConsumeQueue
 from fast.gather import I64, U8, gather_be, member_of, sorted_unique
 from fast.mapped import MappedFile
+from spec.delay import SCHEDULE_TOPIC
 from spec.errors import CorruptStoreError
 from spec.filter import tags_string_to_tags_code
 from spec.layout import (
@@ -39,6 +40,7 @@ from spec.record import (
     OFF_PHYSICAL_OFFSET,
     OFF_SYS_FLAG,
     check_record,
+    parse_record,
     store_timestamp_offset,
 )
 
@@ -236,6 +238,7 @@ def recover(
     check_crc: bool,
     repair: bool,
     profile: Profile,
+    delay_levels: tuple[int, ...] = (),
 ) -> RecoveryReport:
     """Validate, truncate and rebuild; CorruptStoreError when intact records follow a bad one
     (unless `repair`, which truncates there as RocketMQ does)."""
@@ -282,7 +285,9 @@ def recover(
     # so an entry torn mid-write (right phys and size, half a tags code) cannot survive.
     cut = min(validate_from, end) if abnormal else end
     dropped = _truncate(log, queues, end, cut)
-    rebuilt = _rebuild(log, queues, make_queue, positions, hints[hints < cut], profile)
+    rebuilt = _rebuild(
+        log, queues, make_queue, positions, hints[hints < cut], profile, delay_levels
+    )
     n = sum(len(p) for _, p in positions)
     return RecoveryReport(abnormal, start, end, n, end - start, torn, dropped, rebuilt)
 
@@ -357,6 +362,7 @@ def _rebuild(
     positions: list[tuple[MappedFile, I64]],
     hints: I64,
     profile: Profile,
+    delay_levels: tuple[int, ...],
 ) -> int:
     """Dispatch the validated records no consume-queue entry names (ReputMessageService)."""
     pending: dict[tuple[str, int], list[tuple[int, int, int, int]]] = {}
@@ -379,7 +385,9 @@ def _rebuild(
                 topic = topics[raw_topic] = raw_topic.decode("utf-8", "replace")
             raw_props = mm[pa : pa + pl]
             code = codes.get(raw_props)
-            if code is None:
+            if topic == SCHEDULE_TOPIC:  # the code is a delivery time (RETRY-8)
+                code = parse_record(mm, p).to_stored_message(profile, delay_levels).tags_code
+            elif code is None:
                 props = string_to_message_properties(raw_props.decode("utf-8", "replace"), profile)
                 code = codes[raw_props] = tags_string_to_tags_code(dict(props).get("TAGS"))
             pending.setdefault((topic, qid), []).append((qoff, f.start + p, size, code))

@@ -23,14 +23,21 @@ class LazyMessages(Sequence[StoredMessage]):
     """The returned records of one pull: (file, position) pairs decoded into StoredMessage on
     first access. Compares equal to any sequence of equal messages (a tuple included)."""
 
-    __slots__ = ("_cache", "_files", "_positions", "_profile")
+    __slots__ = ("_cache", "_delay_levels", "_files", "_positions", "_profile")
 
-    def __init__(self, files: list[U8] | U8, positions: list[int] | I64, profile: Profile) -> None:
+    def __init__(
+        self,
+        files: list[U8] | U8,
+        positions: list[int] | I64,
+        profile: Profile,
+        delay_levels: tuple[int, ...] | None = None,
+    ) -> None:
         # Each numpy view pins its mapping, so the bytes stay readable after the file is deleted.
         # `files` is one view for all positions, or one view per position.
         self._files = files
         self._positions = positions
         self._profile = profile
+        self._delay_levels = delay_levels
         self._cache: list[StoredMessage | None] = [None] * len(positions)
 
     def __len__(self) -> int:
@@ -40,7 +47,9 @@ class LazyMessages(Sequence[StoredMessage]):
         m = self._cache[i]
         if m is None:
             data = self._files if isinstance(self._files, np.ndarray) else self._files[i]
-            m = self._cache[i] = decode_record(data.data, int(self._positions[i]), self._profile)
+            m = self._cache[i] = decode_record(
+                data.data, int(self._positions[i]), self._profile, self._delay_levels
+            )
         return m
 
     @overload

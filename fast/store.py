@@ -14,8 +14,10 @@ from fast.consumequeue import ConsumeQueue
 from fast.multiget import MultiGetPath
 from fast.putpath import PutPath
 from fast.recovery import RecoveryReport, recover
+from spec.batch import check_in_disk_by_commit_offset
 from spec.clock import Clock
 from spec.config import StoreConfig
+from spec.delay import parse_delay_levels
 from spec.errors import (
     InvalidArgumentError,
     InvalidTypeError,
@@ -73,6 +75,7 @@ class MmapMessageStore(MultiGetPath, PutPath):
         self._last_physical_min_offset = 0
         self._last_store_timestamp = 0
         self._counters: dict[tuple[str, int], int] = {}
+        self._delay_levels = parse_delay_levels(config.message_delay_level)
         if not read_only:
             self.store_dir.mkdir(parents=True, exist_ok=True)
         elif not self.store_dir.is_dir():
@@ -100,6 +103,7 @@ class MmapMessageStore(MultiGetPath, PutPath):
                 check_crc=config.check_crc_on_recover,
                 repair=repair,
                 profile=self.profile,
+                delay_levels=self._delay_levels,
             )
         except BaseException:
             self._unmap()
@@ -244,7 +248,23 @@ class MmapMessageStore(MultiGetPath, PutPath):
             return None
         f = self.commit_log.file_of(phys)
         assert f is not None
-        return decode_record(f.mm, phys - f.start, self.profile)
+        return decode_record(f.mm, phys - f.start, self.profile, self._delay_levels)
+
+    def check_in_disk_by_consume_offset(
+        self, topic: str, queue_id: int, consume_offset: int
+    ) -> bool:
+        """Whether the entry at `consume_offset` lies on disk (BATCH-3); False when the queue has
+        no such entry (DefaultMessageStore.checkInDiskByConsumeOffset, used by COMMIT-4)."""
+        q = self._queue(require_str("topic", topic), require_int("queue_id", queue_id))
+        index = require_int("consume_offset", consume_offset)
+        pos = index * 20
+        number = q.file_number(pos)
+        if number is None or pos - q.files[number].start >= q.readable(number):
+            return False
+        phys = int(q.views[number][(pos - q.files[number].start) // 20]["phys"])
+        return check_in_disk_by_commit_offset(
+            phys, self.commit_log.max_offset(), self.config.memory_residency_bytes
+        )
 
     # -- expiry ------------------------------------------------------------------------------
 

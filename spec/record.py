@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import attrs
 
+from spec.delay import SCHEDULE_TOPIC, deliver_timestamp
 from spec.errors import CorruptStoreError, InvalidArgumentError
 from spec.filter import tags_string_to_tags_code
 from spec.layout import (
@@ -27,7 +28,7 @@ from spec.layout import (
     calc_msg_length,
     string_to_message_properties,
 )
-from spec.message import PROPERTY_TAGS, HostAddress, StoredMessage
+from spec.message import PROPERTY_DELAY, PROPERTY_TAGS, HostAddress, Properties, StoredMessage
 from spec.profiles import Profile
 
 if TYPE_CHECKING:
@@ -108,6 +109,28 @@ def _check_range(name: str, value: int, bounds: tuple[int, int]) -> None:
         raise InvalidArgumentError(name, value, f"does not fit a Java {bits}-bit field")
 
 
+def stored_tags_code(
+    topic: str,
+    properties: Properties,
+    store_timestamp: int,
+    delay_levels: tuple[int, ...] | None,
+) -> int:
+    """The consume-queue tags code dispatch derives from a record (FILTER-1): the hash of TAGS,
+    except that a SCHEDULE_TOPIC_XXXX record with DELAY > 0 gets its delivery time, the level
+    clamped to the levels there are (CommitLog.checkMessageAndReturnSize; RETRY-8). Without
+    `delay_levels` the exception is not applied."""
+    props = dict(properties)
+    if delay_levels is not None and topic == SCHEDULE_TOPIC:
+        try:
+            level = int(props.get(PROPERTY_DELAY, ""))
+        except ValueError:
+            level = 0
+        level = min(level, len(delay_levels))
+        if level > 0:
+            return deliver_timestamp(level, store_timestamp, delay_levels)
+    return tags_string_to_tags_code(props.get(PROPERTY_TAGS))
+
+
 @attrs.frozen
 class RecordFields:
     """Every field of a message record as stored, the properties still as their raw string."""
@@ -131,18 +154,20 @@ class RecordFields:
     properties_string: str
     properties_length: int
 
-    def to_stored_message(self, profile: Profile) -> StoredMessage:
+    def to_stored_message(
+        self, profile: Profile, delay_levels: tuple[int, ...] | None = None
+    ) -> StoredMessage:
         """The StoredMessage the broker decodes from this record in `profile` (LAYOUT-9 parser,
-        tags code per FILTER-1)."""
+        tags code per FILTER-1; with the store's `delay_levels`, a schedule-topic record's code
+        is its delivery time, RETRY-8)."""
         properties = string_to_message_properties(self.properties_string, profile)
-        tags = dict(properties).get(PROPERTY_TAGS)
         return StoredMessage(
             topic=self.topic,
             queue_id=self.queue_id,
             queue_offset=self.queue_offset,
             commitlog_offset=self.physical_offset,
             size=self.total_size,
-            tags_code=tags_string_to_tags_code(tags),
+            tags_code=stored_tags_code(self.topic, properties, self.store_timestamp, delay_levels),
             body=self.body,
             properties=properties,
             reconsume_times=self.reconsume_times,
@@ -366,10 +391,12 @@ def parse_record(buf: Buffer, pos: int = 0) -> RecordFields:
     )
 
 
-def decode_record(buf: Buffer, pos: int, profile: Profile) -> StoredMessage:
+def decode_record(
+    buf: Buffer, pos: int, profile: Profile, delay_levels: tuple[int, ...] | None = None
+) -> StoredMessage:
     """The StoredMessage at `pos` as `profile`'s broker decodes it (CorruptStoreError if the bytes
-    there are not a message record)."""
-    return parse_record(buf, pos).to_stored_message(profile)
+    there are not a message record); `delay_levels` as in `RecordFields.to_stored_message`."""
+    return parse_record(buf, pos).to_stored_message(profile, delay_levels)
 
 
 def check_record(buf: Buffer, pos: int, check_crc: bool) -> int:

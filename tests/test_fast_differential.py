@@ -13,13 +13,14 @@ import fast.factories
 from reference.store import ReferenceMessageStore
 from spec.clock import ManualClock
 from spec.config import StoreConfig
+from spec.delay import SCHEDULE_TOPIC
 from spec.errors import PullspecError
 from spec.filter import tag_filter
 from spec.message import BrokerInnerMessage, StoredMessage
 from spec.profiles import ALL_PROFILES, Profile
 from spec.status import BrokerRole
 
-TOPICS = ("T", "U")
+TOPICS = ("T", "U", SCHEDULE_TOPIC)
 
 
 class RejectEveryThird:
@@ -36,11 +37,15 @@ def _message(topic: str, queue_id: int, tag: str | None, body: int, sys_flag: in
     props: dict[str, str] = {} if tag is None else {"TAGS": tag}
     if body % 5 == 0:
         props["KEYS"] = f"k{body}"
+    if body % 7 == 0:
+        props["DELAY"] = str((1, 2, 3, 25)[body % 4])  # RETRY-8: to the schedule topic
+    stored = {**props, "DELAY": "1"} if body % 11 == 0 else None
     return BrokerInnerMessage(
         topic=topic,
         queue_id=queue_id,
         body=bytes([body % 256]) * body,
         properties=props,
+        stored_properties=stored,
         sys_flag=sys_flag,
         born_timestamp=body,
     )
@@ -58,7 +63,7 @@ filters = st.sampled_from([None, "*", "TagA", "TagA || TagC", "TagX", "third"])
 puts = st.tuples(st.just("put"), st.lists(messages, min_size=1, max_size=12))
 gets = st.tuples(
     st.just("get"),
-    st.sampled_from(("T", "T", "T", "U")),
+    st.sampled_from(("T", "T", "T", "U", SCHEDULE_TOPIC)),
     st.sampled_from((0, 0, 1, 1, 2)),
     st.integers(0, 1000),
     st.integers(-1, 40),
@@ -77,6 +82,12 @@ ops = st.one_of(
         st.booleans(),
     ),
     st.tuples(st.just("look"), st.integers(0, 40)),
+    st.tuples(
+        st.just("disk"),
+        st.sampled_from(("T", SCHEDULE_TOPIC)),
+        st.integers(0, 2),
+        st.integers(-1, 40),
+    ),
     st.tuples(st.just("clock"), st.integers(-5, 3_600_000)),
 )
 
@@ -108,6 +119,8 @@ def _run(store: Any, clock: ManualClock, op: tuple[Any, ...], wrote: list[int]) 
     if kind == "role":
         store.set_role(op[1], op[2])
         return (store.broker_role, store.offset_check_in_slave)
+    if kind == "disk":
+        return store.check_in_disk_by_consume_offset(op[1], op[2], op[3])
     if kind == "look":
         return store.look_message_by_offset(wrote[op[1] % len(wrote)] if wrote else 0)
     clock.jump_to(clock.now_ms() + op[1])
