@@ -17,8 +17,10 @@ from typing import Protocol, runtime_checkable
 import attrs
 
 from spec.errors import (
+    ErrorKind,
     InvalidArgumentError,
     InvalidTypeError,
+    PullspecError,
     require_int,
     require_str,
 )
@@ -252,6 +254,17 @@ class IndexOutOfBoundsError(InvalidArgumentError):
     java_exception = "IndexOutOfBoundsException"
 
 
+class RejectedExecutionError(PullspecError):
+    """Java's RejectedExecutionException: a consume service that was shut down refuses a
+    ConsumeRequest (CONC-2/3, ORDER-3) and the caller (the pull callback) sees it."""
+
+    kind = ErrorKind.UNSUPPORTED
+    java_exception = "RejectedExecutionException"
+
+    def __init__(self, what: str) -> None:
+        super().__init__(what)
+
+
 # --- the interfaces a consume service and a rebalance talk to --------------------------------
 
 
@@ -278,5 +291,5 @@ class BrokerLockClient(Protocol):
         mqs: Iterable[MessageQueue],
         oneway: bool,
     ) -> None:
-        """UNLOCK_BATCH_MQ (LEASE-7); a one-way send never reports a failure."""
+        """UNLOCK_BATCH_MQ (LEASE-7); raises when the broker cannot be reached, even one-way."""
         ...
