@@ -22,7 +22,7 @@ import click
 from conformance import export, vectors
 from conformance.machines import DEFAULT_EXAMPLES, DEFAULT_STEPS, MachineReport, run_machine
 from conformance.observe import Verdict, case_rules, resolve_candidate, rule_sort_key, verdict_of
-from conformance.ops import AREAS
+from conformance.ops import AREAS, OP_RULES
 from spec import rules
 from spec.errors import PullspecError
 from spec.profiles import Profile
@@ -30,6 +30,9 @@ from spec.profiles import Profile
 PROFILE_CHOICE = click.Choice(["4.7", "4.9"])
 #: Where failing traces are written unless --replay-dir says otherwise.
 DEFAULT_REPLAY_DIR = Path(tempfile.gettempdir()) / "pullspec-replays"
+#: The rules the areas' ops exercise at all (the rest of the catalogue is client-side logic
+#: that no vector area reaches).
+IN_SCOPE = frozenset(r for ops in OP_RULES.values() for ids in ops.values() for r in ids)
 _ORDER = (Verdict.DIVERGED, Verdict.CRASHED, Verdict.TIMEOUT, Verdict.PASS, Verdict.UNSUPPORTED)
 
 
@@ -100,6 +103,7 @@ class ConformReport:
             "rules": {
                 "covered": sorted(self.covered, key=rule_sort_key),
                 "count": len(self.covered),
+                "inScope": len(IN_SCOPE),
                 "total": total,
             },
         }
@@ -198,7 +202,7 @@ def _print_report(report: ConformReport) -> None:
     click.echo(
         f"{s['ops']} ops diffed; {s['divergences']} divergences, {s['crashed']} crashed, "
         f"{s['timeouts']} timeouts, {s['unsupported']} unsupported; rules covered "
-        f"{r['count']}/{r['total']}; {s['seconds']} s"
+        f"{r['count']} of {r['inScope']} in scope ({r['total']} in the catalogue); {s['seconds']} s"
     )
 
 

@@ -159,6 +159,9 @@ class SubprocessCandidate:
         self.argv = argv
         self.timeout = timeout
         self._channel: Channel | None = None
+        #: Instance ids are only valid in the process that made them: (process number, id).
+        self._instances: set[tuple[int, int]] = set()
+        self._started = 0
 
     def __repr__(self) -> str:
         return f"SubprocessCandidate({' '.join(self.argv)!r})"
@@ -166,20 +169,23 @@ class SubprocessCandidate:
     def _live_channel(self) -> Channel:
         if self._channel is None or not self._channel.alive:
             self._channel = Channel(self.argv, self.timeout)
+            self._started += 1
         return self._channel
 
     def create(self, area: str, config: dict[str, Any], profile: Profile) -> int:
         """Open a fresh instance of `area`; answer its instance id (the create request's id)."""
-        rid, reply = self._live_channel().request(
+        channel = self._live_channel()
+        rid, reply = channel.request(
             {"area": area, "op": "create", "config": config, "profile": profile.value}
         )
         self.check(reply)
+        self._instances.add((self._started, rid))
         return rid
 
     def call(self, instance: int, area: str, op: str, args: dict[str, Any]) -> dict[str, Any]:
         """Run one op on `instance`; answer the raw reply (without its id)."""
-        if self._channel is None:
-            raise CandidateCrashedError("no instance was created")
+        if self._channel is None or (self._started, instance) not in self._instances:
+            raise CandidateCrashedError(f"instance {instance} died with its adapter process")
         _, reply = self._channel.request(
             {"area": area, "instance": instance, "op": op, "args": args}
         )
@@ -204,12 +210,13 @@ class SubprocessCandidate:
         if self._channel is not None:
             self._channel.close()
             self._channel = None
+        self._instances.clear()
 
     # Factories: the interfaces the adapters ask for (conformance.candidates). ------------------
 
     def message_store(self, config: StoreConfig, profile: Profile, clock: object) -> RemoteStore:
         """A forwarding message store (area `store`)."""
-        return RemoteStore(Session(self, "store", store_config_json(config), profile))
+        return RemoteStore(RemoteSession(self, "store", store_config_json(config), profile))
 
     def broker(
         self,
@@ -220,7 +227,7 @@ class SubprocessCandidate:
     ) -> RemoteBroker:
         """A forwarding broker (area `pull_code`); its store forwards to the same instance."""
         config = {**store_config_json(store_config), **broker_config_json(broker_config)}
-        return RemoteBroker(Session(self, "pull_code", config, profile))
+        return RemoteBroker(RemoteSession(self, "pull_code", config, profile))
 
     def process_queue(self, clock: Clock, profile: Profile) -> RemoteProcessQueue:
         """A forwarding process queue (area `process_queue`) on RocketMQ's default timings."""
@@ -230,7 +237,7 @@ class SubprocessCandidate:
             "pullMaxIdleTimeMs": PULL_MAX_IDLE_TIME_MS,
             "stateFields": list(PQ_FIELDS),
         }
-        return RemoteProcessQueue(Session(self, "process_queue", config, profile), clock)
+        return RemoteProcessQueue(RemoteSession(self, "process_queue", config, profile), clock)
 
     def lock_manager(self, clock: Clock, lock_max_live_time_ms: int = 60_000) -> RemoteLockManager:
         """A forwarding lock manager (area `lock_manager`)."""
@@ -241,7 +248,7 @@ class SubprocessCandidate:
             "brokerName": "b",
         }
         # The lock manager behaves the same in both profiles (the vectors' README).
-        return RemoteLockManager(Session(self, "lock_manager", config, Profile.V4_9), clock)
+        return RemoteLockManager(RemoteSession(self, "lock_manager", config, Profile.V4_9), clock)
 
     def send_back(
         self,
@@ -265,7 +272,7 @@ class SubprocessCandidate:
             "originalTopic": "T",
             "requestVersion": _VERSION_NAMES[profile_request_version(profile)],
         }
-        return RemoteSendBack(Session(self, "send_back", config, profile))
+        return RemoteSendBack(RemoteSession(self, "send_back", config, profile))
 
 
 # -- forwarding objects ------------------------------------------------------------------------
@@ -310,7 +317,7 @@ def raise_observed(observation: dict[str, Any]) -> None:
         raise_error(error_kind(observation["error"]))
 
 
-class Session:
+class RemoteSession:
     """One remote instance, created at its first op so that config learnt late still goes into
     `create`; a config change after that recreates it and replays its ops, which must answer
     exactly as before (a candidate that does not is not deterministic: CRASHED)."""
@@ -385,7 +392,7 @@ class RemoteStore:
     """MessageStore forwarding to a subprocess (area `store`, or the store of a broker or
     send-back session). Offsets are those of the last put, delete or role switch."""
 
-    def __init__(self, session: Session) -> None:
+    def __init__(self, session: RemoteSession) -> None:
         self._s = session
         self._seen: dict[str, Any] = {}
         self._role = BrokerRole(session.config.get("brokerRole", "ASYNC_MASTER"))
@@ -510,7 +517,7 @@ class RemotePullResponse(PullResponse):
 class RemoteBroker:
     """The broker's pull path forwarding to a subprocess (area `pull_code`)."""
 
-    def __init__(self, session: Session) -> None:
+    def __init__(self, session: RemoteSession) -> None:
         self._s = session
         #: The same remote instance, for the setup steps.
         self.store = RemoteStore(session)
@@ -551,7 +558,7 @@ class _Clocked:
     """A forwarding object driven by the caller's clock: before each call the clock's progress
     is sent as `advance_clock`, and the state of the last answer serves the reads."""
 
-    def __init__(self, session: Session, clock: Clock) -> None:
+    def __init__(self, session: RemoteSession, clock: Clock) -> None:
         self._s, self._clock = session, clock
         self._now = clock.now_ms()
         self._seen: dict[str, Any] = {}
@@ -657,7 +664,7 @@ class RemoteLockManager(_Clocked):
     """RebalanceLockManager forwarding to a subprocess (area `lock_manager`); queues travel as
     their ids and come back as the MessageQueue objects the caller used."""
 
-    def __init__(self, session: Session, clock: Clock) -> None:
+    def __init__(self, session: RemoteSession, clock: Clock) -> None:
         super().__init__(session, clock)
         self._queues: dict[int, MessageQueue] = {}
 
@@ -700,7 +707,7 @@ class RemoteLockManager(_Clocked):
 class RemoteSendBack:
     """CONSUMER_SEND_MSG_BACK forwarding to a subprocess (area `send_back`)."""
 
-    def __init__(self, session: Session) -> None:
+    def __init__(self, session: RemoteSession) -> None:
         self._s = session
         #: The same remote instance, for the `put` steps.
         self.store = RemoteStore(session)

@@ -50,15 +50,20 @@ def _fork(
     return fork
 
 
-def forks(patches: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+#: What a fork replaces: a mapping, or a function of the forks made before it answering one.
+Replace = Mapping[str, Any] | Callable[[Mapping[str, dict[str, Any]]], Mapping[str, Any]]
+
+
+def forks(patches: Mapping[str, Replace]) -> dict[str, dict[str, Any]]:
     """Fork each patched module in order, each seeing the forks before it."""
     done: dict[str, dict[str, Any]] = {}
     for module_name, replace in patches.items():
-        done[module_name] = _fork(module_name, replace, done)
+        given = replace(done) if callable(replace) else replace
+        done[module_name] = _fork(module_name, given, done)
     return done
 
 
-def mutate(cls: C, patches: Mapping[str, Mapping[str, Any]], **methods: Any) -> C:
+def mutate(cls: C, patches: Mapping[str, Replace], **methods: Any) -> C:
     """A subclass of `cls` whose methods see the forks of `patches` (plus extra `methods`)."""
     done = forks(patches)
     home = done.get(cls.__module__) or _fork(cls.__module__, {}, done)

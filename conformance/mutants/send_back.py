@@ -3,7 +3,7 @@ send_back area."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from conformance.mutants import Mutant
@@ -13,20 +13,11 @@ from spec.config import StoreConfig, SubscriptionGroupConfig
 from spec.profiles import Profile
 
 _RETRY = "spec.retry"
-_RULE_NAMES = (
-    (
-        "retry_target_v47",
-        "max_reconsume_times_v47",
-        "dead_letter_target_v47",
-        "send_back_message_v47",
-    ),
-    (
-        "retry_target_v49",
-        "max_reconsume_times_v49",
-        "dead_letter_target_v49",
-        "send_back_message_v49",
-    ),
-)
+_RULE_STEMS = ("retry_target", "max_reconsume_times", "dead_letter_target", "send_back_message")
+_RULE_NAMES = {
+    p: tuple(f"{rule}_v{p.value.replace('.', '')}" for rule in _RULE_STEMS)
+    for p in (Profile.V4_7, Profile.V4_9)
+}
 
 
 def _send_back_mutant(
@@ -38,15 +29,17 @@ def _send_back_mutant(
         from reference.send_back import ReferenceSendBack
         from reference.store import ReferenceMessageStore
 
-        retry = forks({_RETRY: {}})[_RETRY]
-        patched = forks({_RETRY: replace(retry)})[_RETRY]
-        # ReferenceSendBack picks its profile's rules from a table built at import: rebuild it.
-        rules = {
-            Profile.V4_7: tuple(patched[n] for n in _RULE_NAMES[0]),
-            Profile.V4_9: tuple(patched[n] for n in _RULE_NAMES[1]),
-        }
+        originals = forks({_RETRY: {}})[_RETRY]
+
+        def rules(done: Mapping[str, dict[str, Any]]) -> dict[str, Any]:
+            # ReferenceSendBack picks its profile's rules from a table built at import: rebuild
+            # it from the patched fork.
+            patched = done[_RETRY]
+            table = {p: tuple(patched[n] for n in names) for p, names in _RULE_NAMES.items()}
+            return {"_RULES": table}
+
         send_back_class = mutate(
-            ReferenceSendBack, {_RETRY: replace(retry), "reference.send_back": {"_RULES": rules}}
+            ReferenceSendBack, {_RETRY: replace(originals), "reference.send_back": rules}
         )
 
         def send_back(

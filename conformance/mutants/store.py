@@ -59,9 +59,11 @@ class _PerTopicCounters(dict[tuple[str, int], int]):
     """The queue-offset counters keyed by topic only (the STORE-18 mutant)."""
 
     def get(self, key: tuple[str, int], default: Any = None) -> Any:
+        """The topic's counter."""
         return super().get((key[0], 0), default)
 
     def __setitem__(self, key: tuple[str, int], value: int) -> None:
+        """Set the topic's counter."""
         super().__setitem__((key[0], 0), value)
 
 
@@ -79,9 +81,11 @@ class _UntaggedPasses:
         self.inner = inner
 
     def is_matched_by_consume_queue(self, tags_code: int | None) -> bool:
+        """Code 0 passes; any other code is the wrapped filter's decision."""
         return tags_code == 0 or self.inner.is_matched_by_consume_queue(tags_code)
 
     def is_matched_by_commit_log(self, message: Any) -> bool:
+        """The wrapped filter's decision."""
         return self.inner.is_matched_by_commit_log(message)
 
 
