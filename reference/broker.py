@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 import attrs
 
+from reference.lock_manager import ReferenceLockManager
+from reference.send_back import ReferenceSendBack
 from spec.clock import Clock
 from spec.code import (
     MASTER_ID,
@@ -49,11 +51,14 @@ from spec.hold import (
     notifies_on_arrival,
     periodic_check_queue,
 )
-from spec.message import BrokerInnerMessage
+from spec.layout import is_dispatched_type
+from spec.message import BrokerInnerMessage, MessageQueue
 from spec.profiles import Profile
 from spec.protocols import MessageStore
 from spec.results import PutMessageResult
+from spec.retry import SendBackRequest, SendBackResponse
 from spec.status import BrokerRole, ResponseCode
+from spec.store import commit_log_roll_next_file
 
 OFFSET_MOVED_EVENT = "OFFSET_MOVED_EVENT"
 #: MixAll.isSysConsumerGroup: such groups are created even without autoCreateSubscriptionGroup.
@@ -96,9 +101,23 @@ class ReferenceBroker:
     _answers: list[tuple[int, PullResponse]] = attrs.field(init=False, factory=list)
     _next_request_id: int = attrs.field(init=False, default=1)
     _next_check: int = attrs.field(init=False, default=0)
+    lock_manager: ReferenceLockManager = attrs.field(init=False)
+    send_back_processor: ReferenceSendBack = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
         self._next_check = self.clock.now_ms() + self.check_interval
+        self.lock_manager = ReferenceLockManager(clock=self.clock)
+        self.send_back_processor = ReferenceSendBack(
+            self.store,
+            SubscriptionGroupConfig(group_name=SYSTEM_CONSUMER_GROUP_PREFIX + "SEND_BACK"),
+            self.profile,
+            self.clock,
+            broker_permission=self.config.broker_permission,
+            auto_create_subscription_group=self.config.auto_create_subscription_group,
+        )
+        # One broker: the send-back processor sees the broker's topic and group configs.
+        self.send_back_processor.topics = self.topics
+        self.send_back_processor.groups = self.groups
 
     @property
     def check_interval(self) -> int:
@@ -145,17 +164,61 @@ class ReferenceBroker:
 
     def send_message(self, msg: BrokerInnerMessage) -> PutMessageResult:
         """Store a message and notify the held pulls of its queue (HOLD-5)."""
+        before = self.store.get_max_phy_offset()
         result = self.store.put_message(msg)
-        if result.ok and notifies_on_arrival(
-            self.store.broker_role, self.config.long_polling_enable
-        ):
-            # The record's own queue: a delayed message was dispatched to the schedule topic.
-            record = self.store.look_message_by_offset(result.wrote_offset)
-            if record is not None:
+        self._notify_dispatched(before)
+        return result
+
+    def _notify_dispatched(self, since_phys: int) -> None:
+        """ReputMessageService: notify held pulls of every record appended since `since_phys`,
+        each on the queue it was dispatched to (a delayed message: the schedule topic)."""
+        if not notifies_on_arrival(self.store.broker_role, self.config.long_polling_enable):
+            return
+        file_size = self.store.config.mapped_file_size_commit_log  # type: ignore[attr-defined]
+        phys, end = max(since_phys, 0), self.store.get_max_phy_offset()
+        while phys < end:
+            record = self.store.look_message_by_offset(phys)
+            if record is None:  # the end-of-file blank: continue in the next file
+                phys = commit_log_roll_next_file(phys, file_size)
+                continue
+            if is_dispatched_type(record.sys_flag):
                 self.notify_message_arriving(
                     record.topic, record.queue_id, record.queue_offset + 1, record.tags_code
                 )
-        return result
+            phys += record.size
+
+    # -- locks, send-back, delayed delivery -------------------------------------------------
+
+    def lock_batch_mq(
+        self, group: str, client_id: str, mqs: Iterable[MessageQueue]
+    ) -> set[MessageQueue]:
+        """LOCK_BATCH_MQ (LEASE-8): the queues now locked by `client_id`; always SUCCESS."""
+        return self.lock_manager.try_lock_batch(group, list(mqs), client_id)
+
+    def unlock_batch_mq(self, group: str, client_id: str, mqs: Iterable[MessageQueue]) -> None:
+        """UNLOCK_BATCH_MQ (LEASE-8)."""
+        self.lock_manager.unlock_batch(group, list(mqs), client_id)
+
+    def consumer_send_msg_back(self, request: SendBackRequest) -> SendBackResponse:
+        """CONSUMER_SEND_MSG_BACK (RETRY-1 … RETRY-6); the new record wakes held pulls."""
+        before = self.store.get_max_phy_offset()
+        response = self.send_back_processor.send_back(request)
+        self._notify_dispatched(before)
+        return response
+
+    @property
+    def next_schedule_delivery_at(self) -> int | None:
+        """When the schedule service next has a delayed message due (None: nothing waits)."""
+        if self.store.broker_role is BrokerRole.SLAVE:
+            return None
+        return self.send_back_processor.schedule.next_due_at()
+
+    def deliver_due_messages(self) -> int:
+        """Run the schedule service (RETRY-9) at the clock's time; delivered records wake pulls."""
+        before = self.store.get_max_phy_offset()
+        delivered = self.send_back_processor.schedule.deliver_due()
+        self._notify_dispatched(before)
+        return delivered
 
     # -- pulling ----------------------------------------------------------------------------
 

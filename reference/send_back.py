@@ -111,6 +111,25 @@ class ReferenceScheduleService:
         """The next schedule-queue offset level `level` delivers (delayOffset.json)."""
         return self._offsets.get(require_int("level", level), 0)
 
+    def next_due_at(self) -> int | None:
+        """When the earliest undelivered schedule message falls due, or None when none waits."""
+        due: list[int] = []
+        for level in range(1, len(self.levels) + 1):
+            offset = self.offset(level)
+            while True:
+                result = self.store.get_message(
+                    SCHEDULE_READER, SCHEDULE_TOPIC, level - 1, offset, 1
+                )
+                if result.messages:
+                    record = result.messages[0]
+                    now = self.clock.now_ms()
+                    due.append(due_timestamp(record.tags_code, now, self.levels[level - 1]))
+                    break
+                if result.next_begin_offset <= offset:
+                    break
+                offset = result.next_begin_offset
+        return min(due) if due else None
+
     def deliver_due(self) -> int:
         """Deliver every schedule message due at the clock's time, level by level in queue order;
         answer how many were stored back in their real topic (0 on a slave)."""
