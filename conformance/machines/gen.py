@@ -190,8 +190,9 @@ def _offset(d: Draw, ctx: Context, queue_id: int) -> int:
 
 
 def _store_op(d: Draw, ctx: Context, pull: bool) -> Op:
-    names = ("put", "get_message", "put", "get_message", "delete_expired", "set_role")
-    name = d.choice(("pull", *names) if pull else names)
+    # pull_code reads only through the broker: its vocabulary has no get_message.
+    read = "pull" if pull else "get_message"
+    name = d.choice(("put", read, "put", read, "delete_expired", "set_role"))
     if name == "put":
         return Op("put", {"msgs": [_message(d) for _ in range(d.integer(1, 3))]})
     if name == "delete_expired":
