@@ -180,9 +180,13 @@ class CommitLog:
             return
         last = keep[-1]
         self.wrote = end - last.start
-        if not self.read_only and self.wrote < self.file_size:
-            last.mm[self.wrote :] = bytes(self.file_size - self.wrote)
-            last.flush(self.wrote, self.file_size)
+        tail = last.data[self.wrote :]
+        # Appends are sequential, so bytes written past the end start right at it.
+        if not self.read_only and tail[:64].any():
+            # Zero only up to the last written byte: untouched pages of a sparse file stay holes.
+            stop = self.wrote + int(np.flatnonzero(tail)[-1]) + 1
+            last.mm[self.wrote : stop] = bytes(stop - self.wrote)
+            last.flush(self.wrote, stop)
 
     # -- expiry ------------------------------------------------------------------------------
 

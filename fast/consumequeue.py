@@ -183,9 +183,10 @@ class ConsumeQueue:
         self._forget(last.start)
         self.wrote = min(end - last.start, self.file_size)
         if not self.read_only and self.wrote < self.file_size:
-            tail = self.file_size - self.wrote
-            if last.mm[self.wrote :].count(0) != tail:
-                last.mm[self.wrote :] = bytes(tail)
+            tail = last.data[self.wrote :]
+            if tail[:CQ_STORE_UNIT_SIZE].any():
+                stop = self.wrote + int(np.flatnonzero(tail)[-1]) + 1
+                last.mm[self.wrote : stop] = bytes(stop - self.wrote)
 
     def _forget(self, start: int) -> None:
         for key in [k for k in self._blocks if k[0] == start]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import numpy.typing as npt
 
@@ -9,27 +11,35 @@ U8 = npt.NDArray[np.uint8]
 I64 = npt.NDArray[np.int64]
 
 
+_DTYPES: dict[int, np.dtype[Any]] = {
+    1: np.dtype("i1"),
+    2: np.dtype(">i2"),
+    4: np.dtype(">i4"),
+    8: np.dtype(">i8"),
+}
+_UDTYPES: dict[int, np.dtype[Any]] = {
+    1: np.dtype("u1"),
+    2: np.dtype(">u2"),
+    4: np.dtype(">u4"),
+    8: np.dtype(">i8"),
+}
+
+
 def gather_be(data: U8, positions: I64, width: int, signed: bool = True) -> I64:
     """The big-endian integers of `width` bytes (1, 2, 4 or 8) at `positions` of `data`, as
     int64. Positions whose bytes would overrun `data` read as 0 (callers mask them)."""
     n = len(data)
     pos = np.asarray(positions, dtype=np.int64)
-    if len(pos) == 0:
-        return np.zeros(0, dtype=np.int64)
-    inside = (pos >= 0) & (pos + width <= n)
-    safe = np.where(inside, pos, 0)
-    if width == 8:
-        idx = safe[:, None] + np.arange(8, dtype=np.int64)
-        out = data[idx].view(">i8").reshape(-1).astype(np.int64)
-    else:
-        acc = np.zeros(len(pos), dtype=np.int64)
-        for k in range(width):
-            acc = (acc << 8) | data[safe + k].astype(np.int64)
-        out = acc
-        if signed:
-            top = np.int64(1) << (8 * width - 1)
-            out = np.where(acc >= top, acc - (top << 1), acc)
-    return np.where(inside, out, 0)
+    if len(pos) == 0 or n < width:
+        return np.zeros(len(pos), dtype=np.int64)
+    ok = (pos >= 0) & (pos + width <= n)
+    safe = pos if ok.all() else np.where(ok, pos, 0)
+    # One fancy index over a zero-copy view of every `width`-byte window of the data.
+    windows = np.lib.stride_tricks.as_strided(data, shape=(n - width + 1, width), strides=(1, 1))
+    picked = windows[safe]
+    dtype = _DTYPES[width] if signed else _UDTYPES[width]
+    out = picked.view(dtype).reshape(-1).astype(np.int64)
+    return out if ok.all() else np.where(ok, out, 0)
 
 
 def inside(data: U8, positions: I64, width: int) -> npt.NDArray[np.bool_]:

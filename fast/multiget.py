@@ -13,9 +13,10 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 import numpy as np
+import numpy.typing as npt
 
 from fast.consumequeue import Block
-from fast.gather import member_of
+from fast.gather import I64, member_of
 from fast.getpath import GetPath
 from fast.scan import ScanOutcome, batch_full_mask, tag_mask
 from spec.errors import InvalidTypeError, ReadOnlyStoreError, require_int, require_str
@@ -129,35 +130,15 @@ class MultiGetPath(GetPath):
                 usable[members] = False
             else:
                 match[chosen] = mask
-        # Totals before each entry within its own request: exclusive, segmented cumulative sums.
-        sizes = np.where(match, size, 0)
-        counts = match.astype(np.int64)
-        csum_size = np.cumsum(sizes)
-        csum_count = np.cumsum(counts)
-        base_size = (csum_size - sizes)[starts]
-        base_count = (csum_count - counts)[starts]
-        buffer_before = csum_size - sizes - base_size[segment]
-        count_before = csum_count - counts - base_count[segment]
         max_nums = np.array([reqs[p[0]].max_msg_nums for p in pending], dtype=np.int64)
-        in_disk = (max_offset_py - phys) > self._memory
-        full = batch_full_mask(
-            size, buffer_before, count_before, in_disk, max_nums[segment], self._limits
-        )
-        hits = np.flatnonzero(full)
-        stop = lengths.copy()  # no entry made the batch full: the whole chunk was examined
-        if len(hits):
-            seg_hits = segment[hits]
-            first = np.ones(len(hits), dtype=bool)
-            np.not_equal(seg_hits[1:], seg_hits[:-1], out=first[1:])
-            stop[seg_hits[first]] = hits[first] - starts[seg_hits[first]]
-        stopped = np.zeros(len(pending), dtype=bool)
-        if len(hits):
-            stopped[segment[hits]] = True
-        local = np.arange(len(phys)) - starts[segment]
-        returned = match & (local < stop[segment])
-        picked_all = np.flatnonzero(returned)
-        bounds = np.searchsorted(picked_all, np.append(starts, len(phys)))
-        totals = np.add.reduceat(np.where(returned, size, 0), starts)
+        ends = self._count_ends(phys, size, match, starts, lengths, max_nums, max_offset_py)
+        if ends is None:
+            ends = self._mask_ends(phys, size, match, starts, lengths, max_nums, max_offset_py)
+        stop, picked_all, pick_lo, pick_hi = ends
+        stopped = stop < lengths
+        sizes_picked = size[picked_all]
+        csum = np.concatenate(([0], np.cumsum(sizes_picked)))
+        totals = csum[pick_hi] - csum[pick_lo]
         last = phys[starts + np.minimum(stop, lengths - 1)]
         for k, (i, blk, n, min_offset, max_offset) in enumerate(pending):
             r = reqs[i]
@@ -166,7 +147,7 @@ class MultiGetPath(GetPath):
                 q = self._queue(r.topic, r.queue_id)
                 results[i] = self._get(q, r.offset, r.max_msg_nums, r.message_filter)
                 continue
-            picked = picked_all[bounds[k] : bounds[k + 1]] - starts[k]
+            picked = picked_all[pick_lo[k] : pick_hi[k]] - starts[k]
             done = ScanOutcome(
                 GetMessageStatus.FOUND if len(picked) else GetMessageStatus.NO_MATCHED_MESSAGE,
                 int(stop[k]),
@@ -177,3 +158,93 @@ class MultiGetPath(GetPath):
             results[i] = self._result(
                 (done, blk.phys), r.offset, max_offset_py, min_offset, max_offset
             )
+
+    def _count_ends(
+        self,
+        phys: I64,
+        size: I64,
+        match: npt.NDArray[np.bool_],
+        starts: I64,
+        lengths: I64,
+        max_nums: I64,
+        max_offset_py: int,
+    ) -> tuple[I64, I64, I64, I64] | None:
+        """The scan ends when only count limits can end them: every request's records in order,
+        all on one side of the memory line, too few bytes to reach a byte limit. Then entry j
+        ends request k's batch iff it follows k's `need`-th match. None when that does not hold.
+        Returns (stop per request, returned positions, their slice bounds per request)."""
+        log = self.commit_log
+        if not log.files:
+            return None
+        f_size = log.file_size
+        end = phys + size
+        follows = np.ones(len(phys), dtype=bool)
+        follows[1:] = phys[1:] >= end[:-1]
+        follows[starts] = True
+        if not (
+            follows.all()
+            and size.min() > 0
+            and (phys % f_size + size).max() <= f_size
+            and phys[starts].min() >= log.files[0].start
+            and end[starts + lengths - 1].max() <= max_offset_py
+        ):
+            return None
+        limits, memory = self._limits, self._memory
+        lags = max_offset_py - phys[starts]
+        near = max_offset_py - phys[starts + lengths - 1]
+        if lags.max() <= memory:
+            max_bytes = limits.max_transfer_bytes_on_message_in_memory
+            max_count = limits.max_transfer_count_on_message_in_memory
+        elif near.min() > memory:
+            max_bytes = limits.max_transfer_bytes_on_message_in_disk
+            max_count = limits.max_transfer_count_on_message_in_disk
+        else:
+            return None
+        need = np.maximum(np.minimum(max_nums, max_count), 1)
+        widest = np.maximum.reduceat(size, starts)
+        if ((need + 1) * widest).max() > max_bytes:
+            return None
+        picked = np.flatnonzero(match)
+        first = np.searchsorted(picked, starts)
+        count = np.searchsorted(picked, starts + lengths) - first
+        has = count >= need
+        at = np.minimum(first + need - 1, max(len(picked) - 1, 0))
+        stop = np.where(has, (picked[at] if len(picked) else 0) - starts + 1, lengths)
+        return stop, picked, first, first + np.minimum(count, need)
+
+    def _mask_ends(
+        self,
+        phys: I64,
+        size: I64,
+        match: npt.NDArray[np.bool_],
+        starts: I64,
+        lengths: I64,
+        max_nums: I64,
+        max_offset_py: int,
+    ) -> tuple[I64, I64, I64, I64]:
+        """`_count_ends` in general: BATCH-2 evaluated for every entry of every request."""
+        segment = np.repeat(np.arange(len(starts)), lengths)
+        sizes = np.where(match, size, 0)
+        counts = match.astype(np.int64)
+        csum_size = np.cumsum(sizes)
+        csum_count = np.cumsum(counts)
+        # Totals before each entry within its own request: exclusive, segmented cumulative sums.
+        base_size = (csum_size - sizes)[starts]
+        base_count = (csum_count - counts)[starts]
+        buffer_before = csum_size - sizes - base_size[segment]
+        count_before = csum_count - counts - base_count[segment]
+        in_disk = (max_offset_py - phys) > self._memory
+        full = batch_full_mask(
+            size, buffer_before, count_before, in_disk, max_nums[segment], self._limits
+        )
+        hits = np.flatnonzero(full)
+        stop = lengths.copy()
+        if len(hits):
+            seg_hits = segment[hits]
+            first = np.ones(len(hits), dtype=bool)
+            np.not_equal(seg_hits[1:], seg_hits[:-1], out=first[1:])
+            stop[seg_hits[first]] = hits[first] - starts[seg_hits[first]]
+        local = np.arange(len(phys)) - starts[segment]
+        picked = np.flatnonzero(match & (local < stop[segment]))
+        lo = np.searchsorted(picked, starts)
+        return stop, picked, lo, np.searchsorted(picked, starts + lengths)

@@ -31,7 +31,6 @@ from spec.layout import (
     SYSFLAG_BORNHOST_V6,
     SYSFLAG_STOREHOST_V6,
     commit_log_file_start,
-    is_dispatched_type,
     string_to_message_properties,
 )
 from spec.profiles import Profile
@@ -179,22 +178,24 @@ def _concat(parts: list[I64]) -> I64:
 
 def check_crcs(f: MappedFile, positions: I64) -> int:
     """How many leading records of `positions` carry a BODYCRC matching their body (LAYOUT-8)."""
+    if len(positions) == 0:
+        return 0
     data = f.data
     sys_flag = gather_be(data, positions + OFF_SYS_FLAG, 4)
     v6 = ((sys_flag & SYSFLAG_BORNHOST_V6) != 0).astype(np.int64) + (
         (sys_flag & SYSFLAG_STOREHOST_V6) != 0
     ).astype(np.int64)
-    body_at = positions + 84 + 12 * v6
-    body_len = gather_be(data, body_at, 4)
+    body_at = positions + 88 + 12 * v6
+    body_end = body_at + gather_be(data, body_at - 4, 4)
     stored = gather_be(data, positions + 8, 4)
     mv = memoryview(f.mm)
     crc32 = zlib.crc32
-    for i, (a, n, want) in enumerate(
-        zip(body_at.tolist(), body_len.tolist(), stored.tolist(), strict=True)
-    ):
-        if crc32(mv[a + 4 : a + 4 + n]) & 0x7FFFFFFF != want:
-            return i
-    return len(positions)
+    crcs = np.array(
+        [crc32(mv[a:b]) for a, b in zip(body_at.tolist(), body_end.tolist(), strict=True)],
+        dtype=np.int64,
+    )
+    bad = (crcs & 0x7FFFFFFF) != stored
+    return int(np.argmax(bad)) if bad.any() else len(positions)
 
 
 def abnormal_start(log: CommitLog, min_timestamp: int, dispatched: int | None) -> int:
@@ -365,38 +366,77 @@ def _rebuild(
     delay_levels: tuple[int, ...],
 ) -> int:
     """Dispatch the validated records no consume-queue entry names (ReputMessageService)."""
-    pending: dict[tuple[str, int], list[tuple[int, int, int, int]]] = {}
-    topics: dict[bytes, str] = {}
+    keys: dict[tuple[bytes, int], int] = {}  # (raw topic, queue id) → queue number
+    names: list[tuple[str, int]] = []
     codes: dict[bytes, int] = {}
+    columns: list[tuple[I64, ...]] = []
     for f, pos in positions:
         missing = pos[~member_of(pos + f.start, hints)]
+        fields = dispatch_fields(f, missing)
+        # Prepared and rolled-back records take no queue entry (STORE-18).
+        kept = (fields["sys_flag"] & 0xC) % 8 == 0
+        missing = missing[kept]
+        fields = {k: v[kept] for k, v in fields.items()}
         if len(missing) == 0:
             continue
-        fields = dispatch_fields(f, missing)
         mm = f.mm
-        for p, size, qid, qoff, sys_flag, ta, tl, pa, pl in zip(
-            missing.tolist(), *(fields[k].tolist() for k in fields), strict=True
+        numbers: list[int] = []
+        tags: list[int] = []
+        for p, qid, ta, tl, pa, pl in zip(
+            missing.tolist(),
+            fields["queue_id"].tolist(),
+            fields["topic_at"].tolist(),
+            fields["topic_len"].tolist(),
+            fields["props_at"].tolist(),
+            fields["props_len"].tolist(),
+            strict=True,
         ):
-            if not is_dispatched_type(sys_flag):
+            raw = (mm[ta : ta + tl], qid)
+            number = keys.get(raw)
+            if number is None:
+                number = keys[raw] = len(names)
+                names.append((raw[0].decode("utf-8", "replace"), qid))
+            numbers.append(number)
+            if names[number][0] == SCHEDULE_TOPIC:  # the code is a delivery time (RETRY-8)
+                tags.append(parse_record(mm, p).to_stored_message(profile, delay_levels).tags_code)
                 continue
-            raw_topic = mm[ta : ta + tl]
-            topic = topics.get(raw_topic)
-            if topic is None:
-                topic = topics[raw_topic] = raw_topic.decode("utf-8", "replace")
             raw_props = mm[pa : pa + pl]
             code = codes.get(raw_props)
-            if topic == SCHEDULE_TOPIC:  # the code is a delivery time (RETRY-8)
-                code = parse_record(mm, p).to_stored_message(profile, delay_levels).tags_code
-            elif code is None:
+            if code is None:
                 props = string_to_message_properties(raw_props.decode("utf-8", "replace"), profile)
                 code = codes[raw_props] = tags_string_to_tags_code(dict(props).get("TAGS"))
-            pending.setdefault((topic, qid), []).append((qoff, f.start + p, size, code))
+            tags.append(code)
+        columns.append(
+            (
+                np.array(numbers, dtype=np.int64),
+                fields["queue_offset"],
+                missing + f.start,
+                fields["size"],
+                np.array(tags, dtype=np.int64),
+            )
+        )
+    if not columns:
+        return 0
+    number_col, offset_col, phys_col, size_col, tags_col = (
+        np.concatenate([c[k] for c in columns]) for k in range(5)
+    )
+    order = np.argsort(number_col, kind="stable")
+    bounds = np.searchsorted(number_col[order], np.arange(len(names) + 1))
+    pending = {
+        names[n]: np.stack(
+            [
+                col[order[bounds[n] : bounds[n + 1]]]
+                for col in (offset_col, phys_col, size_col, tags_col)
+            ],
+            axis=1,
+        )
+        for n in range(len(names))
+    }
     rebuilt = 0
-    for key, rows in pending.items():
+    for key, table in pending.items():
         q = queues.get(key)
         if q is None:
             q = queues[key] = make_queue(*key)
-        table = np.array(rows, dtype=np.int64).reshape(-1, 4)
         table = table[table[:, 1] + table[:, 2] > q.max_physic_offset]
         _, max_offset = q.min_max()
         if q.files:

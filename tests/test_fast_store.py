@@ -297,15 +297,15 @@ class OddPhysRejected:
 FILTERS: list[Any] = [None, "*", "A", "B || C", "Z", OddPhysRejected()]
 
 
-@pytest.fixture(scope="module")
-def populated(tmp_path_factory: pytest.TempPathFactory) -> Any:
+@pytest.fixture(scope="module", params=[10_000, 1 << 34], ids=["disk-and-memory", "memory"])
+def populated(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Any:
     clock = ManualClock(0)
     cfg = StoreConfig(
         mapped_file_size_commit_log=2048,
         mapped_file_size_consume_queue=200,
         file_reserved_time=0,
         max_transfer_bytes_on_message_in_memory=1500,
-        total_physical_memory_size=10_000,
+        total_physical_memory_size=request.param,
     )
     store = MmapMessageStore(tmp_path_factory.mktemp("populated"), cfg, Profile.V4_9, clock)
     store.put_messages([msg(k % 3, "ABC"[k * 7 % 3], 40 + k * 13 % 200) for k in range(300)])
