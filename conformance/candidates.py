@@ -19,6 +19,15 @@ BUILTIN = {"reference": "reference.factories", "fast": "fast.factories"}
 
 def resolve(impl: str) -> Any:
     """Resolve `reference`, `fast`, `module:factory` or a `pullspec.implementations` entry."""
+    if impl.startswith("cmd:"):
+        import shlex
+
+        from conformance.subprocess_candidate import SubprocessCandidate
+
+        command = shlex.split(impl[len("cmd:") :])
+        if not command:
+            raise InvalidArgumentError("impl", impl, "cmd: needs a command")
+        return SubprocessCandidate(command)
     if impl in BUILTIN:
         return importlib.import_module(BUILTIN[impl])
     if ":" in impl and not impl.startswith("cmd:"):

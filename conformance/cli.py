@@ -89,17 +89,24 @@ def vectors_check(
                 )
         click.echo(
             f"{summary['total']} cases: {summary['passed']} passed, {summary['diverged']} "
-            f"diverged, {summary['crashed']} crashed, {summary['unsupported']} unsupported"
+            f"diverged, {summary['crashed']} crashed, {summary['timeout']} timed out, "
+            f"{summary['unsupported']} unsupported"
         )
     if summary["total"] == 0:
         click.echo("error: no vector case selected", err=True)
         sys.exit(2)
-    if summary["diverged"] or summary["crashed"]:
+    if summary["diverged"] or summary["crashed"] or summary["timeout"]:
         sys.exit(1)
 
 
 def _profile_of(directory: Path) -> Profile:
-    name = directory.name if directory.is_dir() else directory.parent.name
+    folder = directory if directory.is_dir() else directory.parent
+    manifest = folder / "manifest.json"
+    if manifest.exists():
+        profile = json.loads(manifest.read_text(encoding="utf-8")).get("profile")
+        if profile:
+            return Profile.parse(str(profile))
+    name = folder.name
     if "4.7" in name:
         return Profile.V4_7
     return Profile.V4_9
@@ -114,6 +121,7 @@ def _summary(results: list[vectors.CaseResult]) -> dict[str, Any]:
         "passed": count(vectors.Verdict.PASS),
         "diverged": count(vectors.Verdict.DIVERGED),
         "crashed": count(vectors.Verdict.CRASHED),
+        "timeout": count(vectors.Verdict.TIMEOUT),
         "unsupported": count(vectors.Verdict.UNSUPPORTED),
     }
 

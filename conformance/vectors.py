@@ -28,6 +28,7 @@ class Verdict(enum.Enum):
     PASS = "PASS"
     DIVERGED = "DIVERGED"
     CRASHED = "CRASHED"
+    TIMEOUT = "TIMEOUT"
     UNSUPPORTED = "UNSUPPORTED"
 
 
@@ -159,6 +160,10 @@ def run_case(candidate: Any, case: dict[str, Any], profile: Profile, base: Path)
             return CaseResult(cid, area, Verdict.UNSUPPORTED, i, op, detail=str(exc))
         except PullspecError as exc:
             observed = {"error": exc.java_exception or exc.kind.value}
+        except TimeoutError as exc:
+            return CaseResult(
+                cid, area, Verdict.TIMEOUT, i, op, detail=f"{type(exc).__name__}: {exc}"
+            )
         except Exception as exc:  # a candidate bug: report, do not stop the run
             return CaseResult(
                 cid, area, Verdict.CRASHED, i, op, detail=f"{type(exc).__name__}: {exc}"

@@ -55,9 +55,14 @@ def test_cli_vectors_check_json_passes(vectors_dir: Path, version: str, total: i
     code, data = check(vectors_dir / version)
     assert 0 == code
     assert ["summary", "cases"] == list(data)
-    assert {"total": total, "passed": total, "diverged": 0, "crashed": 0, "unsupported": 0} == data[
-        "summary"
-    ]
+    assert {
+        "total": total,
+        "passed": total,
+        "diverged": 0,
+        "crashed": 0,
+        "timeout": 0,
+        "unsupported": 0,
+    } == data["summary"]
     assert total == len(data["cases"])
     assert {"PASS"} == {c["verdict"] for c in data["cases"]}
     assert {"store", "pull_code"} == {c["area"] for c in data["cases"]}
