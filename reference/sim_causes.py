@@ -1,0 +1,154 @@
+"""What the checker remembers while it reads a history, and how it explains a duplicate or a
+broker commit going backwards with the rule that allows it (docs/narrative/anomalies.md).
+
+The explanations are inferences from the history alone, in this order of precedence:
+
+- a copy consumed twice by one ProcessQueue: the first-lock correction moved its cursor back
+  (FLOW-12), else the copy was put into it again (PQ-13: a re-put, RESULT-14's second
+  PullRequest); nothing else can hand one ProcessQueue the same copy twice;
+- a copy consumed again by a new ProcessQueue: both queues were alive at once (REBAL-9, the old
+  owner still consuming); else the broker's offset had gone backwards (the rule of that
+  decrease); else the old consumer had progress past the copy that never reached the broker —
+  it crashed (OFFSET-8) or handed the queue over late (REBAL-9) — or never had such progress,
+  its commit held back by a smaller offset still in flight (PQ-7) or its ProcessQueue dropped
+  before the result counted (REBAL-9);
+- another copy of the key consumed again: the cleaner sent back a message still being consumed
+  (PQ-18), or a send-back stored a copy the client believed failed, after which the fallback
+  stored another (CONC-11) or the message was retried locally (CONC-8).
+"""
+
+from __future__ import annotations
+
+import attrs
+
+Copy = tuple[str, int]  # (queue name, queue offset)
+NONE = -1
+
+
+@attrs.define
+class PqInfo:
+    """One ProcessQueue: where it started and what the group looked like then."""
+
+    client: str
+    queue: str
+    assigned_at: int
+    start: int
+    #: The master's committed offset of the queue at creation, its highest value until then and
+    #: the rule of the last decrease (None when it had not decreased).
+    broker_now: int = NONE
+    broker_max: int = NONE
+    lowering_rule: str | None = None
+    #: Other client incarnations' highest in-memory offset of the queue at creation.
+    memory_high: dict[str, int] = attrs.Factory(dict)
+    crashed: frozenset[str] = frozenset()
+    dropped_at: int | None = None
+    #: (at, new cursor, rule) of each backward cursor move.
+    moves: list[tuple[int, int, str]] = attrs.Factory(list)
+    #: offset → how many times a pull put it into this queue.
+    puts: dict[int, int] = attrs.Factory(dict)
+    in_flight: int = 0
+
+
+@attrs.define
+class Success:
+    """One successful consumption of a copy."""
+
+    at: int
+    client: str
+    pq: int
+
+
+@attrs.define
+class BrokerQueue:
+    """The master's committed offset of one queue over time."""
+
+    current: int = NONE
+    highest: int = NONE
+    writer: str = ""
+    lowering_rule: str | None = None
+
+
+@attrs.define
+class ClientQueue:
+    """One client incarnation's in-memory offset of one queue over time."""
+
+    current: int | None = None
+    high: int = NONE
+    held: set[int] = attrs.Factory(set)
+    #: (at, value, rule) of each non-increase-only write that lowered the offset.
+    lowered: list[tuple[int, int, str]] = attrs.Factory(list)
+
+
+@attrs.define
+class KeyInfo:
+    """Everything known about one message key."""
+
+    successes: int = 0
+    dlq: bool = False
+    latest: Copy | None = None
+    handed_back: set[Copy] = attrs.Factory(set)
+    #: (via, ok, stored topic) of every hand-back of any copy of the key.
+    sent_back: list[tuple[str, bool, str | None]] = attrs.Factory(list)
+    #: True when a hand-back reported OK but stored nothing.
+    vanished: bool = False
+
+
+def same_pq_cause(info: PqInfo, offset: int, since: int) -> str | None:
+    """Why ProcessQueue `info` consumed the copy at `offset` again after consuming it at `since`."""
+    if any(at >= since and after <= offset and rule == "FLOW-12" for at, after, rule in info.moves):
+        return "FLOW-12"
+    if info.puts.get(offset, 0) >= 2:
+        return "PQ-13"
+    return None
+
+
+def new_pq_cause(info: PqInfo, offset: int, earlier: Success, pqs: dict[int, PqInfo]) -> str | None:
+    """Why a new ProcessQueue `info` consumed the copy at `offset` that `earlier` consumed."""
+    if any(after <= offset and rule == "FLOW-12" for _at, after, rule in info.moves) and (
+        info.start > offset
+    ):
+        return "FLOW-12"
+    if info.start > offset:
+        return None
+    if earlier.at >= info.assigned_at:
+        return "REBAL-9"  # both ProcessQueues alive: the old owner still consumed
+    if info.broker_max > offset and info.broker_now <= offset:
+        return info.lowering_rule or "COMMIT-1"
+    old = earlier.client
+    if info.memory_high.get(old, NONE) > offset:
+        return "OFFSET-8" if old in info.crashed else "REBAL-9"
+    prior = pqs.get(earlier.pq)
+    dropped_at = prior.dropped_at if prior is not None else None
+    if dropped_at is not None and dropped_at <= info.assigned_at and old not in info.crashed:
+        return "REBAL-9"  # its ProcessQueue was dropped before the result counted
+    return "PQ-7"
+
+
+def other_copy_cause(key: KeyInfo) -> str | None:
+    """Why another copy of a key that was consumed already was consumed too."""
+    vias = [(via, ok, stored) for via, ok, stored in key.sent_back]
+    if any(via == "cleaner" for via, _ok, _stored in vias):
+        return "PQ-18"
+    if any(not ok and stored is not None for _via, ok, stored in vias):
+        if any(via == "fallback" and ok for via, ok, _stored in vias):
+            return "CONC-11"
+        return "CONC-8"
+    return None
+
+
+def lowering_cause(
+    broker: BrokerQueue, writer: str, memory: ClientQueue | None, value: int, via: str
+) -> str | None:
+    """Why the master's committed offset went from `broker.current` down to `value`."""
+    if via == "fix-up":
+        return "RESULT-10"
+    if broker.writer and broker.writer != writer:
+        return "COMMIT-1"  # a stale owner (or a restarted client) wrote an older offset
+    if memory is None:
+        return None
+    for _at, lowered_to, rule in reversed(memory.lowered):
+        if lowered_to <= value:
+            return rule
+    if value in memory.held:
+        return "COMMIT-1"  # a value the writer held earlier arrived late (a delayed pull)
+    return None

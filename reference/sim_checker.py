@@ -1,0 +1,365 @@
+"""The anomaly checker: reads a history (`reference.sim_history`) once, in order, applies the
+invariants of `spec.invariants` to every event and reports each failure by its Jepsen-style name
+— `lost`, `duplicate`, `nonmonotonic-commit`, `orderly-overlap`, `orderly-reorder`,
+`flow-bound-exceeded`, `dlq-accounting` — either as *allowed*, with the rule of RocketMQ 4.x that
+explains it (`reference.sim_causes`), or as a *violation*.
+
+Loss and accounting are judged at the end, against the run's final Snapshot: a message is
+consumed (a listener call said so), dead-lettered (a copy reached %DLQ%<group>), pending (its
+newest copy waits in the schedule topic, is cached by a live client, or sits at or above its
+queue's committed offset) or else lost (the committed offset passed an unconsumed copy nobody
+handed back) or unaccounted (a hand-back reported OK but no copy was stored).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import attrs
+
+from reference import sim_causes as causes
+from reference import sim_history as h
+from reference.sim_causes import NONE, BrokerQueue, ClientQueue, KeyInfo, PqInfo, Success
+from spec import invariants as inv
+
+SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
+DLQ_PREFIX = "%DLQ%"
+#: Details kept per anomaly kind (counts are always complete).
+DETAILS_PER_KIND = 20
+
+
+@attrs.frozen
+class Anomaly:
+    """One failed invariant: its kind, the rule that allows it (None: a violation), when, what."""
+
+    kind: str
+    rule: str | None
+    at: int
+    detail: str
+
+
+@attrs.define
+class CheckResult:
+    """The checker's verdict: violations by kind, allowed anomalies by rule, a few details of
+    each kind, and counts of what the history holds."""
+
+    violations: dict[str, int] = attrs.Factory(dict)
+    allowed: dict[str, int] = attrs.Factory(dict)
+    allowed_by_kind: dict[str, dict[str, int]] = attrs.Factory(dict)
+    details: list[Anomaly] = attrs.Factory(list)
+    stats: dict[str, int] = attrs.Factory(dict)
+
+    @property
+    def ok(self) -> bool:
+        """True when nothing is a violation."""
+        return not self.violations
+
+    def to_json(self) -> dict[str, object]:
+        """{"violations": {kind: n}, "allowed": {rule: n}, "allowedByKind", "stats", "details"}."""
+        return {
+            "violations": dict(sorted(self.violations.items())),
+            "allowed": dict(sorted(self.allowed.items())),
+            "allowedByKind": {k: dict(sorted(v.items())) for k, v in self.allowed_by_kind.items()},
+            "stats": dict(self.stats),
+            "details": [attrs.asdict(a) for a in self.details],
+        }
+
+
+class _Scan:
+    """One pass over a history."""
+
+    def __init__(self) -> None:
+        self.result = CheckResult()
+        self.setup: h.Setup | None = None
+        self.snapshot: h.Snapshot | None = None
+        self.keys: dict[str, KeyInfo] = {}
+        self.copies: dict[causes.Copy, str] = {}
+        self.copy_successes: dict[causes.Copy, list[Success]] = {}
+        self.pqs: dict[int, PqInfo] = {}
+        self.brokers: dict[str, BrokerQueue] = {}
+        self.memory: dict[tuple[str, str], ClientQueue] = {}
+        self.crashed: set[str] = set()
+        self.truncated: dict[str, int] = {}
+        self.moved_past: dict[str, int] = {}
+        self.open_calls: dict[str, list[tuple[str, int, int]]] = {}
+        self.orderly_high: dict[tuple[str, str], int] = {}
+        self.clock_jumps: list[int] = []
+        self.last_broker_lowering: dict[str, int] = {}
+        self.stats = {"events": 0, "produced": 0, "deliveries": 0, "successes": 0}
+        self._handlers: dict[str, Callable[[Any], None]] = {
+            "Setup": self._setup,
+            "Produce": self._produce,
+            "Stored": self._stored,
+            "Assigned": self._assigned,
+            "Dropped": self._dropped,
+            "CursorMoved": self._cursor_moved,
+            "PullSent": self._pull_sent,
+            "PullAnswered": self._pull_answered,
+            "Cached": self._cached,
+            "Delivered": self._delivered,
+            "Consumed": self._consumed,
+            "SentBack": self._sent_back,
+            "ClientCommit": self._client_commit,
+            "BrokerCommit": self._broker_commit,
+            "Truncated": self._truncated,
+            "Fault": self._fault,
+            "Snapshot": self._snapshot,
+        }
+
+    # -- reporting ----------------------------------------------------------------------------
+
+    def report(self, kind: str, rule: str | None, at: int, detail: str) -> None:
+        r = self.result
+        if rule is None:
+            r.violations[kind] = r.violations.get(kind, 0) + 1
+        else:
+            r.allowed[rule] = r.allowed.get(rule, 0) + 1
+            per = r.allowed_by_kind.setdefault(kind, {})
+            per[rule] = per.get(rule, 0) + 1
+        shown = sum(1 for a in r.details if a.kind == kind and (a.rule is None) == (rule is None))
+        if shown < DETAILS_PER_KIND:
+            r.details.append(Anomaly(kind, rule, at, detail))
+
+    # -- events -------------------------------------------------------------------------------
+
+    def feed(self, e: h.Event) -> None:
+        self.stats["events"] += 1
+        handler = self._handlers.get(e.type)
+        if handler is not None:
+            handler(e)
+
+    def _setup(self, e: h.Setup) -> None:
+        self.setup = e
+
+    def _copy(self, key: str, queue: str, offset: int, topic: str) -> None:
+        info = self.keys.setdefault(key, KeyInfo())
+        self.copies[(queue, offset)] = key
+        if topic.startswith(DLQ_PREFIX):
+            info.dlq = True
+        else:
+            info.latest = (queue, offset)
+
+    def _produce(self, e: h.Produce) -> None:
+        self.stats["produced"] += 1
+        self._copy(e.key, h.queue_name(e.topic, e.queue_id), e.offset, e.topic)
+
+    def _stored(self, e: h.Stored) -> None:
+        self._copy(e.key, h.queue_name(e.topic, e.queue_id), e.offset, e.topic)
+
+    def _assigned(self, e: h.Assigned) -> None:
+        broker = self.brokers.get(e.queue, BrokerQueue())
+        self.pqs[e.pq] = PqInfo(
+            e.client,
+            e.queue,
+            e.at,
+            e.start,
+            broker.current,
+            broker.highest,
+            broker.lowering_rule if broker.current < broker.highest else None,
+            {c: m.high for (c, q), m in self.memory.items() if q == e.queue and c != e.client},
+            frozenset(self.crashed),
+        )
+
+    def _dropped(self, e: h.Dropped) -> None:
+        info = self.pqs.get(e.pq)
+        if info is not None and info.dropped_at is None:
+            info.dropped_at = e.at
+
+    def _cursor_moved(self, e: h.CursorMoved) -> None:
+        info = self.pqs.get(e.pq)
+        if info is not None and e.after < e.before:
+            info.moves.append((e.at, e.after, e.rule))
+
+    def _pull_sent(self, e: h.PullSent) -> None:
+        info = self.pqs.get(e.pq)
+        if info is not None:
+            info.in_flight += 1
+
+    def _pull_answered(self, e: h.PullAnswered) -> None:
+        info = self.pqs.get(e.pq)
+        if info is not None:
+            info.in_flight = max(0, info.in_flight - 1)
+            for offset in e.offsets:
+                info.puts[offset] = info.puts.get(offset, 0) + 1
+        if e.status == "OFFSET_ILLEGAL":
+            self.moved_past[e.queue] = max(self.moved_past.get(e.queue, NONE), e.next_offset)
+
+    def _cached(self, e: h.Cached) -> None:
+        if inv.within_flow_bound(e.count, e.threshold, e.batch):
+            return
+        info = self.pqs.get(e.pq)
+        rule = "RESULT-14" if info is not None and info.in_flight > 1 else None
+        detail = f"{e.client} pq{e.pq} {e.queue}: {e.count} cached > {e.threshold} + {e.batch}"
+        self.report(inv.FLOW_BOUND_EXCEEDED, rule, e.at, detail)
+
+    def _delivered(self, e: h.Delivered) -> None:
+        self.stats["deliveries"] += 1
+        if not e.orderly:
+            return
+        calls = [c for c in self.open_calls.get(e.queue, []) if c[2] > e.at]
+        calls = [c for c in calls if c[0] not in self.crashed]
+        owners = frozenset([e.client, *(c[0] for c in calls)])
+        if not inv.one_orderly_owner(owners):
+            lease = self.setup.client_lock_ms if self.setup else 30_000
+            long_call = any(end - start > lease for _c, start, end in calls) or (
+                e.end - e.at > lease
+            )
+            since = min(start for _c, start, _end in calls)
+            jumped = any(since - 2 * lease <= t <= e.at for t in self.clock_jumps)
+            rule = "REBAL-22" if long_call or jumped else None
+            self.report(inv.ORDERLY_OVERLAP, rule, e.at, f"{e.queue}: {sorted(owners)}")
+        calls.append((e.client, e.at, max(e.end, e.at)))
+        self.open_calls[e.queue] = calls
+
+    def _consumed(self, e: h.Consumed) -> None:
+        if not e.success:
+            return
+        orderly = self.setup is not None and self.setup.orderly
+        dup_causes: list[str | None] = []
+        for offset, key in zip(e.offsets, e.keys, strict=True):
+            dup_causes.append(self._success(e, offset, key))
+        if orderly:
+            self._orderly_order(e, dup_causes)
+
+    def _success(self, e: h.Consumed, offset: int, key: str) -> str | None:
+        """Count one success; report it when it is a duplicate; return the duplicate's cause."""
+        self.stats["successes"] += 1
+        info = self.keys.setdefault(key, KeyInfo())
+        info.successes += 1
+        copy = (e.queue, offset)
+        earlier = self.copy_successes.setdefault(copy, [])
+        success = Success(e.at, e.client, e.pq)
+        cause: str | None = None
+        if not inv.consumed_at_most_once(info.successes):
+            if earlier:
+                prev = earlier[-1]
+                pq = self.pqs.get(e.pq)
+                if pq is None:
+                    cause = None
+                elif prev.pq == e.pq:
+                    cause = causes.same_pq_cause(pq, offset, prev.at)
+                else:
+                    cause = causes.new_pq_cause(pq, offset, prev, self.pqs)
+            else:
+                cause = causes.other_copy_cause(info)
+            self.report(inv.DUPLICATE, cause, e.at, f"{key} at {copy} by {e.client} pq{e.pq}")
+        earlier.append(success)
+        return cause
+
+    def _orderly_order(self, e: h.Consumed, dup_causes: list[str | None]) -> None:
+        slot = (e.client, e.queue)
+        high = self.orderly_high.get(slot, NONE)
+        first = min(e.offsets)
+        if not inv.orderly_in_order(high, first, False):
+            rule = next((c for c in dup_causes if c is not None), None)
+            info = self.pqs.get(e.pq)
+            if rule is None and info is not None:
+                rule = causes.same_pq_cause(info, first, info.assigned_at)
+            if rule is None and self.moved_past.get(e.queue, NONE) >= 0:
+                rule = "RESULT-10"
+            self.report(inv.ORDERLY_REORDER, rule, e.at, f"{e.client} {e.queue}: {first} <= {high}")
+        self.orderly_high[slot] = max(high, *e.offsets)
+
+    def _sent_back(self, e: h.SentBack) -> None:
+        info = self.keys.setdefault(e.key, KeyInfo())
+        info.sent_back.append((e.via, e.ok, e.stored))
+        if e.ok:
+            info.handed_back.add((e.queue, e.offset))
+            if e.stored is None:
+                info.vanished = True
+
+    def _client_commit(self, e: h.ClientCommit) -> None:
+        slot = self.memory.setdefault((e.client, e.queue), ClientQueue())
+        if not inv.client_offset_monotone(e.before, e.after, e.increase_only):
+            detail = f"{e.client} {e.queue}: {e.before} -> {e.after} by {e.rule}"
+            self.report(inv.NONMONOTONIC_COMMIT, None, e.at, detail)
+        if e.before is not None and e.after < e.before and not e.increase_only:
+            slot.lowered.append((e.at, e.after, e.rule))
+        slot.current = e.after
+        slot.high = max(slot.high, e.after)
+        slot.held.add(e.after)
+
+    def _broker_commit(self, e: h.BrokerCommit) -> None:
+        broker = self.brokers.setdefault(e.queue, BrokerQueue())
+        before = broker.current if broker.current != NONE else None
+        if not inv.broker_commit_monotone(before, e.offset):
+            memory = self.memory.get((e.client, e.queue))
+            rule = causes.lowering_cause(broker, e.client, memory, e.offset, e.via)
+            detail = f"{e.queue}: {before} -> {e.offset} by {e.client} via {e.via}"
+            self.report(inv.NONMONOTONIC_COMMIT, rule, e.at, detail)
+            broker.lowering_rule = rule or "COMMIT-1"
+        broker.current = e.offset
+        broker.highest = max(broker.highest, e.offset)
+        broker.writer = e.client
+
+    def _truncated(self, e: h.Truncated) -> None:
+        self.truncated[e.queue] = max(self.truncated.get(e.queue, NONE), e.min_offset)
+
+    def _fault(self, e: h.Fault) -> None:
+        if e.fault == "crash":
+            self.crashed.add(e.target)
+        elif e.fault == "clock-jump":
+            self.clock_jumps.append(e.at)
+
+    def _snapshot(self, e: h.Snapshot) -> None:
+        self.snapshot = e
+
+    # -- the end --------------------------------------------------------------------------------
+
+    def finish(self) -> CheckResult:
+        snap = self.snapshot
+        committed = (
+            dict(snap.committed) if snap else {q: b.current for q, b in self.brokers.items()}
+        )
+        cached = {
+            (q, o)
+            for per_queue in (snap.cached.values() if snap else ())
+            for q, offsets in per_queue.items()
+            for o in offsets
+        }
+        at = snap.at if snap else 0
+        counts = {"consumed": 0, "dlq": 0, "pending": 0}
+        for key, info in self.keys.items():
+            consumed = info.successes > 0
+            pending = False
+            if not consumed and not info.dlq and info.latest is not None:
+                queue, offset = info.latest
+                pending = (
+                    h.split_queue_name(queue)[0] == SCHEDULE_TOPIC
+                    or (queue, offset) in cached
+                    or committed.get(queue, NONE) <= offset
+                )
+                handed = (queue, offset) in info.handed_back
+                if not pending and not inv.copy_not_lost(
+                    consumed, handed, committed.get(queue, NONE), offset
+                ):
+                    self.report(inv.LOST, self._loss_rule(queue, offset), at, f"{key} at {queue}")
+            if not inv.dlq_accounted(consumed, info.dlq, pending) and (
+                info.latest is None or info.latest in info.handed_back
+            ):
+                rule = "RETRY-1" if self._retry_dropped() and info.vanished else None
+                self.report(inv.DLQ_ACCOUNTING, rule, at, f"{key}: handed back, never stored")
+            counts["consumed"] += consumed
+            counts["dlq"] += info.dlq
+            counts["pending"] += pending
+        self.result.stats = {**self.stats, **counts, "keys": len(self.keys)}
+        return self.result
+
+    def _loss_rule(self, queue: str, offset: int) -> str | None:
+        if self.truncated.get(queue, NONE) > offset:
+            return "STORE-19"  # its file expired before it was consumed
+        if self.moved_past.get(queue, NONE) > offset:
+            return "RESULT-10"  # an OFFSET_ILLEGAL correction moved the offset past it
+        return None
+
+    def _retry_dropped(self) -> bool:
+        return self.setup is not None and self.setup.retry_queue_nums <= 0
+
+
+def check(events: Iterable[h.Event]) -> CheckResult:
+    """Check a history; every invariant failure is counted as a violation or an allowed anomaly."""
+    scan = _Scan()
+    for event in events:
+        scan.feed(event)
+    return scan.finish()

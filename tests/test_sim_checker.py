@@ -1,0 +1,438 @@
+"""The history format and the anomaly checker on small hand-written histories: each anomaly kind
+is reported as a violation when nothing explains it and as allowed, with its rule, when the
+history shows the RocketMQ 4.x behaviour that produces it."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from reference import sim_history as h
+from reference.sim_checker import CheckResult, check
+from reference.sim_faults import (
+    FAULT_KINDS,
+    FaultStep,
+    format_schedule,
+    generate,
+    parse_kinds,
+    parse_schedule,
+)
+from spec import invariants as inv
+from spec import rules
+from spec.contracts import check_call
+
+Q = "T:0"
+RETRY = "%RETRY%G:0"
+
+
+def setup(orderly: bool = False, retry_queue_nums: int = 1) -> h.Setup:
+    return h.Setup(
+        at=0,
+        profile="4.9",
+        group="G",
+        topics=("T",),
+        orderly=orderly,
+        consumers=2,
+        retry_queue_nums=retry_queue_nums,
+    )
+
+
+def produce(n: int, queue: str = Q) -> list[h.Event]:
+    topic, qid = h.split_queue_name(queue)
+    return [h.Produce(at=i, key=f"k{i}", topic=topic, queue_id=qid, offset=i) for i in range(n)]
+
+
+def consumed(at: int, client: str, pq: int, offsets: list[int], ok: bool = True) -> h.Consumed:
+    return h.Consumed(
+        at=at,
+        client=client,
+        pq=pq,
+        queue=Q,
+        offsets=tuple(offsets),
+        keys=tuple(f"k{o}" for o in offsets),
+        status="CONSUME_SUCCESS" if ok else "RECONSUME_LATER",
+        success=ok,
+    )
+
+
+def snapshot(at: int, committed: int, cached: tuple[int, ...] = ()) -> h.Snapshot:
+    return h.Snapshot(
+        at=at, committed={Q: committed}, max_offsets={Q: 10}, cached={"c0#1": {Q: cached}}
+    )
+
+
+def broker(at: int, client: str, offset: int, before: int | None, via: str = "persist") -> h.Event:
+    return h.BrokerCommit(at=at, client=client, queue=Q, offset=offset, before=before, via=via)
+
+
+def memory(
+    at: int, client: str, offset: int, before: int | None, increase_only: bool = True
+) -> h.Event:
+    rule = "CONC-9" if increase_only else "ORDER-11"
+    return h.ClientCommit(
+        at=at,
+        client=client,
+        queue=Q,
+        offset=offset,
+        increase_only=increase_only,
+        before=before,
+        after=offset,
+        rule=rule,
+    )
+
+
+def run(*events: h.Event | list[h.Event]) -> CheckResult:
+    flat: list[h.Event] = []
+    for e in events:
+        flat.extend(e if isinstance(e, list) else [e])
+    return check(flat)
+
+
+# --- the history format --------------------------------------------------------------------------
+
+
+def test_every_event_type_round_trips_through_json_lines() -> None:
+    events: list[h.Event] = [
+        setup(),
+        *produce(2),
+        h.Stored(at=3, key="k0", topic="%RETRY%G", queue_id=0, offset=0, reconsume_times=1),
+        h.PullSent(at=4, client="c0#1", pq=1, queue=Q, offset=0, broker_id=0, commit_offset=-1),
+        h.PullAnswered(at=5, client="c0#1", pq=1, queue=Q, status=None, next_offset=0),
+        h.Delivered(
+            at=6,
+            client="c0#1",
+            pq=1,
+            queue=Q,
+            offsets=(0, 1),
+            keys=("k0", "k1"),
+            reconsume_times=(0, 0),
+            orderly=False,
+            end=6,
+        ),
+        consumed(7, "c0#1", 1, [0, 1]),
+        h.SentBack(
+            at=8, client="c0#1", key="k0", queue=Q, offset=0, via="rpc", ok=True, stored=None
+        ),
+        memory(9, "c0#1", 2, None),
+        broker(10, "c0#1", 2, None),
+        h.Assigned(at=11, client="c0#1", pq=1, queue=Q, start=0),
+        h.Dropped(at=12, client="c0#1", pq=1, queue=Q, reason="REBAL-9"),
+        h.CursorMoved(at=13, client="c0#1", pq=1, queue=Q, before=5, after=2, rule="FLOW-12"),
+        h.Cached(at=14, client="c0#1", pq=1, queue=Q, count=3, threshold=10, batch=4),
+        h.ClientLock(at=15, client="c0#1", pq=1, queue=Q, locked=True),
+        h.Lease(at=16, client="c0#1", queue=Q, action="grant"),
+        h.Truncated(at=17, queue=Q, min_offset=1),
+        h.Fault(at=18, fault="crash", target="c0#1", detail="restart in 5000 ms"),
+        snapshot(19, 2, (1,)),
+    ]
+    assert set(h.EVENT_TYPES) == {e.type for e in events}
+    out = io.StringIO()
+    assert len(events) == h.dump_lines(events, out)
+    assert events == list(h.load_lines(out.getvalue().splitlines()))
+
+
+def test_a_bad_history_line_names_its_number() -> None:
+    with pytest.raises(ValueError, match="line 2"):
+        list(h.load_lines(['{"type":"Truncated","at":1,"queue":"T:0","min_offset":0}', "{}"]))
+
+
+def test_history_summary_counts_by_type() -> None:
+    history = h.History()
+    for e in [setup(), *produce(3)]:
+        history.add(e)
+    assert {"Setup": 1, "Produce": 3} == history.summary()
+    assert 4 == len(history)
+
+
+# --- clean histories -----------------------------------------------------------------------------
+
+
+def test_a_clean_history_has_no_anomaly() -> None:
+    result = run(
+        setup(),
+        produce(3),
+        h.Assigned(at=3, client="c0#1", pq=1, queue=Q, start=0),
+        consumed(4, "c0#1", 1, [0, 1, 2]),
+        memory(4, "c0#1", 3, None),
+        broker(5, "c0#1", 3, None),
+        snapshot(6, 3),
+    )
+    assert ({}, {}) == (result.violations, result.allowed)
+    assert {"produced": 3, "consumed": 3, "pending": 0, "dlq": 0} == {
+        k: result.stats[k] for k in ("produced", "consumed", "pending", "dlq")
+    }
+
+
+def test_unconsumed_messages_above_the_commit_or_cached_are_pending() -> None:
+    result = run(setup(), produce(4), snapshot(5, 2, cached=(1,)))
+    # 0 is lost (passed, never consumed); 1 is cached; 2 and 3 are above the commit.
+    assert {inv.LOST: 1} == result.violations
+    assert 2 + 1 == result.stats["pending"]
+
+
+# --- lost ------------------------------------------------------------------------------------------
+
+
+def test_loss_is_a_violation_unless_expiry_or_an_offset_correction_explains_it() -> None:
+    assert {inv.LOST: 2} == run(setup(), produce(2), snapshot(3, 2)).violations
+    expired = run(setup(), produce(2), h.Truncated(at=2, queue=Q, min_offset=1), snapshot(3, 2))
+    assert ({inv.LOST: 1}, {"STORE-19": 1}) == (expired.violations, expired.allowed)
+    moved = h.PullAnswered(
+        at=2, client="c0#1", pq=1, queue=Q, status="OFFSET_ILLEGAL", next_offset=2
+    )
+    assert {"RESULT-10": 2} == run(setup(), produce(2), moved, snapshot(3, 2)).allowed
+
+
+def test_a_copy_handed_back_is_not_lost_and_its_retry_copy_is_pending() -> None:
+    back = h.SentBack(
+        at=2, client="c0#1", key="k0", queue=Q, offset=0, via="rpc", ok=True, stored="X"
+    )
+    retry = h.Stored(
+        at=2, key="k0", topic="SCHEDULE_TOPIC_XXXX", queue_id=2, offset=0, reconsume_times=1
+    )
+    result = run(setup(), produce(1), back, retry, snapshot(3, 1))
+    assert ({}, {}, 1) == (result.violations, result.allowed, result.stats["pending"])
+
+
+# --- dlq-accounting --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("retry_queue_nums", "expected"), [(1, "violation"), (0, "RETRY-1")])
+def test_a_send_back_that_stored_nothing_is_unaccounted(
+    retry_queue_nums: int, expected: str
+) -> None:
+    back = h.SentBack(
+        at=2, client="c0#1", key="k0", queue=Q, offset=0, via="rpc", ok=True, stored=None
+    )
+    result = run(setup(retry_queue_nums=retry_queue_nums), produce(1), back, snapshot(3, 1))
+    if expected == "violation":
+        assert {inv.DLQ_ACCOUNTING: 1} == result.violations
+    else:
+        assert ({}, {"RETRY-1": 1}) == (result.violations, result.allowed)
+
+
+def test_a_dead_letter_is_accounted() -> None:
+    dlq = h.Stored(at=2, key="k0", topic="%DLQ%G", queue_id=0, offset=0, reconsume_times=16)
+    result = run(setup(), produce(1), dlq, snapshot(3, 1))
+    assert ({}, 1) == (result.violations, result.stats["dlq"])
+
+
+# --- duplicate -------------------------------------------------------------------------------------
+
+
+def test_a_duplicate_within_one_process_queue_needs_a_re_put() -> None:
+    plain = run(
+        setup(),
+        produce(1),
+        h.Assigned(at=1, client="c0#1", pq=1, queue=Q, start=0),
+        consumed(2, "c0#1", 1, [0]),
+        consumed(3, "c0#1", 1, [0]),
+    )
+    assert {inv.DUPLICATE: 1} == plain.violations
+    answer = h.PullAnswered(
+        at=2, client="c0#1", pq=1, queue=Q, status="FOUND", next_offset=1, offsets=(0,)
+    )
+    re_put = run(
+        setup(),
+        produce(1),
+        h.Assigned(at=1, client="c0#1", pq=1, queue=Q, start=0),
+        answer,
+        consumed(2, "c0#1", 1, [0]),
+        answer,
+        consumed(3, "c0#1", 1, [0]),
+    )
+    assert ({}, {"PQ-13": 1}) == (re_put.violations, re_put.allowed)
+
+
+def handover(*between: h.Event) -> CheckResult:
+    """c0 consumes offset 0 in pq 1; then `between`; then c1's pq 2 starts at 0 and consumes it."""
+    return run(
+        setup(),
+        produce(2),
+        h.Assigned(at=1, client="c0#1", pq=1, queue=Q, start=0),
+        consumed(2, "c0#1", 1, [0]),
+        *between,
+        h.Assigned(at=10, client="c1#1", pq=2, queue=Q, start=0),
+        consumed(11, "c1#1", 2, [0]),
+    )
+
+
+def test_duplicates_after_a_hand_over_name_the_rule_that_allows_them() -> None:
+    crash = h.Fault(at=5, fault="crash", target="c0#1")
+    assert {"OFFSET-8": 1} == handover(memory(2, "c0#1", 1, None), crash).allowed
+    assert {"REBAL-9": 1} == handover(memory(2, "c0#1", 1, None)).allowed
+    assert {"PQ-7": 1} == handover().allowed
+    dropped = h.Dropped(at=5, client="c0#1", pq=1, queue=Q, reason="REBAL-9")
+    assert {"REBAL-9": 1} == handover(dropped).allowed
+    backwards = [broker(3, "c0#1", 1, None), broker(4, "c9#1", 0, 1)]
+    assert {"COMMIT-1": 2} == handover(*backwards).allowed  # the decrease and the duplicate
+
+
+def test_a_duplicate_of_another_copy_needs_a_send_back_that_stored_a_copy() -> None:
+    retry = h.Stored(at=3, key="k0", topic="%RETRY%G", queue_id=0, offset=0, reconsume_times=1)
+    again = h.Consumed(
+        at=9,
+        client="c0#1",
+        pq=2,
+        queue=RETRY,
+        offsets=(0,),
+        keys=("k0",),
+        status="CONSUME_SUCCESS",
+        success=True,
+    )
+    base = [setup(), *produce(1), consumed(2, "c0#1", 1, [0]), retry]
+    assert {inv.DUPLICATE: 1} == run(base, again).violations
+
+    def back(via: str, ok: bool) -> h.SentBack:
+        return h.SentBack(
+            at=2, client="c0#1", key="k0", queue=Q, offset=0, via=via, ok=ok, stored="%RETRY%G"
+        )
+
+    assert {"CONC-8": 1} == run(base, back("fallback", False), again).allowed
+    assert {"CONC-11": 1} == run(base, back("rpc", False), back("fallback", True), again).allowed
+    assert {"PQ-18": 1} == run(base, back("cleaner", True), again).allowed
+
+
+# --- nonmonotonic-commit ---------------------------------------------------------------------------
+
+
+def test_an_increase_only_write_that_lowers_the_client_offset_is_a_violation() -> None:
+    result = run(setup(), memory(1, "c0#1", 5, None), memory(2, "c0#1", 3, 5))
+    assert {inv.NONMONOTONIC_COMMIT: 1} == result.violations
+    assert {} == run(setup(), memory(1, "c0#1", 5, None), memory(2, "c0#1", 3, 5, False)).violations
+
+
+def test_a_broker_commit_going_back_is_allowed_only_with_a_cause() -> None:
+    stale = run(setup(), broker(1, "c0#1", 5, None), broker(2, "c1#1", 3, 5))
+    assert ({}, {"COMMIT-1": 1}) == (stale.violations, stale.allowed)
+    fix = run(setup(), broker(1, "c0#1", 5, None), broker(2, "c0#1", 3, 5, "fix-up"))
+    assert {"RESULT-10": 1} == fix.allowed
+    orderly = run(
+        setup(orderly=True),
+        memory(1, "c0#1", 5, None, False),
+        broker(1, "c0#1", 5, None),
+        memory(2, "c0#1", 3, 5, False),
+        broker(2, "c0#1", 3, 5),
+    )
+    assert {"ORDER-11": 1} == orderly.allowed
+    # A pull carrying the writer's older offset 3 reaches the broker after its persist of 5.
+    held_3_then_5 = [memory(1, "c0#1", 3, None), memory(2, "c0#1", 5, 3)]
+    late_pull = broker(4, "c0#1", 3, 5, "pull")
+    delayed = run(setup(), held_3_then_5, broker(3, "c0#1", 5, None), late_pull)
+    assert ({}, {"COMMIT-1": 1}) == (delayed.violations, delayed.allowed)
+    assert {inv.NONMONOTONIC_COMMIT: 1} == run(
+        setup(), broker(1, "c0#1", 5, None), broker(2, "c0#1", 4, 5)
+    ).violations
+
+
+# --- orderly ---------------------------------------------------------------------------------------
+
+
+def call(at: int, client: str, end: int, offsets: tuple[int, ...] = (0,)) -> h.Delivered:
+    return h.Delivered(
+        at=at,
+        client=client,
+        pq=1,
+        queue=Q,
+        offsets=offsets,
+        keys=tuple(f"k{o}" for o in offsets),
+        reconsume_times=(0,) * len(offsets),
+        orderly=True,
+        end=end,
+    )
+
+
+def test_overlapping_orderly_calls_are_allowed_only_when_the_lease_arithmetic_broke() -> None:
+    o = setup(orderly=True)
+    assert {inv.ORDERLY_OVERLAP: 1} == run(o, call(0, "a", 100), call(50, "b", 60)).violations
+    assert {} == run(o, call(0, "a", 100), call(100, "b", 160)).violations  # touching ends
+    assert {} == run(o, call(0, "a", 100), call(50, "a", 60)).violations  # one client
+    long_call = run(o, call(0, "a", 40_000), call(35_000, "b", 35_001))
+    assert ({}, {"REBAL-22": 1}) == (long_call.violations, long_call.allowed)
+    jump = h.Fault(at=40, fault="clock-jump", target="broker", detail="61000")
+    assert {"REBAL-22": 1} == run(o, call(0, "a", 100), jump, call(50, "b", 60)).allowed
+    crashed = h.Fault(at=40, fault="crash", target="a")
+    assert {} == run(o, call(0, "a", 100), crashed, call(50, "b", 60)).violations
+
+
+def test_consuming_below_an_offset_already_consumed_in_orderly_mode() -> None:
+    o = setup(orderly=True)
+    base = [o, *produce(3), h.Assigned(at=1, client="c0#1", pq=1, queue=Q, start=0)]
+    in_order = run(base, consumed(2, "c0#1", 1, [0]), consumed(3, "c0#1", 1, [1, 2]))
+    assert ({}, {}) == (in_order.violations, in_order.allowed)
+    back = run(base, consumed(2, "c0#1", 1, [0, 1]), consumed(3, "c0#1", 1, [1]))
+    assert {inv.ORDERLY_REORDER: 1, inv.DUPLICATE: 1} == back.violations
+    moved = h.CursorMoved(at=2, client="c0#1", pq=1, queue=Q, before=2, after=1, rule="FLOW-12")
+    explained = run(base, consumed(2, "c0#1", 1, [0, 1]), moved, consumed(3, "c0#1", 1, [1]))
+    assert ({}, {"FLOW-12": 2}) == (explained.violations, explained.allowed)
+
+
+# --- flow-bound-exceeded ---------------------------------------------------------------------------
+
+
+def test_a_cache_beyond_threshold_plus_batch_needs_two_pull_requests() -> None:
+    def cached(count: int) -> h.Cached:
+        return h.Cached(at=2, client="c0#1", pq=1, queue=Q, count=count, threshold=10, batch=4)
+
+    def sent(at: int) -> h.PullSent:
+        return h.PullSent(
+            at=at, client="c0#1", pq=1, queue=Q, offset=0, broker_id=0, commit_offset=-1
+        )
+
+    assigned = h.Assigned(at=0, client="c0#1", pq=1, queue=Q, start=0)
+    assert {} == run(setup(), assigned, cached(14)).violations
+    assert {inv.FLOW_BOUND_EXCEEDED: 1} == run(setup(), assigned, cached(15)).violations
+    assert {"RESULT-14": 1} == run(setup(), assigned, sent(1), sent(1), cached(15)).allowed
+
+
+# --- invariants and fault schedules ----------------------------------------------------------------
+
+
+def test_every_invariant_is_a_registered_rule_with_one_sentence() -> None:
+    ids = [r.id for r in rules.catalogue() if r.area == "INV"]
+    assert [f"INV-{n}" for n in range(1, 9)] == ids
+    for rule_id in ids:
+        r = rules.get(rule_id)
+        assert r.statement.endswith(".") and r.source
+
+
+@given(st.booleans(), st.booleans(), st.integers(-1, 9), st.integers(0, 9))
+def test_inv_1_contract(consumed: bool, back: bool, committed: int, offset: int) -> None:
+    check_call(inv.copy_not_lost, consumed, back, committed, offset)
+
+
+@given(st.none() | st.integers(-1, 9), st.integers(-1, 9), st.booleans())
+def test_inv_3_and_4_contracts(before: int | None, after: int, increase_only: bool) -> None:
+    check_call(inv.client_offset_monotone, before, after, increase_only)
+    check_call(inv.broker_commit_monotone, before, after)
+
+
+@given(st.integers(0, 3), st.integers(1, 9), st.integers(0, 30), st.integers(1, 9))
+def test_inv_2_6_7_contracts(successes: int, threshold: int, cached: int, batch: int) -> None:
+    check_call(inv.consumed_at_most_once, successes)
+    check_call(inv.within_flow_bound, cached, threshold, batch)
+    check_call(inv.orderly_in_order, threshold, batch, successes > 1)
+    check_call(inv.one_orderly_owner, frozenset(str(i) for i in range(successes)))
+    check_call(inv.dlq_accounted, successes > 0, threshold > 4, batch > 4)
+
+
+def test_a_schedule_round_trips_through_its_text_form() -> None:
+    steps = generate(7, 600_000, 3)
+    assert steps == parse_schedule(format_schedule(steps))
+    assert steps == generate(7, 600_000, 3)
+    assert {s.kind for s in steps} <= set(FAULT_KINDS)
+    assert (FaultStep(5, "crash", "c1", 100),) == parse_schedule("crash@5:c1=100")
+    assert () == parse_schedule("")
+
+
+def test_bad_fault_input_is_refused() -> None:
+    for text in ("crash", "boom@1", "crash@x"):
+        with pytest.raises(ValueError):
+            parse_schedule(text)
+    with pytest.raises(ValueError, match="unknown fault kinds"):
+        parse_kinds("crash,boom")
+    assert ("crash", "join") == parse_kinds("crash, join")
+    assert () == parse_kinds("none")
