@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 import attrs
 
+from reference.broker_clients import ClientRequests, ConsumerManager, ConsumerRegistration
 from reference.lock_manager import ReferenceLockManager
 from reference.send_back import ReferenceSendBack
 from spec.clock import Clock
@@ -65,14 +66,6 @@ OFFSET_MOVED_EVENT = "OFFSET_MOVED_EVENT"
 SYSTEM_CONSUMER_GROUP_PREFIX = "CID_RMQ_SYS_"
 
 
-@attrs.frozen
-class ConsumerRegistration:
-    """What a group's heartbeat registered: its subscriptions and message model."""
-
-    subscriptions: Mapping[str, SubscriptionData]
-    broadcasting: bool = False
-
-
 @attrs.define
 class HeldRequest:
     """A suspended pull waiting in the hold service (HOLD-1)."""
@@ -86,8 +79,9 @@ class HeldRequest:
 
 
 @attrs.define
-class ReferenceBroker:
-    """A deterministic broker: pulls, offset commits, long polling; no threads, no sleeping."""
+class ReferenceBroker(ClientRequests):
+    """A deterministic broker: pulls, offset commits, long polling; no threads, no sleeping.
+    Heartbeats, the consumer list and SEND_MESSAGE requests are in `ClientRequests`."""
 
     store: MessageStore
     config: BrokerConfig = attrs.field(factory=BrokerConfig)
@@ -103,10 +97,17 @@ class ReferenceBroker:
     _next_check: int = attrs.field(init=False, default=0)
     lock_manager: ReferenceLockManager = attrs.field(init=False)
     send_back_processor: ReferenceSendBack = attrs.field(init=False)
+    #: The consumer clients of each group, as heartbeats registered them.
+    consumer_manager: ConsumerManager = attrs.field(init=False)
+    #: Called with (group, topic, queue_id, offset) on every consumer offset commit.
+    commit_listeners: list[Callable[[str, str, int, int], None]] = attrs.field(
+        init=False, factory=list
+    )
 
     def __attrs_post_init__(self) -> None:
         self._next_check = self.clock.now_ms() + self.check_interval
         self.lock_manager = ReferenceLockManager(clock=self.clock)
+        self.consumer_manager = ConsumerManager(self.clock, self.consumers)
         self.send_back_processor = ReferenceSendBack(
             self.store,
             SubscriptionGroupConfig(group_name=SYSTEM_CONSUMER_GROUP_PREFIX + "SEND_BACK"),
@@ -115,8 +116,9 @@ class ReferenceBroker:
             broker_permission=self.config.broker_permission,
             auto_create_subscription_group=self.config.auto_create_subscription_group,
         )
-        # One broker: the send-back processor sees the broker's topic and group configs.
-        self.send_back_processor.topics = self.topics
+        # One broker: the send-back processor sees the broker's topic and group configs. The
+        # topics field's converter would copy the dict, so the shared one is set around it.
+        object.__setattr__(self.send_back_processor, "topics", self.topics)
         self.send_back_processor.groups = self.groups
 
     @property
@@ -452,6 +454,8 @@ class ReferenceBroker:
         """ConsumerOffsetManager.commitOffset (COMMIT-1): replace, not increase-only."""
         table = self.offsets.setdefault(f"{topic}@{group}", {})
         table[queue_id] = commit_offset(table.get(queue_id), offset)
+        for listener in self.commit_listeners:
+            listener(group, topic, queue_id, table[queue_id])
 
     def query_offset(self, group: str, topic: str, queue_id: int) -> int:
         """The stored offset, or -1 (ConsumerOffsetManager.queryOffset)."""
