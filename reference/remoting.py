@@ -11,44 +11,62 @@ deterministic scheduler.
 - The brokers' hold services run as scheduled events at each broker's `next_hold_check_at`;
   answered held pulls are drained after every broker call and check. A registered broker's
   hold checks recur for ever, so drive the scheduler with `run_until`, not `run_next` to idle.
-- Offset queries and updates are synchronous and take no virtual time (`RemotingOffsetClient`,
-  the `BrokerOffsetClient` of `reference.offset_store`).
+- Every other request is synchronous and takes no virtual time (`invoke`): offset queries and
+  updates (`reference.client_remoting.RemotingOffsetClient`), heartbeats, locks, send-backs.
+  After each, the answers to held pulls it caused are delivered, the broker's
+  NOTIFY_CONSUMER_IDS_CHANGED messages go to the registered clients (scheduled events), and the
+  broker's schedule-delivery timer (RETRY-9) is re-armed for its earliest due delayed message.
+  From its first consumer client on, a broker also runs ClientHousekeepingService's 10 s scan.
 - Faults are explicit switches: a broker that is down refuses connections (RemotingConnectError,
   thrown synchronously as invokeAsync throws it) and its answers never arrive; a broker whose
-  responses are dropped processes requests but its answers never arrive.
+  responses are dropped processes requests but its answers never arrive; named synchronous
+  requests can time out (RemotingTimeoutError) while the rest still work. A down broker's own
+  timers (hold checks, delayed delivery, housekeeping) still run: down means unreachable.
 
 PullMessageRequestHeader (client) becomes PullMessageRequest (broker) here and only here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
+from typing import TYPE_CHECKING, TypeVar
 
 import attrs
 
 from reference.broker import ReferenceBroker
+from reference.broker_clients import HOUSEKEEPING_INTERVAL_MILLIS as HOUSEKEEPING_MS
 from reference.scheduler import Scheduler
-from spec.client_errors import MQBrokerError, MQClientError
+from spec.client_errors import MQClientError
 from spec.code import PullMessageRequest, PullResponse
 from spec.errors import (
     InvalidArgumentError,
     InvalidTypeError,
-    UnsupportedError,
     require_int,
     require_non_negative,
     require_str,
 )
-from spec.message import BrokerInnerMessage, MessageQueue
+from spec.message import BrokerInnerMessage
 from spec.offset_store import offset_broker_address
 from spec.profiles import Profile
 from spec.pull_request import PullMessageRequestHeader
 from spec.pull_route import V4_1_0_SNAPSHOT
 from spec.results import PutMessageResult
-from spec.status import ResponseCode
+
+if TYPE_CHECKING:
+    from reference.client_remoting import RemotingAdmin, RemotingOffsetClient
+
+T = TypeVar("T")
 
 #: The callbacks of an asynchronous pull (InvokeCallback.operationComplete's two outcomes).
 OnResponse = Callable[[PullResponse], None]
 OnException = Callable[[BaseException], None]
+
+
+class RemotingTimeoutError(MQClientError):
+    """Java's RemotingTimeoutException for a synchronous request the broker never answered
+    (a request fault of `ReferenceRemoting.set_failing_requests`)."""
+
+    java_exception = "RemotingTimeoutException"
 
 
 class RemotingConnectError(Exception):
@@ -89,6 +107,11 @@ class _Endpoint:
     drop_responses: bool = False
     #: broker request id → the pull waiting for its answer.
     waiting: dict[int, _PendingPull] = attrs.Factory(dict)
+    #: Request names (e.g. "CONSUMER_SEND_MSG_BACK") that fail as if timed out.
+    failing: frozenset[str] = frozenset()
+    #: (due time, scheduler handle) of the armed schedule-delivery timer, if any.
+    schedule_timer: tuple[int, int] | None = None
+    housekeeping: bool = False
 
 
 @attrs.define
@@ -132,6 +155,7 @@ class ReferenceRemoting:
         self._scheduler = scheduler
         self._latency = require_non_negative("latency_ms", latency_ms)
         self._endpoints: dict[str, _Endpoint] = {}
+        self._clients: dict[str, Callable[[str], None]] = {}
         self._next_handle = 1
         self._pending: dict[int, _PendingPull] = {}
         #: Every pull sent, in order (tests read the send times from here).
@@ -168,7 +192,12 @@ class ReferenceRemoting:
             raise InvalidArgumentError("broker_id", bid, f"is already registered for {name}")
         self._endpoints[address] = _Endpoint(name, bid, broker, ver)
         self._schedule_hold_check(address)
+        self._arm_schedule(address)
         return address
+
+    def broker_names(self) -> list[str]:
+        """Every registered broker name, sorted (the cluster the name server would route)."""
+        return sorted({e.broker_name for e in self._endpoints.values()})
 
     def broker_addrs(self, broker_name: str) -> dict[int, str]:
         """The route's broker map of `broker_name` (BrokerData.brokerAddrs): id → address, in
@@ -193,20 +222,104 @@ class ReferenceRemoting:
         """Lose (True) or deliver (False) every pull answer the broker at `addr` gives."""
         self._endpoint(addr).drop_responses = _bool("drop", drop)
 
+    def set_failing_requests(self, addr: str, requests: Collection[str]) -> None:
+        """Make the named synchronous requests to `addr` time out (RemotingTimeoutError) while
+        the broker stays up for everything else; an empty collection clears the fault."""
+        names = frozenset(requests)
+        for name in names:
+            require_str("request", name)
+        self._endpoint(addr).failing = names
+
     def _endpoint(self, addr: object) -> _Endpoint:
         address = require_str("addr", addr)
         if address not in self._endpoints:
             raise InvalidArgumentError("addr", address, "no broker registered there")
         return self._endpoints[address]
 
-    def connect(self, addr: str) -> ReferenceBroker:
+    def connect(self, addr: str, request: str | None = None) -> ReferenceBroker:
         """The broker at `addr` for a synchronous call; RemotingConnectError when it is down or
-        unknown (getAndCreateChannel fails)."""
+        unknown (getAndCreateChannel fails), RemotingTimeoutError when `request` is one of its
+        failing requests."""
         address = require_str("addr", addr)
         endpoint = self._endpoints.get(address)
         if endpoint is None or endpoint.down:
             raise RemotingConnectError(address)
+        if request is not None and request in endpoint.failing:
+            raise RemotingTimeoutError(f"wait response on {address} timeout, request {request}")
         return endpoint.broker
+
+    def invoke(self, addr: str, request: str, call: Callable[[ReferenceBroker], T]) -> T:
+        """A synchronous request: `call` on the broker at `addr` (taking no virtual time), then
+        deliver what it caused: answers to held pulls, NOTIFY_CONSUMER_IDS_CHANGED messages and
+        the re-armed schedule timer. Raises as `connect` does."""
+        broker = self.connect(addr, require_str("request", request))
+        try:
+            return call(broker)
+        finally:
+            self._after_call(addr)
+
+    # -- clients (NOTIFY_CONSUMER_IDS_CHANGED) -----------------------------------------------
+
+    def register_client(self, client_id: str, on_notify: Callable[[str], None]) -> None:
+        """Connect a client instance: `on_notify(group)` receives its NOTIFY_CONSUMER_IDS_CHANGED
+        messages (as scheduled events, `latency_ms` after the broker sends them)."""
+        _callable("on_notify", on_notify)
+        self._clients[require_str("client_id", client_id)] = on_notify
+
+    def unregister_client(self, client_id: str, *, close: bool = False) -> None:
+        """Disconnect a client: its notifications are lost from now on. With `close`, every
+        reachable broker sees the connection close (a crashed process): the client leaves its
+        groups at once and their other members are notified."""
+        self._clients.pop(require_str("client_id", client_id), None)
+        if close:
+            for addr, endpoint in self._endpoints.items():
+                if not endpoint.down:
+                    endpoint.broker.client_channel_closed(client_id)
+                    self._after_call(addr)
+
+    def _after_call(self, addr: str) -> None:
+        endpoint = self._endpoints[addr]
+        self._drain(addr)
+        for client_id, group in endpoint.broker.drain_notifications():
+            on_notify = self._clients.get(client_id)
+            if on_notify is not None and not endpoint.down:
+                self._notify_later(on_notify, group)
+        if endpoint.broker.consumer_manager.groups and not endpoint.housekeeping:
+            endpoint.housekeeping = True
+            self._schedule_housekeeping(addr, self._scheduler.clock.now_ms() + HOUSEKEEPING_MS)
+        self._arm_schedule(addr)
+
+    def _notify_later(self, on_notify: Callable[[str], None], group: str) -> None:
+        self._scheduler.call_later(self._latency, lambda: on_notify(group), "notify-consumer-ids")
+
+    def _schedule_housekeeping(self, addr: str, at: int) -> None:
+        def scan() -> None:
+            # ClientHousekeepingService: a fixed-rate scan from the first client on
+            self._endpoints[addr].broker.scan_not_active_clients()
+            self._schedule_housekeeping(addr, at + HOUSEKEEPING_MS)
+
+        self._scheduler.call_at(at, scan, "client-housekeeping")
+
+    def _arm_schedule(self, addr: str) -> None:
+        """Arm the broker's ScheduleMessageService for its earliest due delayed message, unless
+        an earlier or equal timer is armed already."""
+        endpoint = self._endpoints[addr]
+        due = endpoint.broker.next_schedule_delivery_at
+        if due is None:
+            return
+        due = max(due, self._scheduler.clock.now_ms())
+        if endpoint.schedule_timer is not None:
+            if endpoint.schedule_timer[0] <= due:
+                return
+            self._scheduler.cancel(endpoint.schedule_timer[1])
+        handle = self._scheduler.call_at(due, lambda: self._deliver_due(addr), "schedule-delivery")
+        endpoint.schedule_timer = (due, handle)
+
+    def _deliver_due(self, addr: str) -> None:
+        # The broker's own timer: it runs whether or not clients can reach the broker
+        self._endpoints[addr].schedule_timer = None
+        self._endpoints[addr].broker.deliver_due_messages()
+        self._after_call(addr)
 
     # -- producing ---------------------------------------------------------------------------
 
@@ -215,9 +328,7 @@ class ReferenceRemoting:
         answered (HOLD-5). Send through here, not to the broker, so those answers leave."""
         if not isinstance(msg, BrokerInnerMessage):
             raise InvalidTypeError("msg", msg, "BrokerInnerMessage")
-        result = self.connect(addr).send_message(msg)
-        self._drain(addr)
-        return result
+        return self.invoke(addr, "SEND_MESSAGE", lambda broker: broker.send_message(msg))
 
     # -- asynchronous pulls ------------------------------------------------------------------
 
@@ -325,10 +436,14 @@ class ReferenceRemoting:
 
     def offset_client(self, group: str, profile: Profile) -> RemotingOffsetClient:
         """The BrokerOffsetClient of `group` (QUERY/UPDATE_CONSUMER_OFFSET, OFFSET-7 routing)."""
+        from reference.client_remoting import RemotingOffsetClient
+
         return RemotingOffsetClient(self, group, profile)
 
     def admin(self) -> RemotingAdmin:
         """The MQAdminImpl queries of REBAL-17 (maxOffset, searchOffset)."""
+        from reference.client_remoting import RemotingAdmin
+
         return RemotingAdmin(self)
 
     def offset_broker_addr(self, broker_name: str, profile: Profile) -> str:
@@ -341,70 +456,3 @@ class ReferenceRemoting:
         if addr is None:
             raise MQClientError(f"The broker[{broker_name}] not exist")
         return addr
-
-
-class RemotingOffsetClient:
-    """RemoteBrokerOffsetStore's broker side over the remoting, for one consumer group."""
-
-    def __init__(self, remoting: ReferenceRemoting, group: str, profile: Profile) -> None:
-        if not isinstance(remoting, ReferenceRemoting):
-            raise InvalidTypeError("remoting", remoting, "ReferenceRemoting")
-        self.remoting = remoting
-        self.group = require_str("group", group)
-        self.profile = Profile.parse(profile)
-
-    def query_offset(self, mq: MessageQueue) -> int:
-        """QUERY_CONSUMER_OFFSET: the stored offset; MQBrokerError on a non-SUCCESS code,
-        MQClientError / RemotingConnectError when there is no reachable broker."""
-        queue = _message_queue(mq)
-        addr = self.remoting.offset_broker_addr(queue.broker_name, self.profile)
-        broker = self.remoting.connect(addr)
-        code, offset = broker.query_consumer_offset(self.group, queue.topic, queue.queue_id)
-        if code is not ResponseCode.SUCCESS or offset is None:
-            raise MQBrokerError(int(code), code.name, addr)
-        return offset
-
-    def update_offset(self, mq: MessageQueue, offset: int, oneway: bool) -> None:
-        """UPDATE_CONSUMER_OFFSET (one-way or synchronous); the broker commits it on any role."""
-        queue = _message_queue(mq)
-        value = require_int("offset", offset)
-        _bool("oneway", oneway)
-        addr = self.remoting.offset_broker_addr(queue.broker_name, self.profile)
-        code = self.remoting.connect(addr).update_consumer_offset(
-            self.group, queue.topic, queue.queue_id, value
-        )
-        if code is not ResponseCode.SUCCESS and not oneway:
-            raise MQBrokerError(int(code), code.name, addr)
-
-
-class RemotingAdmin:
-    """MQAdminImpl.maxOffset / searchOffset over the remoting (the OffsetQueries of REBAL-17)."""
-
-    def __init__(self, remoting: ReferenceRemoting) -> None:
-        if not isinstance(remoting, ReferenceRemoting):
-            raise InvalidTypeError("remoting", remoting, "ReferenceRemoting")
-        self.remoting = remoting
-
-    def max_offset(self, mq: MessageQueue) -> int:
-        """GET_MAX_OFFSET from the master; MQClientError when it is missing or unreachable."""
-        queue = _message_queue(mq)
-        addr = self.remoting.broker_addrs(queue.broker_name).get(0)
-        if addr is None:
-            raise MQClientError(f"The broker[{queue.broker_name}] not exist")
-        try:
-            broker = self.remoting.connect(addr)
-        except RemotingConnectError as exc:
-            raise MQClientError(f"Invoke Broker[{addr}] exception") from exc
-        return broker.store.get_max_offset_in_queue(queue.topic, queue.queue_id)
-
-    def search_offset(self, mq: MessageQueue, timestamp_ms: int) -> int:
-        """SEARCH_OFFSET_BY_TIMESTAMP: not modelled (the reference store keeps no time index)."""
-        _message_queue(mq)
-        require_int("timestamp_ms", timestamp_ms)
-        raise UnsupportedError("searchOffset (CONSUME_FROM_TIMESTAMP) in the reference remoting")
-
-
-def _message_queue(value: object) -> MessageQueue:
-    if not isinstance(value, MessageQueue):
-        raise InvalidTypeError("mq", value, "MessageQueue")
-    return value
