@@ -140,6 +140,7 @@ class ReferencePushConsumer:
         rebalance_hooks: RebalanceHooks,
         *,
         pull_service: PullMessageService | None = None,
+        schedule_persist: bool = True,
     ) -> None:
         self.group = require_str("group", group)
         for name, value, kind in (
@@ -162,6 +163,9 @@ class ReferencePushConsumer:
         self.rebalance_hooks = rebalance_hooks
         #: The client instance's pull service, shared by its consumers (PULLQ-1).
         self.pull_service = pull_service or PullMessageService(scheduler)
+        #: Whether start() schedules persistConsumerOffset itself; a client instance that runs
+        #: persistAllConsumerOffset for all its consumers (OFFSET-8) turns it off.
+        self.schedule_persist = schedule_persist
         self.service_state = ServiceState.CREATE_JUST
         self.paused = False
         self.counters: FlowControlCounters = NO_FLOW_CONTROL
@@ -181,8 +185,9 @@ class ReferencePushConsumer:
         return self.service_state is ServiceState.RUNNING
 
     def start(self) -> None:
-        """start(): load the offsets, register with the pull service and start it, and schedule
-        persistAllConsumerOffset (OFFSET-8: first after 10 s, then every 5 s)."""
+        """start(): load the offsets, register with the pull service and start it, and (unless
+        `schedule_persist` is off) schedule persistAllConsumerOffset (OFFSET-8: first after
+        10 s, then every 5 s)."""
         if self.service_state is not ServiceState.CREATE_JUST:
             raise MQClientError(f"The PushConsumer service state not OK, {self.service_state.name}")
         if self.pull_service.select_consumer(self.group) is not None:
@@ -191,9 +196,10 @@ class ReferencePushConsumer:
         self.pull_service.register_consumer(self.group, self)
         self.pull_service.start()
         self.service_state = ServiceState.RUNNING
-        self._schedule_persist(
-            self.scheduler.clock.now_ms() + PERSIST_CONSUMER_OFFSET_INITIAL_DELAY_MILLIS
-        )
+        if self.schedule_persist:
+            self._schedule_persist(
+                self.scheduler.clock.now_ms() + PERSIST_CONSUMER_OFFSET_INITIAL_DELAY_MILLIS
+            )
 
     def shutdown(self) -> None:
         """shutdown(): persist once, unregister, and stop (the shared pull service runs on)."""

@@ -86,6 +86,12 @@ class ReferenceRebalancePushImpl:
         )
         #: The orderly service's answer to pq.consumeLock.tryLock (REBAL-14); free by default.
         self.consume_lock_free: Callable[[ProcessQueue], bool] = lambda _pq: True
+        #: sendHeartbeatToAllBrokerWithLock, run by messageQueueChanged (REBAL-13); the client
+        #: instance wires it, so the brokers learn the new subVersion before the next pull.
+        self.send_heartbeat: Callable[[], None] = lambda: None
+        #: Told the rewritten config when FLOW-14 changes the per-queue thresholds, so the pull
+        #: path (which holds its own copy) applies them too.
+        self.config_changed: Callable[[ConsumerConfig], None] = lambda _config: None
         self.consume_timestamp_ms = self._consume_timestamp()
         self.subscription_inner: dict[str, SubscriptionData] = {}
         self.paused = False
@@ -291,8 +297,10 @@ class ReferenceRebalancePushImpl:
         self.subscription_inner[topic] = attrs.evolve(sub, sub_version=plan.sub_version)
         if plan.queue_thresholds is not None:
             self.config = self.config.with_queue_thresholds(*plan.queue_thresholds)
+            self.config_changed(self.config)
         if plan.send_heartbeat:
             self.heartbeats += 1
+            self.send_heartbeat()
 
     # -- client locking (REBAL-19 … REBAL-21, REBAL-23) -------------------------------------------
 
