@@ -1,0 +1,286 @@
+"""ClientConsumer: a DefaultMQPushConsumer fully wired on a `ReferenceClientInstance` — the pull
+path (`ReferencePushConsumer`), the real rebalance (`ReferenceRebalancePushImpl`), the real
+consume service (concurrent or orderly) and the offset store (remote in CLUSTERING, a local
+file in BROADCASTING) — and `new_push_consumer`, which builds one.
+
+The wiring, part by part:
+- the rebalance's new PullRequests go to the instance's pull service (REBAL-12), its route and
+  consumer ids come from the brokers (REBAL-4/5), its locks go to the masters (REBAL-19…21),
+  messageQueueChanged sends a heartbeat (REBAL-13) and hands the rewritten thresholds to the
+  pull path (FLOW-14), and the orderly service answers its consume-lock tries (REBAL-14);
+- start() copies the subscriptions with subVersion = now, adds %RETRY%<group> "*" in
+  CLUSTERING (REBAL-2), starts the consume service, the pull path and the instance, then sends
+  a heartbeat and wakes the rebalance (DefaultMQPushConsumerImpl.start);
+- shutdown() follows DefaultMQPushConsumerImpl.shutdown: consume service, persist, unregister
+  (UNREGISTER_CLIENT to every broker), the instance if it has no consumer left, destroy.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import cast
+
+import attrs
+
+from reference.client_instance import ReferenceClientInstance
+from reference.consume_concurrently import ReferenceConsumeConcurrentlyService
+from reference.consume_orderly import ReferenceConsumeOrderlyService
+from reference.offset_store import ReferenceLocalFileOffsetStore, ReferenceRemoteOffsetStore
+from reference.pull_service import PullRequest
+from reference.push_consumer import ReferencePushConsumer
+from reference.rebalance import NewPullRequest, ReferenceRebalancePushImpl
+from reference.remoting import ReferenceRemoting
+from reference.scheduler import Scheduler
+from spec import allocate as al
+from spec.consume_types import ConcurrentListener, OrderlyListener, retry_topic
+from spec.consumer_config import ConsumeMode, ConsumerConfig, MessageModel
+from spec.errors import InvalidArgumentError, require_str
+from spec.filter import SubscriptionData, build_subscription_data
+from spec.message import MessageQueue, StoredMessage
+from spec.offset_store import OffsetStore
+from spec.profiles import Profile
+from spec.protocols import ProcessQueue
+
+#: How long a listener call lasts, in virtual milliseconds (orderly and concurrent services).
+ConsumeTime = Callable[[Sequence[StoredMessage]], int]
+Listener = ConcurrentListener | OrderlyListener
+ConsumeService = ReferenceConsumeConcurrentlyService | ReferenceConsumeOrderlyService
+
+
+class ClientConsumer:
+    """One push consumer of `group` on `instance`; see the module docstring for the wiring."""
+
+    def __init__(
+        self,
+        instance: ReferenceClientInstance,
+        group: str,
+        config: ConsumerConfig,
+        listener: Listener,
+        subscriptions: Mapping[str, str],
+        *,
+        strategy: al.AllocateStrategy = al.allocate_averagely,
+        offset_dir: str | Path | None = None,
+        consume_time: ConsumeTime | None = None,
+    ) -> None:
+        self.instance = instance
+        self.group = require_str("group", group)
+        self.config = config
+        self.profile = instance.profile
+        self.listener = listener
+        #: topic → TAG expression, as subscribe(topic, expression) was called.
+        self.topics = {
+            require_str("topic", t): require_str("expression", e) for t, e in subscriptions.items()
+        }
+        remoting, scheduler = instance.remoting, instance.scheduler
+        self.offset_store = self._offset_store(remoting, offset_dir)
+        self.send_back = instance.send_back_client(group, unit_mode=config.unit_mode)
+        self.rebalance = ReferenceRebalancePushImpl(
+            scheduler,
+            group=group,
+            client_id=instance.client_id,
+            config=config,
+            profile=self.profile,
+            lock_client=instance.lock_client,
+            offset_store=self.offset_store,
+            admin=remoting.admin(),
+            route=instance.route,
+            consumer_ids=instance.consumer_ids,
+            strategy=strategy,
+            dispatch=self._dispatch,
+        )
+        self.consume_service: ConsumeService
+        if config.orderly:
+            orderly = ReferenceConsumeOrderlyService(
+                scheduler,
+                group=group,
+                config=config,
+                profile=self.profile,
+                listener=cast(OrderlyListener, listener),
+                offset_store=self.offset_store,
+                send_back=self.send_back,
+                rebalance=self.rebalance,
+                consume_time=consume_time,
+            )
+            self.rebalance.consume_lock_free = orderly.consume_lock_free
+            self.consume_service = orderly
+        else:
+            self.consume_service = ReferenceConsumeConcurrentlyService(
+                scheduler,
+                group=group,
+                config=config,
+                profile=self.profile,
+                listener=cast(ConcurrentListener, listener),
+                offset_store=self.offset_store,
+                send_back=self.send_back,
+                process_queues=self.rebalance.process_queues,
+                consume_time=consume_time,
+            )
+        self.push = ReferencePushConsumer(
+            group,
+            config,
+            self.profile,
+            scheduler,
+            remoting,
+            self.offset_store,
+            self.consume_service,
+            self.rebalance,
+            pull_service=instance.pull_service,
+            schedule_persist=False,  # the instance runs persistAllConsumerOffset
+        )
+        self.rebalance.send_heartbeat = instance.send_heartbeat_to_all_brokers
+        self.rebalance.config_changed = self._config_changed
+
+    def _offset_store(
+        self, remoting: ReferenceRemoting, offset_dir: str | Path | None
+    ) -> OffsetStore:
+        if self.config.message_model is MessageModel.CLUSTERING:
+            return ReferenceRemoteOffsetStore(
+                remoting.offset_client(self.group, self.profile), self.group
+            )
+        if offset_dir is None:
+            raise InvalidArgumentError("offset_dir", None, "BROADCASTING needs a directory")
+        return ReferenceLocalFileOffsetStore.for_group(
+            str(offset_dir), self.instance.client_id, self.group
+        )
+
+    def _dispatch(self, request: NewPullRequest) -> None:
+        # dispatchPullRequest (REBAL-12): executePullRequestImmediately on the pull service
+        self.push.execute_pull_request_immediately(
+            PullRequest(
+                request.consumer_group,
+                request.message_queue,
+                request.process_queue,
+                request.next_offset,
+            )
+        )
+
+    def _config_changed(self, config: ConsumerConfig) -> None:
+        self.config = config
+        self.push.config = config
+
+    # -- what the instance asks (InstanceConsumer) -------------------------------------------
+
+    @property
+    def client_id(self) -> str:
+        """The instance's client id."""
+        return self.instance.client_id
+
+    @property
+    def broadcasting(self) -> bool:
+        """The message model is BROADCASTING."""
+        return self.config.message_model is MessageModel.BROADCASTING
+
+    def subscriptions(self) -> Mapping[str, SubscriptionData]:
+        """subscriptionInner, the retry topic included in CLUSTERING."""
+        return self.rebalance.subscription_inner
+
+    def do_rebalance(self) -> None:
+        """doRebalance (REBAL-2): nothing while paused."""
+        self.push.do_rebalance()
+
+    def persist_consumer_offset(self) -> None:
+        """persistConsumerOffset (OFFSET-8)."""
+        self.push.persist_consumer_offset()
+
+    # -- life cycle ---------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """DefaultMQPushConsumerImpl.start: see the module docstring."""
+        now = self.instance.clock.now_ms()
+        topics = dict(self.topics)
+        if not self.broadcasting:
+            topics[retry_topic(self.group)] = "*"  # copySubscription (REBAL-2)
+        for topic, expression in topics.items():
+            # SubscriptionData's subVersion is its creation time
+            sub = build_subscription_data(topic, expression)
+            self.rebalance.subscribe(attrs.evolve(sub, sub_version=now))
+        self.consume_service.start()
+        self.instance.register_consumer(self)
+        try:
+            self.push.start()
+        except Exception:
+            self.instance.consumers.pop(self.group, None)
+            raise
+        self.instance.start()
+        self.instance.send_heartbeat_to_all_brokers()
+        self.instance.rebalance_immediately()
+
+    def shutdown(self) -> None:
+        """DefaultMQPushConsumerImpl.shutdown(awaitTerminateMillis from the config)."""
+        if not self.push.running:
+            return
+        self.consume_service.shutdown(self.config.await_termination_millis_when_shutdown)
+        self.push.shutdown()  # persist, then leave the pull service
+        self.instance.unregister_consumer(self.group)
+        self.instance.shutdown()
+        self.rebalance.destroy()
+
+    def suspend(self) -> None:
+        """suspend(): pause pulling and rebalancing (FLOW-4, REBAL-2)."""
+        self.push.suspend()
+        self.rebalance.paused = True
+
+    def resume(self) -> None:
+        """resume(): unpause and rebalance at once."""
+        self.rebalance.paused = False
+        self.push.resume()
+
+    # -- observation --------------------------------------------------------------------------
+
+    @property
+    def running(self) -> bool:
+        """Started, not shut down, and its process alive."""
+        return self.push.running and self.instance.alive
+
+    def process_queues(self) -> Mapping[MessageQueue, ProcessQueue]:
+        """The rebalance's processQueueTable."""
+        return self.rebalance.process_queues()
+
+
+def new_push_consumer(
+    group: str,
+    config: ConsumerConfig,
+    profile: Profile,
+    listener: Listener,
+    *,
+    scheduler: Scheduler,
+    remoting: ReferenceRemoting,
+    subscriptions: Mapping[str, str],
+    orderly: bool = False,
+    client_id: str | None = None,
+    instance: ReferenceClientInstance | None = None,
+    rng: random.Random | None = None,
+    strategy: al.AllocateStrategy = al.allocate_averagely,
+    offset_dir: str | Path | None = None,
+    consume_time: ConsumeTime | None = None,
+) -> ClientConsumer:
+    """A fully wired push consumer of `group`, not yet started: on `instance`, or on a new
+    instance (with `client_id`, else REBAL-24's id, and `rng`) over `scheduler` and `remoting`.
+    `orderly` (or an ORDERLY config) makes it an orderly consumer; `listener` is then an
+    OrderlyListener."""
+    if orderly and not config.orderly:
+        config = attrs.evolve(config, consume_mode=ConsumeMode.ORDERLY)
+    if instance is None:
+        instance = ReferenceClientInstance(
+            scheduler,
+            remoting,
+            profile,
+            client_id=client_id,
+            message_model=config.message_model,
+            rng=rng,
+            persist_consumer_offset_interval=config.persist_consumer_offset_interval,
+        )
+    elif instance.profile is not Profile.parse(profile):
+        raise InvalidArgumentError("profile", profile, "differs from the instance's")
+    return ClientConsumer(
+        instance,
+        group,
+        config,
+        listener,
+        subscriptions,
+        strategy=strategy,
+        offset_dir=offset_dir,
+        consume_time=consume_time,
+    )
