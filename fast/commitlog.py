@@ -18,7 +18,8 @@ from spec.layout import (
 )
 from spec.profiles import Profile
 from spec.record import OFF_PHYSICAL_OFFSET, encode_blank
-from spec.store import commit_log_roll_next_file, max_phy_offset
+from spec.scan import commit_log_roll_next_file
+from spec.store import max_phy_offset
 
 _BE_I32 = np.dtype(">i4")
 _BE_I64 = np.dtype(">i8")

@@ -21,16 +21,9 @@ from spec.profiles import Profile
 from spec.protocols import MessageFilter
 from spec.record import decode_record
 from spec.results import GetMessageResult
+from spec.scan import CQEntry, scan_next_begin_offset, scan_window, suggest_pulling_from_slave
 from spec.status import BrokerRole, GetMessageStatus
-from spec.store import (
-    CQEntry,
-    classify_offset,
-    consume_queue_roll_next_file,
-    next_offset_correction,
-    scan_next_begin_offset,
-    scan_window,
-    suggest_pulling_from_slave,
-)
+from spec.store import classify_offset, consume_queue_roll_next_file, next_offset_correction
 
 if TYPE_CHECKING:
     from fast.commitlog import CommitLog

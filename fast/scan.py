@@ -18,8 +18,8 @@ from fast.gather import I64
 from spec.batch import BatchLimits
 from spec.filter import SUB_ALL, ExpressionMessageFilter, is_tag_type
 from spec.protocols import MessageFilter
+from spec.scan import CQ_EXT_MAX_ADDRESS
 from spec.status import GetMessageStatus
-from spec.store import CQ_EXT_MAX_ADDRESS
 
 BoolArray = npt.NDArray[np.bool_]
 
