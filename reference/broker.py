@@ -399,7 +399,12 @@ class ReferenceBroker(ClientRequests):
     ) -> None:
         """Wake, time out or keep every held pull of one queue (HOLD-4)."""
         key = hold_key(topic, queue_id)
-        held, self._held[key] = self._held.get(key, []), []
+        held = self._held.get(key)
+        if not held:
+            # As pullRequestTable.get(key) == null: a queue nobody waits on gets no entry, so
+            # the periodic check walks only queues that had a held pull.
+            return
+        self._held[key] = []
         kept: list[HeldRequest] = []
         now = self.clock.now_ms()
         for i, h in enumerate(held):

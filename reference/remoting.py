@@ -253,10 +253,12 @@ class ReferenceRemoting:
         deliver what it caused: answers to held pulls, NOTIFY_CONSUMER_IDS_CHANGED messages and
         the re-armed schedule timer. Raises as `connect` does."""
         broker = self.connect(addr, require_str("request", request))
+        appended_before = broker.store.get_max_phy_offset()
         try:
             return call(broker)
         finally:
-            self._after_call(addr)
+            # Only a request that stored something can have brought a delayed message
+            self._after_call(addr, broker.store.get_max_phy_offset() != appended_before)
 
     # -- clients (NOTIFY_CONSUMER_IDS_CHANGED) -----------------------------------------------
 
@@ -275,9 +277,9 @@ class ReferenceRemoting:
             for addr, endpoint in self._endpoints.items():
                 if not endpoint.down:
                     endpoint.broker.client_channel_closed(client_id)
-                    self._after_call(addr)
+                    self._after_call(addr, False)
 
-    def _after_call(self, addr: str) -> None:
+    def _after_call(self, addr: str, stored: bool) -> None:
         endpoint = self._endpoints[addr]
         self._drain(addr)
         for client_id, group in endpoint.broker.drain_notifications():
@@ -287,7 +289,8 @@ class ReferenceRemoting:
         if endpoint.broker.consumer_manager.groups and not endpoint.housekeeping:
             endpoint.housekeeping = True
             self._schedule_housekeeping(addr, self._scheduler.clock.now_ms() + HOUSEKEEPING_MS)
-        self._arm_schedule(addr)
+        if stored:
+            self._arm_schedule(addr)
 
     def _notify_later(self, on_notify: Callable[[str], None], group: str) -> None:
         self._scheduler.call_later(self._latency, lambda: on_notify(group), "notify-consumer-ids")
@@ -319,7 +322,7 @@ class ReferenceRemoting:
         # The broker's own timer: it runs whether or not clients can reach the broker
         self._endpoints[addr].schedule_timer = None
         self._endpoints[addr].broker.deliver_due_messages()
-        self._after_call(addr)
+        self._after_call(addr, True)
 
     # -- producing ---------------------------------------------------------------------------
 
