@@ -1,0 +1,376 @@
+"""Campaign traces: one deterministic lockstep trace per (seed, area, profile), and its row.
+
+A campaign (`pullspec campaign`, conformance.campaign_spark) hands ranges of seeds to Spark
+tasks; each task calls `run_seeds`, which for every seed, profile and area draws a config and
+`steps` ops with the conformance generators (conformance.machines.gen, a RandomDraw seeded by
+`trace_key`), applies each op to the reference and to the candidate and compares what they
+observed, stopping at the first difference. It answers one row per trace in the order of
+`COLUMNS` — the Parquet schema the campaign writes and docs/using/campaigns.md documents.
+
+The loop is the lockstep machine's (conformance.machines.lockstep.Pair) with the same
+verdicts, but without Hypothesis and without building an Observation for the candidate when
+both sides answered exactly the same thing: that is where a campaign spends its time. The
+driver replays a divergent trace through `Pair` itself (`trace_report`), so the vector it
+writes is checked by the same code as `pullspec conform`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import random
+import shlex
+import shutil
+import tempfile
+import time
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from conformance import vectors
+from conformance.machines import gen
+from conformance.machines.lockstep import LockstepError, MachineReport, Pair
+from conformance.machines.minimize import minimize
+from conformance.observe import (
+    CandidateTimeoutError,
+    Verdict,
+    compare,
+    resolve_candidate,
+    rule_sort_key,
+)
+from conformance.ops import AREAS, OP_RULES, Observation, Op, rules_for
+from spec.errors import PullspecError, UnsupportedError
+from spec.profiles import Profile
+
+#: The columns of a campaign row, in order: (name, type, meaning). The types are Spark SQL's;
+#: conformance.campaign_spark derives the Spark and pyarrow schemas from this table.
+COLUMNS: tuple[tuple[str, str, str], ...] = (
+    ("seed", "BIGINT", "The seed the trace was drawn from."),
+    ("area", "STRING", "The interface: store, pull_code, process_queue, lock_manager, send_back."),
+    ("profile", "STRING", "The RocketMQ profile the reference followed (4.7 or 4.9)."),
+    ("impl", "STRING", "The candidate, as --impl named it."),
+    ("ops", "INT", "Ops applied to both sides and compared (the divergent op included)."),
+    ("verdict", "STRING", "PASS, DIVERGED, CRASHED, TIMEOUT or UNSUPPORTED."),
+    ("divergence_kind", "STRING", "ERROR, RESULT or STATE for a DIVERGED trace, else null."),
+    ("first_divergent_step", "INT", "1-based index of the op that failed, else null."),
+    ("divergent_op", "STRING", "That op's name, else null."),
+    ("divergent_field", "STRING", "The first differing field (e.g. msgOffsets), else null."),
+    ("divergence_rules", "ARRAY<STRING>", "Rule IDs the difference points at (empty on PASS)."),
+    ("rule_ids", "ARRAY<STRING>", "Rule IDs the trace's ops exercise, in catalogue order."),
+    ("statuses_hit", "ARRAY<STRING>", "Statuses and codes the reference answered, sorted."),
+    ("detail", "STRING", "The exception of a CRASHED/TIMEOUT/UNSUPPORTED trace, else null."),
+    ("elapsed_s", "DOUBLE", "Seconds the trace took (generation, both sides, comparison)."),
+)
+#: Column names, in row order.
+COLUMN_NAMES: tuple[str, ...] = tuple(name for name, _, _ in COLUMNS)
+#: The Parquet output is split into directories by these columns (area=…/verdict=…).
+PARTITION_COLUMNS: tuple[str, ...] = ("area", "verdict")
+#: Verdicts that fail a campaign.
+FAILING: frozenset[str] = frozenset({"DIVERGED", "CRASHED", "TIMEOUT"})
+
+#: One row: values in COLUMN_NAMES order.
+Row = tuple[Any, ...]
+
+
+def trace_key(area: str, seed: int, profile: Profile) -> str:
+    """The string seeding a trace's RandomDraw: one independent stream per (area, seed, profile)."""
+    return f"campaign-{area}-{profile.value}-{seed}"
+
+
+@attrs.frozen
+class Plan:
+    """What every task of one campaign runs: the candidate, areas, profiles and trace length."""
+
+    impl: str
+    areas: tuple[str, ...] = AREAS
+    profiles: tuple[str, ...] = ("4.9",)
+    steps: int = 200
+    #: Directory for the candidates' scratch files (fast stores); None: the system default.
+    scratch: str | None = None
+    #: Seconds a `cmd:` candidate may take to answer.
+    timeout: float = 10.0
+
+
+@functools.cache
+def _candidates(impl: str, timeout: float) -> tuple[Any, Any]:
+    """(reference, candidate), resolved once per process: Spark reuses its Python workers."""
+    import reference.factories as reference
+
+    return reference, resolve_candidate(impl, timeout)
+
+
+def _observe(adapter: Any, instance: Any, op: Op) -> dict[str, Any]:
+    """The raw observation of `op` (a typed spec error becomes `{"error": kind}`, as a Session)."""
+    try:
+        raw: dict[str, Any] = adapter.apply(instance, op.name, dict(op.args))
+    except UnsupportedError:
+        raise
+    except PullspecError as exc:
+        return {"error": exc.kind.value}
+    return raw
+
+
+def _same(expected: dict[str, Any], actual: dict[str, Any]) -> bool:
+    """True only when no comparison could find a difference: equal values with equal reprs (the
+    repr tells True from 1, which == does not). Anything else goes to `compare`."""
+    return expected == actual and repr(expected) == repr(actual)
+
+
+def _statuses(raw: dict[str, Any], into: set[str]) -> None:
+    """Collect the statuses, codes and error kinds of one reference observation."""
+    for key in ("status", "code"):
+        value = raw.get(key)
+        if isinstance(value, str):
+            into.add(value)
+    for result in raw.get("results") or ():
+        if isinstance(result, dict) and isinstance(result.get("status"), str):
+            into.add(result["status"])
+    if raw.get("error") is not None:
+        into.add(f"error:{raw['error']}")
+
+
+def _state_fields(area: str, config: dict[str, Any]) -> tuple[str, ...]:
+    """The positional state field names of `config` (as Session.state_fields)."""
+    fields = config.get("stateFields")
+    if fields is None and area == "process_queue":
+        from conformance.adapters.process_queue import DEFAULT_STATE_FIELDS
+
+        return DEFAULT_STATE_FIELDS
+    return tuple(fields or ())
+
+
+@attrs.define
+class _Outcome:
+    """The mutable result of one trace while it runs."""
+
+    verdict: Verdict = Verdict.PASS
+    ops: int = 0
+    kind: str | None = None
+    step: int | None = None
+    op: str | None = None
+    field: str | None = None
+    rules: tuple[str, ...] = ()
+    detail: str | None = None
+
+    def fail(self, verdict: Verdict, exc: BaseException | None, op: str, step: int) -> None:
+        """Record a candidate failure (crash, timeout, unsupported op) at `step`."""
+        self.verdict, self.op, self.step = verdict, op, step
+        self.detail = f"{type(exc).__name__}: {exc}" if exc is not None else None
+
+
+def _guarded(out: _Outcome, area: str, op: str, step: int, call: Any) -> Any:
+    """Run a candidate call; its failure becomes the trace's verdict and None is answered."""
+    try:
+        return call()
+    except UnsupportedError as exc:
+        out.fail(Verdict.UNSUPPORTED, exc, op, step)
+    except CandidateTimeoutError as exc:
+        out.fail(Verdict.TIMEOUT, exc, op, step)
+    except Exception as exc:  # a candidate bug is a verdict, not a harness error
+        out.fail(Verdict.CRASHED, exc, op, step)
+    out.rules = rules_for(area, op)
+    return None
+
+
+def run_trace(
+    reference: Any, candidate: Any, impl: str, area: str, seed: int, profile: Profile, steps: int
+) -> Row:
+    """Run the trace of (`area`, `seed`, `profile`) in lockstep and answer its row."""
+    started = time.perf_counter()
+    draw = gen.RandomDraw(random.Random(trace_key(area, seed, profile)))
+    config = gen.config(area, draw)
+    ctx = gen.Context.start(area, config)
+    adapter = vectors.adapter(area)
+    ref = adapter.create(reference, dict(config), profile, Path("."))
+    out = _Outcome()
+    names, statuses = {"create"}, set[str]()
+    cand = _guarded(
+        out, area, "create", 0, lambda: adapter.create(candidate, dict(config), profile, Path("."))
+    )
+    step = 0
+    while out.verdict is Verdict.PASS and step < steps:
+        step += 1
+        op = gen.op(area, draw, ctx)
+        names.add(op.name)
+        raw = _observe(adapter, ref, op)
+        _statuses(raw, statuses)
+        out.ops += 1
+        got = _guarded(out, area, op.name, step, functools.partial(_observe, adapter, cand, op))
+        expected = Observation.from_json(area, raw)
+        if got is not None and not _same(raw, got):
+            actual = _guarded(
+                out, area, op.name, step, functools.partial(Observation.from_json, area, got)
+            )
+            diff = compare(expected, actual) if actual is not None else None
+            if diff is not None:
+                out.verdict, out.kind, out.step, out.op = (
+                    Verdict.DIVERGED,
+                    diff.kind.value,
+                    step,
+                    op.name,
+                )
+                out.field = diff.field
+                out.rules = rules_for(
+                    area, op.name, diff.field, _state_fields(area, config), expected.fields
+                )
+        ctx.note(op, expected)
+    hit = {r for name in names for r in OP_RULES[area].get(name, ())}
+    return (
+        seed,
+        area,
+        profile.value,
+        impl,
+        out.ops,
+        out.verdict.value,
+        out.kind,
+        out.step,
+        out.op,
+        out.field,
+        list(out.rules) if out.verdict is not Verdict.PASS else [],
+        sorted(hit, key=rule_sort_key),
+        sorted(statuses),
+        out.detail,
+        time.perf_counter() - started,
+    )
+
+
+@contextlib.contextmanager
+def _scratch(directory: str | None) -> Iterator[None]:
+    """Candidates' temporary files go to a fresh folder under `directory`, removed afterwards.
+
+    The fast store keeps its files in `tempfile` directories; on tmpfs (/dev/shm) creating,
+    syncing and deleting its many small files costs about half as much as on disk."""
+    if directory is None:
+        yield
+        return
+    folder = tempfile.mkdtemp(prefix="pullspec-campaign-", dir=directory)
+    saved, tempfile.tempdir = tempfile.tempdir, folder
+    try:
+        yield
+    finally:
+        tempfile.tempdir = saved
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def run_seeds(plan: Plan, seeds: Iterable[int]) -> Iterator[Row]:
+    """Every row of `seeds`: for each seed, each profile, each area of `plan`."""
+    reference, candidate = _candidates(plan.impl, plan.timeout)
+    profiles = [Profile.parse(p) for p in plan.profiles]
+    with _scratch(plan.scratch):
+        for seed in seeds:
+            for profile in profiles:
+                for area in plan.areas:
+                    yield run_trace(
+                        reference, candidate, plan.impl, area, seed, profile, plan.steps
+                    )
+
+
+def unsupported_areas(plan: Plan) -> dict[str, str]:
+    """The areas of `plan` the candidate (or the reference) has no interface for, with why."""
+    reference, candidate = _candidates(plan.impl, plan.timeout)
+    profile = Profile.parse(plan.profiles[0])
+    why: dict[str, str] = {}
+    for area in plan.areas:
+        config = gen.config(area, gen.RandomDraw(random.Random(0)))
+        for name, impl in (("reference", reference), ("candidate", candidate)):
+            try:
+                vectors.adapter(area).create(impl, dict(config), profile, Path("."))
+            except UnsupportedError as exc:
+                why[area] = f"{name}: {exc}"
+                break
+    return why
+
+
+def trace_report(
+    reference: Any, candidate: Any, impl: str, area: str, seed: int, profile: Profile, steps: int
+) -> MachineReport:
+    """The trace of (`area`, `seed`, `profile`) replayed through the lockstep machine's Pair: its
+    MachineReport (PASS, or the failure with the trace up to it), ready for minimize()."""
+    draw = gen.RandomDraw(random.Random(trace_key(area, seed, profile)))
+    config = gen.config(area, draw)
+    ctx = gen.Context.start(area, config)
+    try:
+        pair = Pair.open(area, reference, candidate, impl, profile, seed, config)
+        for _ in range(steps):
+            op = gen.op(area, draw, ctx)
+            ctx.note(op, pair.step(op))
+    except LockstepError as failure:
+        return failure.report
+    return MachineReport(area, impl, profile, Verdict.PASS, seed, config)
+
+
+@attrs.frozen
+class Replay:
+    """A failing trace shrunk on the driver and saved as a vector case."""
+
+    area: str
+    profile: str
+    seed: int
+    verdict: str
+    #: Ops in the minimal trace (the campaign's trace was cut at its first failing op).
+    steps: int
+    path: str
+    command: str
+    field: str | None
+    rules: tuple[str, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON form in the campaign's summary."""
+        return {**attrs.asdict(self), "rules": list(self.rules)}
+
+
+def pick_failures(rows: Iterable[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
+    """At most `limit` failing rows to shrink: one per distinct failure (area, profile, verdict,
+    kind, op, field) first, earliest divergence first, then the others in the same order."""
+    ordered = sorted(
+        (r for r in rows if r["verdict"] in FAILING),
+        key=lambda r: (r["first_divergent_step"] or 0, r["area"], r["seed"]),
+    )
+    seen: set[tuple[Any, ...]] = set()
+    first: list[dict[str, Any]] = []
+    rest: list[dict[str, Any]] = []
+    for r in ordered:
+        key = tuple(r[k] for k in ("area", "profile", "verdict", "divergence_kind", "divergent_op"))
+        key += (r["divergent_field"],)
+        (rest if key in seen else first).append(r)
+        seen.add(key)
+    return (first + rest)[: max(limit, 0)]
+
+
+def shrink(
+    row: dict[str, Any], impl: str, steps: int, directory: Path, timeout: float = 10.0
+) -> Replay | None:
+    """Replay the failing trace of `row` on this process, shrink it (minimize) and write it as a
+    vector case under `directory/<profile>/`; None when the replay does not fail the same way
+    (a candidate that is not deterministic)."""
+    reference, candidate = _candidates(impl, timeout)
+    profile = Profile.parse(row["profile"])
+    area, seed = row["area"], int(row["seed"])
+    report = trace_report(reference, candidate, impl, area, seed, profile, steps)
+    if report.verdict.value != row["verdict"]:
+        return None
+    report = minimize(report, reference, candidate)
+    case = {**report.case(), "id": f"campaign-{area}-{profile.value}-{seed}"}
+    folder = directory / profile.value
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{case['id']}.jsonl"
+    path.write_text(json.dumps(case) + "\n", encoding="utf-8")
+    command = (
+        f"pullspec vectors check {shlex.quote(str(path))} --impl {shlex.quote(impl)} "
+        f"--profile {profile.value}"
+    )
+    field = report.divergence.field if report.divergence else None
+    return Replay(
+        area,
+        profile.value,
+        seed,
+        report.verdict.value,
+        len(report.steps),
+        str(path),
+        command,
+        field,
+        report.rules,
+    )

@@ -1,0 +1,278 @@
+"""Running a campaign on Spark: the environment checks, the session, shipping the packages to
+executors, the job itself with its progress line, and the aggregates read back from Parquet.
+
+The job is `sc.parallelize(seed ranges).mapPartitions(run_seeds)` turned into a DataFrame and
+written as Parquet partitioned by area and verdict; it runs in a background thread while the
+driver polls the accumulators the tasks add to when they finish (seeds, ops, failures) and
+prints a progress line. The summary is then computed by Spark from the Parquet just written, so
+that it is exact (accumulators may count a retried task twice) and never needs every row on the
+driver.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import math
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import zipfile
+from collections.abc import Callable, Iterable, Iterator
+from importlib.util import find_spec
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from conformance.campaign import COLUMNS, FAILING, PARTITION_COLUMNS, Plan, Row, run_seeds
+
+#: The packages a campaign task imports, zipped for executors that do not have them installed.
+PACKAGES: tuple[str, ...] = ("spec", "reference", "fast", "conformance")
+JAVA_HINT = "install it with: apt-get install openjdk-17-jre-headless"
+SPARK_HINT = "install the spark extra: pip install -e '.[spark]' (pyspark and pyarrow)"
+#: Spark SQL DDL of a campaign row.
+SPARK_DDL = ", ".join(f"{name} {kind}" for name, kind, _ in COLUMNS)
+#: Seeds per task by default: a task of ~32 seeds × 5 areas × 200 ops runs for a few seconds,
+#: long enough to hide the task overhead, short enough for a live progress line.
+SEEDS_PER_TASK = 32
+
+
+def java_problem() -> str | None:
+    """Why PySpark cannot start a JVM here (no Java, or older than 17), else None.
+
+    PySpark runs $JAVA_HOME/bin/java when JAVA_HOME is set, else `java` on PATH; checked
+    before starting Spark so that a missing Java is one clear line, not a Java stack trace."""
+    home = os.environ.get("JAVA_HOME")
+    java = str(Path(home) / "bin" / "java") if home else shutil.which("java")
+    if java is None or not Path(java).exists():
+        where = f"JAVA_HOME={home}" if home else "PATH"
+        return f"error: Java 17 is required by PySpark and was not found ({where}).\n       {JAVA_HINT}"
+    try:
+        shown = subprocess.run(
+            [java, "-version"], capture_output=True, text=True, timeout=60, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"error: could not run {java} -version: {exc}\n       {JAVA_HINT}"
+    found = re.search(r'version "(\d+)(?:\.(\d+))?', shown.stderr + shown.stdout)
+    if found is None:
+        return f"error: {java} -version did not print a Java version.\n       {JAVA_HINT}"
+    major = int(found.group(1))
+    if major == 1 and found.group(2):  # "1.8.0_392" is Java 8
+        major = int(found.group(2))
+    if major < 17:
+        return f"error: Java {major} found at {java}; PySpark needs Java 17.\n       {JAVA_HINT}"
+    return None
+
+
+def spark_problem() -> str | None:
+    """Why the Spark extra is unusable (pyspark or pyarrow missing), else None."""
+    for module in ("pyspark", "pyarrow"):
+        if find_spec(module) is None:
+            return f"error: pullspec campaign needs {module}; {SPARK_HINT}"
+    return None
+
+
+def is_local(master: str) -> bool:
+    """True for `local`, `local[N]`, `local[*]`: executors share the driver's Python."""
+    return master == "local" or master.startswith("local[")
+
+
+def package_zip(directory: Path) -> Path:
+    """A zip of the installed PACKAGES (sources only), for `SparkContext.addPyFile`."""
+    path = directory / "pullspec-packages.zip"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name in PACKAGES:
+            spec = find_spec(name)
+            if spec is None or not spec.submodule_search_locations:
+                raise RuntimeError(f"package {name} is not importable")
+            root = Path(next(iter(spec.submodule_search_locations)))
+            for file in sorted(root.rglob("*")):
+                if file.is_file() and "__pycache__" not in file.parts and file.suffix != ".pyc":
+                    archive.write(file, Path(name) / file.relative_to(root))
+    return path
+
+
+def start_session(master: str, app: str = "pullspec-campaign") -> tuple[Any, bool]:
+    """(SparkSession, owned): the active session if there is one (owned False: the caller must
+    not stop it), else a new one on `master` (owned True)."""
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active, False
+    builder = SparkSession.builder.master(master).appName(app)
+    settings = {"spark.ui.showConsoleProgress": "false", "spark.log.level": "ERROR"}
+    if is_local(master):
+        # Workers would otherwise run `python3` from PATH, which need not be this environment.
+        settings |= {"spark.pyspark.python": sys.executable, "spark.ui.enabled": "false"}
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    if not is_local(master):
+        shipped = Path(tempfile.mkdtemp(prefix="pullspec-ship-"))
+        spark.sparkContext.addPyFile(str(package_zip(shipped)))
+    return spark, True
+
+
+def default_scratch() -> str | None:
+    """/dev/shm when it is a writable directory (the fast store's files then live in memory),
+    else None (the system's temporary directory)."""
+    shm = Path("/dev/shm")
+    return str(shm) if shm.is_dir() and os.access(shm, os.W_OK) else None
+
+
+def partitions_for(seeds: int, parallelism: int) -> int:
+    """Tasks for `seeds`: SEEDS_PER_TASK seeds each, at least four per core, at most one per seed."""
+    return max(1, min(seeds, max(4 * parallelism, math.ceil(seeds / SEEDS_PER_TASK))))
+
+
+def seed_ranges(first: int, count: int, parts: int) -> list[tuple[int, int]]:
+    """`count` seeds from `first` cut into `parts` contiguous, near-equal [start, stop) ranges."""
+    bounds = [first + count * i // parts for i in range(parts + 1)]
+    return [(a, b) for a, b in itertools.pairwise(bounds) if a < b]
+
+
+@attrs.frozen
+class Progress:
+    """What the driver knows while the job runs (finished tasks only)."""
+
+    seeds_done: int
+    seeds: int
+    ops: int
+    failures: int
+    elapsed_s: float
+
+    @property
+    def ops_per_s(self) -> float:
+        """Diffed ops per second of wall time so far."""
+        return self.ops / self.elapsed_s if self.elapsed_s > 0 else 0.0
+
+    def line(self) -> str:
+        """The progress line printed on stderr."""
+        pct = 100 * self.seeds_done // max(self.seeds, 1)
+        return (
+            f"campaign: {self.seeds_done}/{self.seeds} seeds ({pct}%), {self.ops:,} ops, "
+            f"{self.ops_per_s:,.0f} ops/s, {self.failures} divergent, {self.elapsed_s:.0f} s"
+        )
+
+
+def _task(
+    plan: Plan, counters: tuple[Any, Any, Any], ranges: Iterable[tuple[int, int]]
+) -> Iterator[Row]:
+    """One Spark task: the rows of its seed ranges; it adds seeds, ops and failures to the
+    accumulators (Spark sends them to the driver when the task ends)."""
+    seeds_acc, ops_acc, fail_acc = counters
+    for start, stop in ranges:
+        ops = fails = 0
+        for row in run_seeds(plan, range(start, stop)):
+            ops += row[4]
+            fails += row[5] in FAILING
+            yield row
+        seeds_acc.add(stop - start)
+        ops_acc.add(ops)
+        fail_acc.add(fails)
+
+
+@attrs.frozen
+class JobResult:
+    """What the job did: its wall time, the tasks it ran and the progress samples it printed."""
+
+    wall_s: float
+    partitions: int
+    samples: tuple[Progress, ...]
+
+
+def run_job(
+    spark: Any,
+    plan: Plan,
+    first_seed: int,
+    seeds: int,
+    out: str,
+    partitions: int | None = None,
+    on_progress: Callable[[Progress], None] | None = None,
+    interval: float = 2.0,
+) -> JobResult:
+    """Run `seeds` seeds of `plan` and write their rows as Parquet in `out` (replacing it)."""
+    sc = spark.sparkContext
+    parts = partitions or partitions_for(seeds, sc.defaultParallelism)
+    ranges = seed_ranges(first_seed, seeds, parts)
+    counters = (sc.accumulator(0), sc.accumulator(0), sc.accumulator(0))
+    rows = sc.parallelize(ranges, len(ranges)).mapPartitions(
+        functools.partial(_task, plan, counters)
+    )
+    frame = spark.createDataFrame(rows, schema=SPARK_DDL, verifySchema=False)
+    failure: list[BaseException] = []
+
+    def write() -> None:
+        try:
+            frame.write.mode("overwrite").partitionBy(*PARTITION_COLUMNS).parquet(out)
+        except BaseException as exc:  # re-raised on the driver's thread below
+            failure.append(exc)
+
+    samples: list[Progress] = []
+    started = time.perf_counter()
+    worker = threading.Thread(target=write, name="pullspec-campaign-job", daemon=True)
+    worker.start()
+    try:
+        while worker.is_alive():
+            # Bounded polling: wakes as soon as the job ends, else every `interval` seconds.
+            worker.join(timeout=interval)
+            seen = Progress(
+                counters[0].value,
+                seeds,
+                counters[1].value,
+                counters[2].value,
+                time.perf_counter() - started,
+            )
+            samples.append(seen)
+            if on_progress is not None and worker.is_alive():
+                on_progress(seen)
+    except KeyboardInterrupt:
+        sc.cancelAllJobs()
+        worker.join(timeout=30)
+        raise
+    if failure:
+        raise failure[0]
+    return JobResult(time.perf_counter() - started, len(ranges), tuple(samples))
+
+
+def aggregates(spark: Any, out: str, max_failures: int = 200) -> dict[str, Any]:
+    """Counts from the Parquet in `out`: per (area, profile, verdict) traces, ops and seconds;
+    traces per rule ID and per status; the failing rows (at most `max_failures`, earliest
+    divergence first)."""
+    from pyspark.sql import functions as sf
+
+    rows = spark.read.parquet(out)
+    groups = (
+        rows.groupBy("area", "profile", "verdict")
+        .agg(
+            sf.count("*").alias("traces"),
+            sf.sum("ops").alias("ops"),
+            sf.sum("elapsed_s").alias("cpu_s"),
+        )
+        .collect()
+    )
+
+    def exploded(column: str) -> dict[str, int]:
+        counted = rows.select(sf.explode(column).alias("k")).groupBy("k").count().collect()
+        return {str(r["k"]): int(r["count"]) for r in counted}
+
+    failing = (
+        rows.where(sf.col("verdict").isin(*sorted(FAILING)))
+        .orderBy("first_divergent_step", "area", "seed")
+        .limit(max_failures)
+        .collect()
+    )
+    return {
+        "groups": [r.asDict() for r in groups],
+        "rules": exploded("rule_ids"),
+        "statuses": exploded("statuses_hit"),
+        "failures": [r.asDict(recursive=True) for r in failing],
+    }
