@@ -66,8 +66,18 @@ class CheckResult:
         }
 
 
-class _Scan:
-    """One pass over a history."""
+@attrs.define
+class _Call:
+    """An orderly listener call: who, from when to when, and who was seen overlapping it."""
+
+    client: str
+    start: int
+    end: int
+    reported: set[str] = attrs.Factory(set)
+
+
+class Checker:
+    """An incremental checker: `feed` each event in order, then `finish` once."""
 
     def __init__(self) -> None:
         self.result = CheckResult()
@@ -82,7 +92,9 @@ class _Scan:
         self.crashed: set[str] = set()
         self.truncated: dict[str, int] = {}
         self.moved_past: dict[str, int] = {}
-        self.open_calls: dict[str, list[tuple[str, int, int]]] = {}
+        self.open_calls: dict[str, list[_Call]] = {}
+        self.left: dict[str, int] = {}
+        self.shown: dict[tuple[str, bool], int] = {}
         self.orderly_high: dict[tuple[str, str], int] = {}
         self.clock_jumps: list[int] = []
         self.last_broker_lowering: dict[str, int] = {}
@@ -110,6 +122,7 @@ class _Scan:
     # -- reporting ----------------------------------------------------------------------------
 
     def report(self, kind: str, rule: str | None, at: int, detail: str) -> None:
+        """Count one anomaly (a violation when `rule` is None) and keep its detail."""
         r = self.result
         if rule is None:
             r.violations[kind] = r.violations.get(kind, 0) + 1
@@ -117,13 +130,15 @@ class _Scan:
             r.allowed[rule] = r.allowed.get(rule, 0) + 1
             per = r.allowed_by_kind.setdefault(kind, {})
             per[rule] = per.get(rule, 0) + 1
-        shown = sum(1 for a in r.details if a.kind == kind and (a.rule is None) == (rule is None))
-        if shown < DETAILS_PER_KIND:
+        slot = (kind, rule is None)
+        self.shown[slot] = self.shown.get(slot, 0) + 1
+        if self.shown[slot] <= DETAILS_PER_KIND:
             r.details.append(Anomaly(kind, rule, at, detail))
 
     # -- events -------------------------------------------------------------------------------
 
     def feed(self, e: h.Event) -> None:
+        """Take the next event of the history."""
         self.stats["events"] += 1
         handler = self._handlers.get(e.type)
         if handler is not None:
@@ -197,20 +212,36 @@ class _Scan:
         self.stats["deliveries"] += 1
         if not e.orderly:
             return
-        calls = [c for c in self.open_calls.get(e.queue, []) if c[2] > e.at]
-        calls = [c for c in calls if c[0] not in self.crashed]
-        owners = frozenset([e.client, *(c[0] for c in calls)])
-        if not inv.one_orderly_owner(owners):
-            lease = self.setup.client_lock_ms if self.setup else 30_000
-            long_call = any(end - start > lease for _c, start, end in calls) or (
-                e.end - e.at > lease
-            )
-            since = min(start for _c, start, _end in calls)
-            jumped = any(since - 2 * lease <= t <= e.at for t in self.clock_jumps)
-            rule = "REBAL-22" if long_call or jumped else None
-            self.report(inv.ORDERLY_OVERLAP, rule, e.at, f"{e.queue}: {sorted(owners)}")
-        calls.append((e.client, e.at, max(e.end, e.at)))
+        # A call still open at e.at, of a live process, by another client is an overlap; each
+        # pair of calls is reported once.
+        calls = [
+            c
+            for c in self.open_calls.get(e.queue, [])
+            if c.end > e.at and c.client not in self.crashed
+        ]
+        others = [c for c in calls if c.client != e.client and e.client not in c.reported]
+        if not inv.one_orderly_owner(frozenset([e.client, *(c.client for c in others)])):
+            for call in others:
+                call.reported.add(e.client)
+                self.report(
+                    inv.ORDERLY_OVERLAP,
+                    self._overlap_rule(call, e),
+                    e.at,
+                    f"{e.queue}: {call.client} since {call.start}, {e.client} at {e.at}",
+                )
+        calls.append(_Call(e.client, e.at, max(e.end, e.at)))
         self.open_calls[e.queue] = calls
+
+    def _overlap_rule(self, call: _Call, e: h.Delivered) -> str | None:
+        lease = self.setup.client_lock_ms if self.setup else 30_000
+        if call.end - call.start > lease or e.end - e.at > lease:
+            return "REBAL-22"  # a call outlasted the client lease
+        if any(call.start - 2 * lease <= t <= e.at for t in self.clock_jumps):
+            return "REBAL-22"  # the lease clock jumped
+        left = self.left.get(call.client)
+        if left is not None and call.start <= left <= e.at:
+            return "ORDER-17"  # shutdown unlocked the queues while the call still ran
+        return None
 
     def _consumed(self, e: h.Consumed) -> None:
         if not e.success:
@@ -301,6 +332,8 @@ class _Scan:
             self.crashed.add(e.target)
         elif e.fault == "clock-jump":
             self.clock_jumps.append(e.at)
+        elif e.fault == "leave":
+            self.left[e.target] = e.at
 
     def _snapshot(self, e: h.Snapshot) -> None:
         self.snapshot = e
@@ -308,6 +341,7 @@ class _Scan:
     # -- the end --------------------------------------------------------------------------------
 
     def finish(self) -> CheckResult:
+        """Judge loss and accounting against the final Snapshot; return the verdict."""
         snap = self.snapshot
         committed = (
             dict(snap.committed) if snap else {q: b.current for q, b in self.brokers.items()}
@@ -359,7 +393,7 @@ class _Scan:
 
 def check(events: Iterable[h.Event]) -> CheckResult:
     """Check a history; every invariant failure is counted as a violation or an allowed anomaly."""
-    scan = _Scan()
+    checker = Checker()
     for event in events:
-        scan.feed(event)
-    return scan.finish()
+        checker.feed(event)
+    return checker.finish()

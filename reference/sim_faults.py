@@ -8,9 +8,10 @@ a schedule is such steps joined by commas. `at` is virtual milliseconds from the
 
 from __future__ import annotations
 
+import itertools
 import random
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 import attrs
 
@@ -90,37 +91,41 @@ def parse_kinds(text: str | None) -> tuple[str, ...]:
     return kinds
 
 
+def fault_stream(
+    seed: int,
+    consumers: int,
+    kinds: Sequence[str] = tuple(FAULT_KINDS),
+    mean_gap_ms: int = 20_000,
+    first_at_ms: int = 15_000,
+) -> Iterator[FaultStep]:
+    """An endless random schedule from `first_at_ms` on: one fault every `mean_gap_ms` on
+    average, of the given kinds, hitting consumers c0 … c<consumers−1> (joins add c<consumers>,
+    …); the same arguments always give the same steps (random.Random(seed))."""
+    rng = random.Random(seed)
+    if not kinds or consumers < 1:
+        return
+    names = [f"c{i}" for i in range(consumers)]
+    at = first_at_ms
+    while True:
+        at += rng.randrange(mean_gap_ms // 2, mean_gap_ms * 3 // 2 + 1)
+        kind = rng.choice(list(kinds))
+        target = rng.choice(names) if FAULT_KINDS[kind][0] else ""
+        if kind == "join":
+            target = f"c{len(names)}"
+            names.append(target)
+        yield FaultStep(at, kind, target, _value(rng, kind))
+
+
 def generate(
     seed: int,
     duration_ms: int,
     consumers: int,
     kinds: Sequence[str] = tuple(FAULT_KINDS),
     mean_gap_ms: int = 20_000,
-    first_at_ms: int = 15_000,
 ) -> tuple[FaultStep, ...]:
-    """A random schedule over [first_at_ms, duration_ms): one fault every `mean_gap_ms` on
-    average, of the given kinds, hitting consumers c0 … c<consumers−1> (joins add c<consumers>,
-    …); the same arguments always give the same schedule (random.Random(seed))."""
-    rng = random.Random(seed)
-    steps: list[FaultStep] = []
-    if not kinds or consumers < 1:
-        return ()
-    names = [f"c{i}" for i in range(consumers)]
-    joined = consumers
-    at = first_at_ms
-    while True:
-        at += rng.randrange(mean_gap_ms // 2, mean_gap_ms * 3 // 2 + 1)
-        if at >= duration_ms:
-            break
-        kind = rng.choice(list(kinds))
-        target = rng.choice(names) if FAULT_KINDS[kind][0] else ""
-        value = _value(rng, kind)
-        if kind == "join":
-            target = f"c{joined}"
-            joined += 1
-            names.append(target)
-        steps.append(FaultStep(at, kind, target, value))
-    return tuple(sorted(steps))
+    """The steps of `fault_stream` before `duration_ms`."""
+    stream = fault_stream(seed, consumers, kinds, mean_gap_ms)
+    return tuple(itertools.takewhile(lambda s: s.at < duration_ms, stream))
 
 
 def _value(rng: random.Random, kind: str) -> int:

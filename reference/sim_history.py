@@ -258,7 +258,7 @@ class Lease(Event):
 
 @attrs.frozen(kw_only=True)
 class Truncated(Event):
-    """Commit-log expiry raised a queue's min offset (STORE-19)."""
+    """Commit-log expiry deleted every record of a queue below `min_offset` (STORE-19)."""
 
     type: ClassVar[str] = "Truncated"
     queue: QueueName
@@ -385,23 +385,25 @@ def read_history(path: str | Path) -> list[Event]:
 
 @attrs.define
 class History:
-    """An append-only history; `summary` counts events by type."""
+    """An append-only history that counts events by type; with `keep` False it only counts (a
+    long run whose history is not written need not hold it)."""
 
+    keep: bool = True
     events: list[Event] = attrs.Factory(list)
+    counts: dict[str, int] = attrs.Factory(dict)
 
     def add(self, event: Event) -> None:
         """Append one event (events arrive in the order they happened)."""
-        self.events.append(event)
+        self.counts[event.type] = self.counts.get(event.type, 0) + 1
+        if self.keep:
+            self.events.append(event)
 
     def __len__(self) -> int:
-        return len(self.events)
+        return sum(self.counts.values())
 
     def __iter__(self) -> Iterator[Event]:
         return iter(self.events)
 
     def summary(self) -> dict[str, int]:
         """Events per type, in EVENT_TYPES order, types that never occurred left out."""
-        counts: dict[str, int] = {}
-        for event in self.events:
-            counts[event.type] = counts.get(event.type, 0) + 1
-        return {name: counts[name] for name in EVENT_TYPES if name in counts}
+        return {name: self.counts[name] for name in EVENT_TYPES if name in self.counts}

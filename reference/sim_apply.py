@@ -1,0 +1,152 @@
+"""What each fault step does to a running simulation (`reference.sim_faults` names them).
+
+A fault on a consumer hits its current incarnation and is a no-op when that one is not alive
+(a crash of a crashed consumer, a leave of one that left); a join of a consumer that is alive is
+a no-op too. Timed faults (a crash's restart, a pause's resume, a broker coming back) schedule
+their end as a simulator action, which is itself a step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from reference import sim_history as h
+from reference.sim_faults import FaultStep
+
+if TYPE_CHECKING:
+    from reference.sim_client import SimClient
+    from reference.simulator import Simulator
+
+ClientFault = Callable[["Simulator", "SimClient", int], None]
+BrokerFault = Callable[["Simulator", int], None]
+
+
+def apply_fault(sim: Simulator, step: FaultStep) -> None:
+    """Apply `step` now and record it as a Fault event."""
+    target = step.target
+    client = sim.clients.get(target)
+    alive = client is not None and client.alive
+    detail = str(step.value) if step.value else ""
+    kind = step.kind
+    applied = True
+    if kind == "join":
+        applied = not alive
+        if applied:
+            client = sim._start_client(target)
+    elif kind in _CLIENT_FAULTS:
+        applied = alive
+        if applied and client is not None:
+            target = client.client_id  # the history names incarnations
+            _CLIENT_FAULTS[kind](sim, client, step.value)
+    else:
+        _BROKER_FAULTS[kind](sim, step.value)
+        target = "broker-a"
+    if kind == "join" and client is not None:
+        target = client.client_id
+    sim.emit(
+        h.Fault(
+            at=sim.clock.now_ms(),
+            fault=kind,
+            target=target,
+            detail=detail if applied else f"ignored {detail}".strip(),
+        )
+    )
+
+
+def _crash(sim: Simulator, client: SimClient, value: int) -> None:
+    client.crash()
+    if value > 0:
+        name = client.name
+
+        def restart() -> None:
+            current = sim.clients.get(name)
+            if current is client:  # not re-joined meanwhile
+                sim._start_client(name)
+                sim.emit(
+                    h.Fault(
+                        at=sim.clock.now_ms(),
+                        fault="restart",
+                        target=sim.clients[name].client_id,
+                    )
+                )
+
+        sim.later(value, restart, f"restart {name}")
+
+
+def _leave(sim: Simulator, client: SimClient, value: int) -> None:
+    client.leave()
+
+
+def _pause(sim: Simulator, client: SimClient, value: int) -> None:
+    client.consumer.suspend()
+
+    def resume() -> None:
+        if client.alive:
+            client.consumer.resume()
+            sim.emit(h.Fault(at=sim.clock.now_ms(), fault="resume", target=client.client_id))
+
+    sim.later(max(value, 1), resume, f"resume {client.client_id}")
+
+
+def _listener_fail(sim: Simulator, client: SimClient, value: int) -> None:
+    client.fail_calls += max(value, 1)
+
+
+def _listener_exception(sim: Simulator, client: SimClient, value: int) -> None:
+    client.raise_calls += max(value, 1)
+
+
+def _listener_slow(sim: Simulator, client: SimClient, value: int) -> None:
+    client.slow.extend([value] * 3)
+
+
+def _send_back(mode: str) -> ClientFault:
+    def apply(sim: Simulator, client: SimClient, value: int) -> None:
+        client.send_back_faults.extend([mode] * max(value, 1))
+
+    return apply
+
+
+def _expire(sim: Simulator, value: int) -> None:
+    sim.expire(max(value, 1))
+
+
+def _slave_lag(sim: Simulator, value: int) -> None:
+    if sim.slave is not None:
+        sim.slave.lag_ms = value
+
+
+def _clock_jump(sim: Simulator, value: int) -> None:
+    sim.lease_clock.skew += value
+
+
+def _pull_drop(sim: Simulator, value: int) -> None:
+    sim.remoting.set_drop_responses(sim.master_addr, True)
+    sim.later(
+        max(value, 1), lambda: sim.remoting.set_drop_responses(sim.master_addr, False), "answers"
+    )
+
+
+def _broker_down(sim: Simulator, value: int) -> None:
+    sim.remoting.set_broker_down(sim.master_addr, True)
+    sim.later(max(value, 1), lambda: sim.remoting.set_broker_down(sim.master_addr, False), "up")
+
+
+_CLIENT_FAULTS: dict[str, ClientFault] = {
+    "crash": _crash,
+    "leave": _leave,
+    "pause": _pause,
+    "listener-fail": _listener_fail,
+    "listener-exception": _listener_exception,
+    "listener-slow": _listener_slow,
+    "send-back-fail": _send_back("fail"),
+    "send-back-lost": _send_back("lost"),
+}
+_BROKER_FAULTS: dict[str, BrokerFault] = {
+    "expire": _expire,
+    "slave-lag": _slave_lag,
+    "clock-jump": _clock_jump,
+    "pull-drop": _pull_drop,
+    "broker-down": _broker_down,
+}

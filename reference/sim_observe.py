@@ -1,0 +1,182 @@
+"""How the simulator sees inside a client without changing what it does: subclasses and
+wrappers of the reference client parts that report each action to the consumer's `SimClient`
+(`reference.sim_client`), which turns it into history events.
+
+- `ObservedProcessQueue` reports every put (the pull's messages and the cache size, FLOW-6);
+- `ObservedOffsetStore` reports every in-memory offset write with its value before and after
+  (OFFSET-2) and names the broker writes it causes (persist, RESULT-10's fix-up);
+- `ObservedSendBack` reports every hand-back, with the topic the broker stored a copy in, and
+  injects the send-back faults;
+- `ObservedList` stands for the parts' record lists (pull attempts, answers, listener calls):
+  it reports each appended item and keeps none, so a long run holds no growing lists;
+- `SimConsumer` is a ClientConsumer whose offset store is observed.
+
+Tests subclass these to build deliberately broken configurations.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Sequence
+from typing import TYPE_CHECKING, TypeVar
+
+from reference.client_consumer import ClientConsumer
+from reference.offset_store import BrokerOffsetClient, ReferenceRemoteOffsetStore
+from reference.process_queue import ReferenceProcessQueue
+from reference.remoting import ReferenceRemoting
+from spec.client_errors import MQClientError
+from spec.client_send_back import ClientMessage, SendBackClient
+from spec.clock import Clock
+from spec.consumer_config import ReadOffsetType
+from spec.message import PROPERTY_UNIQ_KEY, MessageQueue, StoredMessage
+from spec.offset_store import OffsetStore
+from spec.profiles import Profile
+
+if TYPE_CHECKING:
+    from reference.sim_client import SimClient
+
+T = TypeVar("T")
+
+
+class ObservedList(list[T]):
+    """A list that hands each appended item to `on_append` and keeps nothing."""
+
+    def __init__(self, on_append: Callable[[T], None]) -> None:
+        super().__init__()
+        self.on_append = on_append
+
+    def append(self, item: T) -> None:
+        """Report `item` (it is not stored)."""
+        self.on_append(item)
+
+
+class ObservedProcessQueue(ReferenceProcessQueue):
+    """A ReferenceProcessQueue numbered in the run, reporting each put to its owner."""
+
+    def __init__(self, clock: Clock, profile: Profile, owner: SimClient, pq_id: int) -> None:
+        super().__init__(clock, profile, lock_max_live_time_ms=owner.client_lock_ms)
+        self.owner = owner
+        self.pq_id = pq_id
+
+    def put_messages(self, msgs: Sequence[StoredMessage]) -> bool:
+        """putMessage (PQ-2), reported with the count it leaves (FLOW-5)."""
+        dispatch = super().put_messages(msgs)
+        self.owner.on_put(self, msgs)
+        return dispatch
+
+
+def message_key(msg: StoredMessage | ClientMessage) -> str:
+    """The key of a message across its copies: the producer's UNIQ_KEY ("" when absent)."""
+    return dict(msg.properties).get(PROPERTY_UNIQ_KEY, "")
+
+
+class ObservedOffsetStore(ReferenceRemoteOffsetStore):
+    """RemoteBrokerOffsetStore reporting each memory write and naming its broker writes."""
+
+    def __init__(self, client: BrokerOffsetClient, group: str, owner: SimClient) -> None:
+        super().__init__(client, group)
+        self.owner = owner
+        self._reading = False
+        #: The queue of the last non-increase-only write outside a read: a persist of that
+        #: queue right after it is RESULT-10's fix-up (update, then persist, REBAL-16).
+        self._last_reset: MessageQueue | None = None
+
+    def _memory(self, mq: MessageQueue) -> int | None:
+        return self.clone_offset_table(mq.topic).get(mq)
+
+    def update_offset(self, mq: MessageQueue | None, offset: int, increase_only: bool) -> None:
+        """updateOffset (OFFSET-2), reported as a ClientCommit."""
+        before = self._memory(mq) if isinstance(mq, MessageQueue) else None
+        super().update_offset(mq, offset, increase_only)
+        if mq is None:
+            return
+        after = self._memory(mq)
+        rule = "REBAL-17" if self._reading else self.owner.writer_rule(increase_only)
+        self._last_reset = mq if not increase_only and not self._reading else None
+        self.owner.on_client_commit(mq, offset, increase_only, before, after, rule)
+
+    def read_offset(self, mq: MessageQueue | None, read_type: ReadOffsetType) -> int:
+        """readOffset; a write it makes (READ_FROM_STORE) is the rebalance's read (REBAL-17)."""
+        self._reading = True
+        try:
+            return super().read_offset(mq, read_type)
+        finally:
+            self._reading = False
+
+    def persist(self, mq: MessageQueue | None) -> None:
+        """persist (OFFSET-6), its broker write named "fix-up" right after a reset."""
+        via = "fix-up" if mq is not None and mq == self._last_reset else "persist"
+        with self.owner.writing(via):
+            super().persist(mq)
+
+    def persist_all(self, mqs: Collection[MessageQueue] | None) -> None:
+        """persistAll (OFFSET-6, OFFSET-8)."""
+        with self.owner.writing("persist"):
+            super().persist_all(mqs)
+
+
+class SendBackFaultError(MQClientError):
+    """An injected send-back failure."""
+
+
+class ObservedSendBack:
+    """A SendBackClient that reports each hand-back and injects the owner's send-back faults:
+    "fail" refuses before the broker is reached, "lost" lets the broker store the copy and
+    then reports a failure (the answer was lost)."""
+
+    def __init__(self, inner: SendBackClient, owner: SimClient) -> None:
+        self.inner = inner
+        self.owner = owner
+
+    def send_message_back(
+        self,
+        msg: StoredMessage,
+        delay_level: int,
+        broker_name: str | None,
+        max_reconsume_times: int,
+    ) -> None:
+        """CONSUMER_SEND_MSG_BACK; without a broker name it is PQ-18's cleaner calling."""
+        via = "rpc" if broker_name is not None else "cleaner"
+        self._hand_back(
+            via,
+            message_key(msg),
+            lambda: self.inner.send_message_back(
+                msg, delay_level, broker_name, max_reconsume_times
+            ),
+        )
+
+    def send_retry_message(self, message: ClientMessage) -> None:
+        """The internal producer's send: CONC-11's fallback, or ORDER-15's hand-off."""
+        via = "orderly" if self.owner.orderly else "fallback"
+        self._hand_back(via, message_key(message), lambda: self.inner.send_retry_message(message))
+
+    def _hand_back(self, via: str, key: str, call: Callable[[], None]) -> None:
+        fault = self.owner.take_send_back_fault()
+        if fault == "fail":
+            self.owner.on_sent_back(key, via, False, None)
+            raise SendBackFaultError("send-back refused (injected)")
+        error: Exception | None = None
+        with self.owner.capture_stored() as stored:
+            try:
+                call()
+            except Exception as exc:
+                error = exc
+        if error is None and fault == "lost":
+            error = SendBackFaultError("send-back answer lost (injected)")
+        self.owner.on_sent_back(key, via, error is None, stored[0] if stored else None)
+        if error is not None:
+            raise error
+
+
+class SimConsumer(ClientConsumer):
+    """A ClientConsumer whose offset store reports to `owner` (set before construction)."""
+
+    owner: SimClient
+
+    def __init__(self, owner: SimClient, *args: object, **kwargs: object) -> None:
+        self.owner = owner
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+
+    def _offset_store(self, remoting: ReferenceRemoting, offset_dir: object) -> OffsetStore:
+        return ObservedOffsetStore(
+            remoting.offset_client(self.group, self.profile), self.group, self.owner
+        )

@@ -1,0 +1,489 @@
+"""A deterministic discrete-event simulator of a RocketMQ 4.x consumer group under faults.
+
+It composes a master broker (offset manager, lock manager, send-back and schedule delivery), an
+optional slave that replays the master `slave_lag_ms` behind (pulls reach it when the master
+suggests it, CODE-6), a producer, and N push consumers of one group — each a real
+`ClientConsumer` (pull service, flow control, concurrent or orderly consume service, offset store
+with its 5 s persist cadence, rebalance) on its own client instance — all on one virtual clock.
+Faults are explicit steps (`reference.sim_faults`). One `SimConfig` (its seed and schedule)
+fully determines a run: every random choice comes from `random.Random` seeded from it.
+
+It lives in `reference` because it is built only from reference parts and its history is the
+reference model's behaviour; the conformance suite and the CLI only drive it.
+
+A *step* is one event of the world's scheduler (a client's or a broker's task, a pull arriving
+or answered, a produce, a scheduled restart) or one fault step; `run(n)` takes n steps. Every
+step's effects are recorded in a history (`reference.sim_history`) checked as it grows
+(`reference.sim_checker`).
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+import itertools
+import random
+import time
+from collections.abc import Callable, Iterator
+
+import attrs
+
+from reference import sim_history as h
+from reference.broker import ReferenceBroker
+from reference.remoting import ReferenceRemoting
+from reference.scheduler import Scheduler
+from reference.sim_apply import apply_fault
+from reference.sim_checker import Checker, CheckResult
+from reference.sim_client import SimClient
+from reference.sim_cluster import (
+    LaggingSlave,
+    ObservedLockManager,
+    RecordingStore,
+    ReplicaStore,
+    SkewedClock,
+    expire_oldest_files,
+)
+from reference.sim_faults import FAULT_KINDS, FaultStep, fault_stream, format_schedule
+from reference.sim_observe import ObservedProcessQueue
+from spec.clock import ManualClock
+from spec.config import BrokerConfig, StoreConfig, SubscriptionGroupConfig
+from spec.consume_types import retry_topic
+from spec.consumer_config import ConsumeFromWhere, ConsumeMode, ConsumerConfig
+from spec.message import PROPERTY_UNIQ_KEY, BrokerInnerMessage, MessageQueue, StoredMessage
+from spec.profiles import Profile
+from spec.status import BrokerRole
+
+
+@attrs.frozen(kw_only=True)
+class SimConfig:
+    """Everything that determines a run (with `steps`)."""
+
+    seed: int = 1
+    consumers: int = 3
+    orderly: bool = False
+    profile: Profile = Profile.V4_9
+    queues: int = 4
+    slave: bool = True
+    slave_lag_ms: int = 1_000
+    #: Fault kinds the seed's schedule draws from; ignored when `schedule` is given.
+    faults: tuple[str, ...] = tuple(FAULT_KINDS)
+    schedule: tuple[FaultStep, ...] | None = None
+    mean_fault_gap_ms: int = 20_000
+    #: Mean gap between two produced messages (the producer sends one at a time).
+    produce_gap_ms: int = 40
+    #: Probability that a listener call fails on its own (RECONSUME_LATER / SUSPEND).
+    fail_rate: float = 0.02
+    latency_ms: int = 0
+    pull_threshold_for_queue: int = 64
+    pull_batch_size: int = 16
+    consume_batch_size: int = 1
+    max_reconsume_times: int = 3
+    retry_queue_nums: int = 1
+    commit_log_file_size: int = 64 * 1024
+    #: The broker's RAM as the slave suggestion sees it (40 % of it counts as in memory).
+    memory_bytes: int = 64 * 1024
+
+
+@attrs.define
+class SimHooks:
+    """Replaceable parts, for deliberately broken configurations in tests."""
+
+    process_queue: type[ObservedProcessQueue] = ObservedProcessQueue
+    master_store: type[RecordingStore] = RecordingStore
+    #: The client lease (PQ-15) and the broker lease (LEASE-1).
+    client_lock_ms: int = 30_000
+    broker_lock_ms: int = 60_000
+
+
+@attrs.frozen
+class SimResult:
+    """What a run produced: the checker's verdict and the run's counts."""
+
+    check: CheckResult
+    steps: int
+    virtual_ms: int
+    elapsed_s: float
+    history: dict[str, int]
+    schedule: str
+
+    def to_json(self) -> dict[str, object]:
+        """The `pullspec simulate --json` object."""
+        stats = self.check.stats
+        return {
+            "violations": dict(sorted(self.check.violations.items())),
+            "allowed": dict(sorted(self.check.allowed.items())),
+            "allowedByKind": self.check.to_json()["allowedByKind"],
+            "steps": self.steps,
+            "produced": stats.get("produced", 0),
+            "consumed": stats.get("consumed", 0),
+            "dlq": stats.get("dlq", 0),
+            "pending": stats.get("pending", 0),
+            "virtual_ms": self.virtual_ms,
+            "elapsed_s": round(self.elapsed_s, 2),
+            "history": self.history,
+            "faults": self.schedule,
+        }
+
+
+class Simulator:
+    """The world of one run; `run(steps)` drives it, `finish()` checks it."""
+
+    group = "G"
+    topic = "T"
+
+    def __init__(
+        self, config: SimConfig, hooks: SimHooks | None = None, *, keep_history: bool = True
+    ) -> None:
+        self.config = config
+        self.hooks = hooks or SimHooks()
+        self.history = h.History(keep=keep_history)
+        self.checker = Checker()
+        self.clock = ManualClock(0)
+        self.scheduler = Scheduler(self.clock)
+        self.remoting = ReferenceRemoting(self.scheduler, config.latency_ms)
+        self.steps = 0
+        #: (client, via) of the broker commits being made, None for a pull's commit.
+        self.writer: tuple[str, str] | None = None
+        self.capture: list[str] | None = None
+        self.pull_commits: dict[str, dict[int, str]] = {}
+        self.broker_offsets: dict[str, int] = {}
+        self.min_offsets: dict[str, int] = {}
+        #: queue → (commit-log offset, queue offset) of each record still on disk, in order.
+        self.physical: dict[str, list[tuple[int, int]]] = {}
+        self.copy_keys: dict[tuple[str, int], str] = {}
+        self.clients: dict[str, SimClient] = {}
+        self.incarnations: dict[str, int] = {}
+        self.applied: list[FaultStep] = []
+        self._pq_ids = itertools.count(1)
+        self._rng = random.Random(f"{config.seed}:world")
+        self._producing = False
+        self._produced = 0
+        self._faults: list[tuple[int, int, FaultStep]] = []
+        self._fault_seq = itertools.count()
+        self._stream: Iterator[FaultStep] | None = None
+        self.consumer_config = ConsumerConfig(
+            consume_mode=ConsumeMode.ORDERLY if config.orderly else ConsumeMode.CONCURRENTLY,
+            consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+            pull_threshold_for_queue=config.pull_threshold_for_queue,
+            pull_batch_size=config.pull_batch_size,
+            consume_message_batch_max_size=config.consume_batch_size,
+            max_reconsume_times=config.max_reconsume_times,
+        )
+        self._build_brokers()
+        self.emit(
+            h.Setup(
+                at=0,
+                profile=config.profile.value,
+                group=self.group,
+                topics=(self.topic,),
+                orderly=config.orderly,
+                consumers=config.consumers,
+                retry_queue_nums=config.retry_queue_nums,
+                client_lock_ms=self.hooks.client_lock_ms,
+                broker_lock_ms=self.hooks.broker_lock_ms,
+                seed=config.seed,
+                faults=config.faults,
+            )
+        )
+        for i in range(config.consumers):
+            self._start_client(f"c{i}")
+        if config.schedule is not None:
+            for step in config.schedule:
+                self.inject(step)
+        else:
+            self._stream = fault_stream(
+                config.seed, config.consumers, config.faults, config.mean_fault_gap_ms
+            )
+            self._pull_stream()
+        self.scheduler.call_later(self._gap(), self._produce, "producer")
+
+    # -- the brokers ----------------------------------------------------------------------------
+
+    def _build_brokers(self) -> None:
+        cfg, profile, clock = self.config, self.config.profile, self.clock
+        store_config = StoreConfig(
+            mapped_file_size_commit_log=cfg.commit_log_file_size,
+            total_physical_memory_size=cfg.memory_bytes,
+        )
+        self.master = ReferenceBroker(
+            self.hooks.master_store(
+                config=store_config,
+                profile=profile,
+                clock=clock,
+                on_append=self._on_append,
+                replicating=cfg.slave,
+            ),
+            BrokerConfig(slave_read_enable=cfg.slave),
+            profile,
+            clock=clock,
+        )
+        self.lease_clock = SkewedClock(clock)
+        self.master.lock_manager = ObservedLockManager(
+            self.lease_clock, self._on_lease, self.hooks.broker_lock_ms
+        )
+        self.master.commit_listeners.append(self._on_broker_commit)
+        brokers: list[ReferenceBroker] = [self.master]
+        self.slave: LaggingSlave | None = None
+        if cfg.slave:
+            slave_store = ReplicaStore(
+                config=attrs.evolve(store_config, broker_role=BrokerRole.SLAVE),
+                profile=profile,
+                clock=clock,
+            )
+            self.slave = LaggingSlave(
+                slave_store,
+                BrokerConfig(slave_read_enable=True),
+                profile,
+                clock=clock,
+                source=self.master.store,  # type: ignore[arg-type]
+                lag_ms=cfg.slave_lag_ms,
+            )
+            brokers.append(self.slave)
+        group = SubscriptionGroupConfig(
+            group_name=self.group, retry_queue_nums=cfg.retry_queue_nums
+        )
+        for broker_id, broker in enumerate(brokers):
+            broker.create_topic(self.topic, cfg.queues)
+            broker.groups[self.group] = group
+            self.remoting.register_broker("broker-a", broker_id, broker)
+        self.master_addr = self.remoting.broker_addrs("broker-a")[0]
+
+    def queues(self) -> list[str]:
+        """The consumable queues: the topic's and the group's retry topic's."""
+        retry = [
+            h.queue_name(retry_topic(self.group), i) for i in range(self.config.retry_queue_nums)
+        ]
+        return [h.queue_name(self.topic, i) for i in range(self.config.queues)] + retry
+
+    # -- history --------------------------------------------------------------------------------
+
+    def emit(self, event: h.Event) -> None:
+        """Record one event and check it."""
+        self.history.add(event)
+        self.checker.feed(event)
+
+    def key_of(self, queue: str, offset: int) -> str:
+        """The key of the message stored at (queue, offset) ("" when unknown)."""
+        return self.copy_keys.get((queue, offset), "")
+
+    def next_pq_id(self) -> int:
+        """A ProcessQueue number unique in the run."""
+        return next(self._pq_ids)
+
+    def _on_append(self, record: StoredMessage) -> None:
+        key = record.get_property(PROPERTY_UNIQ_KEY)
+        if key is None:
+            return  # a broker's own record (OFFSET_MOVED_EVENT)
+        queue = h.queue_name(record.topic, record.queue_id)
+        self.copy_keys[(queue, record.queue_offset)] = key
+        self.physical.setdefault(queue, []).append((record.commitlog_offset, record.queue_offset))
+        if self.capture is not None:
+            self.capture.append(record.topic)
+        at = self.clock.now_ms()
+        if self._producing:
+            self.emit(
+                h.Produce(
+                    at=at,
+                    key=key,
+                    topic=record.topic,
+                    queue_id=record.queue_id,
+                    offset=record.queue_offset,
+                )
+            )
+        else:
+            self.emit(
+                h.Stored(
+                    at=at,
+                    key=key,
+                    topic=record.topic,
+                    queue_id=record.queue_id,
+                    offset=record.queue_offset,
+                    reconsume_times=record.reconsume_times,
+                )
+            )
+
+    def _on_broker_commit(self, group: str, topic: str, queue_id: int, offset: int) -> None:
+        queue = h.queue_name(topic, queue_id)
+        before = self.broker_offsets.get(queue)
+        self.broker_offsets[queue] = offset
+        if self.writer is not None:
+            client, via = self.writer
+        else:
+            client, via = self.pull_commits.get(queue, {}).get(offset, "?"), "pull"
+        self.emit(
+            h.BrokerCommit(
+                at=self.clock.now_ms(),
+                client=client,
+                queue=queue,
+                offset=offset,
+                before=before,
+                via=via,
+            )
+        )
+
+    def _on_lease(self, client_id: str, mq: MessageQueue, action: str) -> None:
+        queue = h.queue_name(mq.topic, mq.queue_id)
+        self.emit(h.Lease(at=self.clock.now_ms(), client=client_id, queue=queue, action=action))
+
+    # -- producing ------------------------------------------------------------------------------
+
+    def _gap(self) -> int:
+        return self._rng.randrange(1, 2 * self.config.produce_gap_ms)
+
+    def _produce(self) -> None:
+        self._produced += 1
+        msg = BrokerInnerMessage(
+            self.topic,
+            self._rng.randrange(self.config.queues),
+            f"m{self._produced}".encode(),
+            {PROPERTY_UNIQ_KEY: f"k{self._produced}"},
+            born_timestamp=self.clock.now_ms(),
+        )
+        self._producing = True
+        try:
+            self.remoting.send_message(self.master_addr, msg)
+        except Exception:
+            pass  # the broker is down: the producer's send fails and the message never exists
+        finally:
+            self._producing = False
+        self.scheduler.call_later(self._gap(), self._produce, "producer")
+
+    # -- consumers ------------------------------------------------------------------------------
+
+    def _start_client(self, name: str) -> SimClient:
+        self.incarnations[name] = self.incarnations.get(name, 0) + 1
+        client = SimClient(self, name, self.incarnations[name])
+        self.clients[name] = client
+        client.start()
+        return client
+
+    def _live(self, name: str) -> SimClient | None:
+        client = self.clients.get(name)
+        return client if client is not None and client.alive else None
+
+    # -- faults ---------------------------------------------------------------------------------
+
+    def inject(self, step: FaultStep) -> None:
+        """Schedule a fault step (at its time, or now if that has passed)."""
+        heapq.heappush(self._faults, (step.at, next(self._fault_seq), step))
+
+    def _pull_stream(self) -> None:
+        # Keep one generated step queued ahead, so the stream is drawn only as time passes.
+        if self._stream is not None:
+            nxt = next(self._stream, None)
+            if nxt is not None:
+                self.inject(nxt)
+
+    def _apply(self, step: FaultStep) -> None:
+        self.applied.append(step)
+        apply_fault(self, step)
+
+    def later(self, delay_ms: int, action: Callable[[], None], name: str) -> None:
+        """A simulator action `delay_ms` from now (a restart, a resume, a repair)."""
+        self.scheduler.call_later(delay_ms, action, f"sim: {name}")
+
+    def expire(self, files: int) -> None:
+        """Expire the oldest commit-log files; report, per queue, the queue offset below which
+        every record is gone. That is not the queue's min offset: the consume queue's own
+        correction only looks at its first file (STORE-19), so a queue whose surviving entries
+        all point into deleted files keeps its min and answers MESSAGE_WAS_REMOVING."""
+        store = self.master.store
+        assert isinstance(store, RecordingStore)
+        expire_oldest_files(store, files)
+        physical_min = store.get_min_phy_offset()
+        for queue, records in self.physical.items():
+            gone = bisect.bisect_left(records, (physical_min, -1))
+            if gone == 0:
+                continue
+            below = records[gone - 1][1] + 1
+            del records[:gone]
+            if below > self.min_offsets.get(queue, 0):
+                self.min_offsets[queue] = below
+                self.emit(h.Truncated(at=self.clock.now_ms(), queue=queue, min_offset=below))
+
+    # -- running --------------------------------------------------------------------------------
+
+    def step(self) -> None:
+        """Take one step: the next fault if it is due first, else the next scheduled event."""
+        due = self.scheduler.next_time
+        if self._faults and (due is None or self._faults[0][0] <= due):
+            at, _seq, fault = heapq.heappop(self._faults)
+            if at > self.clock.now_ms():
+                self.clock.jump_to(at)
+            self._apply(fault)
+            self._pull_stream()
+        else:
+            self.scheduler.run_next()
+        self.steps += 1
+        for client in self.clients.values():
+            client.poll()
+
+    def run(
+        self, steps: int, progress: Callable[[int, int], None] | None = None, every: int = 10_000
+    ) -> None:
+        """Take `steps` steps; `progress(steps, virtual ms)` is called every `every` steps."""
+        for i in range(1, steps + 1):
+            self.step()
+            if progress is not None and i % every == 0:
+                progress(i, self.clock.now_ms())
+
+    def snapshot(self) -> h.Snapshot:
+        """The end state the checker judges loss against."""
+        committed, max_offsets = {}, {}
+        for queue in self.queues():
+            topic, qid = h.split_queue_name(queue)
+            committed[queue] = self.master.query_offset(self.group, topic, qid)
+            max_offsets[queue] = self.master.store.get_max_offset_in_queue(topic, qid)
+        cached = {c.client_id: c.cached() for c in self.clients.values() if c.alive}
+        return h.Snapshot(
+            at=self.clock.now_ms(), committed=committed, max_offsets=max_offsets, cached=cached
+        )
+
+    def finish(self) -> CheckResult:
+        """Record the end state and return the checker's verdict."""
+        self.emit(self.snapshot())
+        return self.checker.finish()
+
+    def schedule_text(self) -> str:
+        """The fault steps applied so far, as `--schedule` text."""
+        return format_schedule(self.applied)
+
+    def replay_command(self, steps: int | None = None) -> str:
+        """The `pullspec simulate` command line that replays this run."""
+        cfg = self.config
+        parts = [
+            "pullspec simulate",
+            f"--seed {cfg.seed}",
+            f"--steps {steps if steps is not None else self.steps}",
+            f"--consumers {cfg.consumers}",
+            f"--profile {cfg.profile.value}",
+        ]
+        if cfg.orderly:
+            parts.append("--orderly")
+        parts.append(f'--schedule "{self.schedule_text()}"')
+        return " ".join(parts)
+
+
+def simulate(
+    config: SimConfig,
+    steps: int,
+    *,
+    hooks: SimHooks | None = None,
+    keep_history: bool = False,
+    progress: Callable[[int, int], None] | None = None,
+    every: int = 10_000,
+) -> tuple[SimResult, Simulator]:
+    """Run `steps` steps of a new simulator and check it."""
+    started = time.perf_counter()
+    sim = Simulator(config, hooks, keep_history=keep_history)
+    sim.run(steps, progress, every)
+    check = sim.finish()
+    result = SimResult(
+        check,
+        sim.steps,
+        sim.clock.now_ms(),
+        time.perf_counter() - started,
+        sim.history.summary(),
+        sim.schedule_text(),
+    )
+    return result, sim
