@@ -41,7 +41,7 @@ from conformance.observe import (
     resolve_candidate,
     rule_sort_key,
 )
-from conformance.ops import AREAS, OP_RULES, Observation, Op, rules_for
+from conformance.ops import AREAS, OP_RULES, Observation, Op, error_kind, rules_for
 from spec.errors import PullspecError, UnsupportedError
 from spec.profiles import Profile
 
@@ -129,7 +129,10 @@ def _statuses(raw: dict[str, Any], into: set[str]) -> None:
         if isinstance(result, dict) and isinstance(result.get("status"), str):
             into.add(result["status"])
     if raw.get("error") is not None:
-        into.add(f"error:{raw['error']}")
+        try:  # adapters report a Java exception name or an ErrorKind: count the kind
+            into.add(f"error:{error_kind(raw['error']).value}")
+        except PullspecError:
+            into.add(f"error:{raw['error']}")
 
 
 def _state_fields(area: str, config: dict[str, Any]) -> tuple[str, ...]:
@@ -255,11 +258,28 @@ def _scratch(directory: str | None) -> Iterator[None]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
+_WARM: set[tuple[str, str]] = set()
+
+
+def _warm_up(plan: Plan, reference: Any, candidate: Any) -> None:
+    """Open and drop one instance per area on both sides, once per process, so that the first
+    trace's elapsed time does not include importing the adapters and the implementations."""
+    for area in plan.areas:
+        if (plan.impl, area) in _WARM:
+            continue
+        _WARM.add((plan.impl, area))
+        config = gen.config(area, gen.RandomDraw(random.Random(0)))
+        for impl in (reference, candidate):
+            with contextlib.suppress(Exception):  # a failing create is the trace's verdict
+                vectors.adapter(area).create(impl, dict(config), Profile.V4_9, Path("."))
+
+
 def run_seeds(plan: Plan, seeds: Iterable[int]) -> Iterator[Row]:
     """Every row of `seeds`: for each seed, each profile, each area of `plan`."""
     reference, candidate = _candidates(plan.impl, plan.timeout)
     profiles = [Profile.parse(p) for p in plan.profiles]
     with _scratch(plan.scratch):
+        _warm_up(plan, reference, candidate)
         for seed in seeds:
             for profile in profiles:
                 for area in plan.areas:

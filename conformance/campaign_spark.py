@@ -43,6 +43,21 @@ SPARK_DDL = ", ".join(f"{name} {kind}" for name, kind, _ in COLUMNS)
 SEEDS_PER_TASK = 32
 
 
+def spark_schema() -> Any:
+    """The StructType of a campaign row, built in Python (parsing SPARK_DDL would be a JVM
+    round trip that loads the SQL parser on a fresh session)."""
+    from pyspark.sql import types as st
+
+    simple = {
+        "BIGINT": st.LongType(),
+        "INT": st.IntegerType(),
+        "STRING": st.StringType(),
+        "DOUBLE": st.DoubleType(),
+        "ARRAY<STRING>": st.ArrayType(st.StringType()),
+    }
+    return st.StructType([st.StructField(name, simple[kind]) for name, kind, _ in COLUMNS])
+
+
 def java_problem() -> str | None:
     """Why PySpark cannot start a JVM here (no Java, or older than 17), else None.
 
@@ -207,7 +222,7 @@ def run_job(
     rows = sc.parallelize(ranges, len(ranges)).mapPartitions(
         functools.partial(_task, plan, counters)
     )
-    frame = spark.createDataFrame(rows, schema=SPARK_DDL, verifySchema=False)
+    frame = spark.createDataFrame(rows, schema=spark_schema(), verifySchema=False)
     failure: list[BaseException] = []
 
     def write() -> None:
@@ -245,7 +260,7 @@ def run_job(
 
 def aggregates(spark: Any, out: str, max_failures: int = 200) -> dict[str, Any]:
     """Counts from the Parquet in `out`: per (area, profile, verdict) traces, ops and seconds;
-    traces per rule ID and per status; the failing rows (at most `max_failures`, earliest
+    per area, traces per rule ID and per status; the failing rows (at most `max_failures`, earliest
     divergence first)."""
     from pyspark.sql import functions as sf
 
@@ -260,9 +275,17 @@ def aggregates(spark: Any, out: str, max_failures: int = 200) -> dict[str, Any]:
         .collect()
     )
 
-    def exploded(column: str) -> dict[str, int]:
-        counted = rows.select(sf.explode(column).alias("k")).groupBy("k").count().collect()
-        return {str(r["k"]): int(r["count"]) for r in counted}
+    def exploded(column: str) -> dict[str, dict[str, int]]:
+        counted = (
+            rows.select("area", sf.explode(column).alias("k"))
+            .groupBy("area", "k")
+            .count()
+            .collect()
+        )
+        out: dict[str, dict[str, int]] = {}
+        for r in counted:
+            out.setdefault(str(r["area"]), {})[str(r["k"])] = int(r["count"])
+        return out
 
     failing = (
         rows.where(sf.col("verdict").isin(*sorted(FAILING)))

@@ -1,0 +1,125 @@
+"""`pullspec bench-campaign`: a campaign's diffed ops per second on 1 and on 2 local cores.
+
+The same seeds, split into the same tasks, run on `local[1]` and then on `local[2]` in one
+process; each session first runs a small warm-up job (Python workers forked, modules imported,
+the JVM's Parquet writer compiled) that is not counted. The figure is diffed ops over the job's
+wall time, Parquet writing included, Spark start-up excluded. The issue's targets: at least
+2 M diffed ops per minute on 2 cores and a speed-up of at least 1.8 from 1 to 2 cores.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import attrs
+import click
+
+from conformance import campaign, campaign_rows, campaign_spark
+from conformance.cli_campaign import check_environment, fail, parse_areas
+
+#: The issue's throughput targets.
+TARGET_OPS_PER_MIN_2_CORES = 2_000_000
+TARGET_SPEEDUP = 1.8
+
+
+def measure(
+    plan: campaign.Plan, cores: int, seeds: int, partitions: int, folder: Path
+) -> dict[str, Any]:
+    """Run `seeds` seeds of `plan` on a fresh `local[cores]` session; answer its figures."""
+    spark, owned = campaign_spark.start_session(f"local[{cores}]", "pullspec-bench-campaign")
+    if not owned:
+        spark_master = spark.sparkContext.master
+        fail(f"error: a Spark session ({spark_master}) is already active; bench needs its own")
+    try:
+        warm = attrs.evolve(plan, steps=min(plan.steps, 5))
+        campaign_spark.run_job(spark, warm, 10**9, cores, str(folder / f"warm-{cores}"), cores)
+        out = folder / f"cores-{cores}"
+        job = campaign_spark.run_job(spark, plan, 0, seeds, str(out), partitions)
+    finally:
+        spark.stop()
+    counts = campaign_rows.aggregates(out)
+    ops = sum(int(g["ops"]) for g in counts["groups"])
+    cpu = sum(float(g["cpu_s"]) for g in counts["groups"])
+    failed = sum(int(g["traces"]) for g in counts["groups"] if g["verdict"] in campaign.FAILING)
+    return {
+        "cores": cores,
+        "ops": ops,
+        "traces": sum(int(g["traces"]) for g in counts["groups"]),
+        "failed": failed,
+        "wall_s": round(job.wall_s, 3),
+        "ops_per_s": round(ops / job.wall_s, 1),
+        "ops_per_min": round(ops * 60 / job.wall_s),
+        "ops_per_core_s": round(ops / cpu, 1) if cpu else 0.0,
+    }
+
+
+@click.command("bench-campaign")
+@click.option("--impl", default="fast", show_default=True, help="Candidate implementation.")
+@click.option("--seeds", type=click.IntRange(min=1), default=48, show_default=True)
+@click.option("--steps", type=click.IntRange(min=1), default=200, show_default=True)
+@click.option("--area", "areas", multiple=True, help="Areas (repeat or comma-separate; all).")
+@click.option("--cores", default="1,2", show_default=True, help="Local core counts to run.")
+@click.option("--partitions", type=click.IntRange(min=1), default=None, help="Default 8/core.")
+@click.option("--scratch", default=None, help="Candidates' scratch folder (default /dev/shm).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def bench_campaign_command(
+    impl: str,
+    seeds: int,
+    steps: int,
+    areas: tuple[str, ...],
+    cores: str,
+    partitions: int | None,
+    scratch: str | None,
+    as_json: bool,
+) -> None:
+    """Measure a campaign's diffed ops/s on 1 and 2 local cores and their ratio."""
+    check_environment()
+    counts = sorted({int(c) for c in cores.split(",") if c.strip()})
+    if not counts or counts[0] < 1:
+        raise click.BadParameter("expected core counts like 1,2", param_hint="--cores")
+    chosen = parse_areas(areas)
+    plan = campaign.Plan(impl, chosen, ("4.9",), steps, scratch or campaign_spark.default_scratch())
+    unsupported = campaign.unsupported_areas(plan)
+    plan = attrs.evolve(plan, areas=tuple(a for a in chosen if a not in unsupported))
+    if not plan.areas:
+        fail(f"error: {impl} supports none of the areas {', '.join(chosen)}")
+    parts = partitions or 8 * counts[-1]
+    with tempfile.TemporaryDirectory(prefix="pullspec-bench-") as tmp:
+        runs = {str(n): measure(plan, n, seeds, parts, Path(tmp)) for n in counts}
+    report: dict[str, Any] = {
+        "impl": impl,
+        "areas": list(plan.areas),
+        "unsupported": unsupported,
+        "seeds": seeds,
+        "steps": steps,
+        "partitions": parts,
+        "runs": runs,
+    }
+    if "1" in runs and "2" in runs:
+        speedup = runs["2"]["ops_per_s"] / runs["1"]["ops_per_s"]
+        report["speedup_1_to_2"] = round(speedup, 3)
+        report["targets"] = {
+            "ops_per_min_2_cores": TARGET_OPS_PER_MIN_2_CORES,
+            "speedup_1_to_2": TARGET_SPEEDUP,
+            "met_ops_per_min": runs["2"]["ops_per_min"] >= TARGET_OPS_PER_MIN_2_CORES,
+            "met_speedup": speedup >= TARGET_SPEEDUP,
+        }
+    if as_json:
+        click.echo(json.dumps(report))
+        return
+    click.echo(f"bench-campaign {impl}: {', '.join(plan.areas)}, {seeds} seeds × {steps} steps")
+    for n, run in runs.items():
+        click.echo(
+            f"  local[{n}]: {run['ops']:,} ops in {run['wall_s']:.1f} s = {run['ops_per_s']:,.0f} "
+            f"ops/s ({run['ops_per_min'] / 1e6:.2f} M ops/min), {run['ops_per_core_s']:,.0f} "
+            "ops/s per busy core"
+        )
+    if "speedup_1_to_2" in report:
+        click.echo(f"  speed-up 1 → 2 cores: {report['speedup_1_to_2']:.2f}×")
+
+
+#: The commands `pullspec` registers from this module.
+COMMANDS = [bench_campaign_command]

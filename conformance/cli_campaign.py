@@ -1,0 +1,237 @@
+"""`pullspec campaign`: a conformance and fuzzing campaign on Spark (docs/using/campaigns.md).
+
+Seeds are cut into Spark tasks; every task runs, for each of its seeds, one lockstep trace per
+area and profile (conformance.campaign) and the rows are written as Parquet partitioned by area
+and verdict. The driver prints a progress line, then the summary; it shrinks each distinct
+failure to a minimal vector case that `pullspec vectors check` replays, writes the report
+(summary.json/.md/.html and campaign.svg) and exits 1 if any trace diverged, crashed or timed
+out, 2 if the campaign could not run.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import attrs
+import click
+
+from conformance import campaign, campaign_report, campaign_rows, campaign_spark
+from conformance.ops import AREAS
+from spec.errors import PullspecError
+from spec.profiles import ALL_PROFILES
+
+#: Exit status when the campaign could not run at all (no Java, no pyspark, bad arguments).
+EXIT_ENVIRONMENT = 2
+_URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+def known_areas() -> tuple[str, ...]:
+    """The areas a campaign can run: the conformance areas (the simulator's to come)."""
+    return AREAS
+
+
+def parse_areas(values: tuple[str, ...]) -> tuple[str, ...]:
+    """`--area` values (repeated and/or comma-separated, `all`) as known areas, in order."""
+    wanted = [a.strip() for v in values for a in v.split(",") if a.strip()]
+    if not wanted or "all" in wanted:
+        return known_areas()
+    unknown = [a for a in wanted if a not in known_areas()]
+    if unknown:
+        raise click.BadParameter(
+            f"unknown area {unknown[0]!r} (expected {', '.join(known_areas())} or all)",
+            param_hint="--area",
+        )
+    return tuple(dict.fromkeys(wanted))
+
+
+def parse_profiles(values: tuple[str, ...]) -> tuple[str, ...]:
+    """`--profile` values (`all` for both) as profile names, in catalogue order."""
+    if "all" in values:
+        return tuple(p.value for p in ALL_PROFILES)
+    return tuple(p.value for p in ALL_PROFILES if p.value in values) or ("4.9",)
+
+
+def resolve_report_dir(out: str, given: str | None) -> Path:
+    """Where the report goes: --report-dir, else `<out>/_report` (Spark and pyarrow skip
+    `_`-folders when they read the rows), else ./pullspec-campaign-report for a remote --out."""
+    if given:
+        return Path(given)
+    if out.startswith("file://"):
+        return Path(out.removeprefix("file://")) / "_report"
+    if _URI.match(out):
+        return Path("pullspec-campaign-report")
+    return Path(out) / "_report"
+
+
+def local_path(master: str, out: str) -> Path | None:
+    """`out` as a driver-local path when the driver sees every row there (a local master
+    writing to a local folder), else None."""
+    if not campaign_spark.is_local(master):
+        return None
+    if out.startswith("file://"):
+        return Path(out.removeprefix("file://"))
+    return None if _URI.match(out) else Path(out)
+
+
+def aggregate(spark: Any, master: str, out: str) -> dict[str, Any]:
+    """The summary's counts: read with pyarrow on the driver when the rows are local to it,
+    else by a Spark query over the Parquet."""
+    path = local_path(master, out)
+    if path is not None:
+        return campaign_rows.aggregates(path)
+    return campaign_spark.aggregates(spark, out)
+
+
+def fail(message: str) -> None:
+    """Print `message` on stderr and exit with EXIT_ENVIRONMENT."""
+    click.echo(message, err=True)
+    sys.exit(EXIT_ENVIRONMENT)
+
+
+def check_environment() -> None:
+    """Exit with one clear message when pyspark/pyarrow or Java 17 is missing."""
+    problem = campaign_spark.spark_problem() or campaign_spark.java_problem()
+    if problem is not None:
+        fail(problem)
+
+
+@click.command("campaign")
+@click.option("--impl", default="fast", show_default=True, help="Candidate implementation.")
+@click.option("--master", default="local[*]", show_default=True, help="Spark master URL.")
+@click.option("--seeds", type=click.IntRange(min=1), default=100, show_default=True)
+@click.option("--first-seed", type=click.IntRange(min=0), default=0, show_default=True)
+@click.option("--steps", type=click.IntRange(min=1), default=200, show_default=True)
+@click.option("--area", "areas", multiple=True, help="Areas (repeat or comma-separate; all).")
+@click.option("--profile", "profiles", multiple=True, type=click.Choice(["4.7", "4.9", "all"]))
+@click.option("--out", default="pullspec-campaign", show_default=True, help="Parquet folder.")
+@click.option("--report-dir", default=None, help="Default: OUT/_report.")
+@click.option("--partitions", type=click.IntRange(min=1), default=None, help="Spark tasks.")
+@click.option("--shrink", "shrink_max", type=click.IntRange(min=0), default=10, show_default=True)
+@click.option("--scratch", default=None, help="Candidates' scratch folder (default /dev/shm).")
+@click.option("--timeout", type=float, default=10.0, show_default=True, help="cmd: answers.")
+@click.option("--progress/--no-progress", default=True, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+def campaign_command(
+    impl: str,
+    master: str,
+    seeds: int,
+    first_seed: int,
+    steps: int,
+    areas: tuple[str, ...],
+    profiles: tuple[str, ...],
+    out: str,
+    report_dir: str | None,
+    partitions: int | None,
+    shrink_max: int,
+    scratch: str | None,
+    timeout: float,
+    progress: bool,
+    as_json: bool,
+) -> None:
+    """Run a conformance campaign of IMPL against the reference on Spark."""
+    check_environment()
+    chosen = parse_areas(areas)
+    plan = campaign.Plan(
+        impl,
+        chosen,
+        parse_profiles(profiles),
+        steps,
+        scratch or campaign_spark.default_scratch(),
+        timeout,
+    )
+    try:
+        unsupported = campaign.unsupported_areas(plan)
+    except PullspecError as exc:
+        raise click.UsageError(str(exc)) from exc
+    runnable = tuple(a for a in chosen if a not in unsupported)
+    if not runnable:
+        fail(f"error: {impl} supports none of the areas {', '.join(chosen)}")
+    plan = campaign.Plan(impl, runnable, plan.profiles, steps, plan.scratch, timeout)
+    summary = _run(plan, master, first_seed, seeds, out, partitions, progress, unsupported)
+    folder = resolve_report_dir(out, report_dir)
+    started = time.perf_counter()
+    replays = _shrink(summary.failures, plan, folder / "vectors", shrink_max)
+    timings = {**summary.timings, "shrink": time.perf_counter() - started}
+    summary = attrs.evolve(summary, replays=replays, report_dir=str(folder), timings=timings)
+    campaign_report.write(summary, folder)
+    if as_json:
+        click.echo(json.dumps(summary.to_json(), default=str))
+    else:
+        click.echo(campaign_report.text(summary))
+    if summary.failed:
+        sys.exit(1)
+
+
+def _run(
+    plan: campaign.Plan,
+    master: str,
+    first_seed: int,
+    seeds: int,
+    out: str,
+    partitions: int | None,
+    progress: bool,
+    unsupported: dict[str, str],
+) -> campaign_report.Summary:
+    """Start (or join) the Spark session, run the job, read the aggregates back."""
+
+    def show(p: campaign_spark.Progress) -> None:
+        click.echo(p.line(), err=True)
+
+    clock = time.perf_counter()
+    timings: dict[str, float] = {}
+
+    def lap(name: str) -> None:
+        nonlocal clock
+        timings[name], clock = time.perf_counter() - clock, time.perf_counter()
+
+    spark, owned = campaign_spark.start_session(master)
+    lap("start")
+    try:
+        cores = int(spark.sparkContext.defaultParallelism)
+        job = campaign_spark.run_job(
+            spark, plan, first_seed, seeds, out, partitions, show if progress else None
+        )
+        lap("job")
+        aggregated = aggregate(spark, master, out)
+        lap("aggregate")
+    finally:
+        if owned:
+            spark.stop()
+    return campaign_report.summarise(
+        aggregated,
+        plan.areas,
+        impl=plan.impl,
+        master=master,
+        cores=cores,
+        profiles=plan.profiles,
+        steps=plan.steps,
+        first_seed=first_seed,
+        seeds=seeds,
+        partitions=job.partitions,
+        wall_s=job.wall_s,
+        unsupported=unsupported,
+        samples=tuple((p.elapsed_s, p.ops) for p in job.samples),
+        out=out,
+        timings=timings,
+    )
+
+
+def _shrink(
+    failures: tuple[Any, ...], plan: campaign.Plan, folder: Path, limit: int
+) -> tuple[campaign.Replay, ...]:
+    """Shrink up to `limit` distinct failures on the driver into replayable vector cases."""
+    found = []
+    for row in campaign.pick_failures(failures, limit):
+        replay = campaign.shrink(row, plan.impl, plan.steps, folder, plan.timeout)
+        if replay is not None:
+            found.append(replay)
+    return tuple(found)
+
+
+#: The commands `pullspec` registers from this module.
+COMMANDS = [campaign_command]
