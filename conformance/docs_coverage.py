@@ -7,7 +7,10 @@ imports (``spec.store.next_offset_correction``), carries the ID in its name
 same file that does one of these.
 
 Vectors: every recorded case is replayed against the reference candidate with a profiler
-installed; a case covers a rule when one of the rule's functions ran while the case passed.
+installed; a case covers a rule when one of the rule's functions ran while the case passed. The
+repository's reference-generated vectors (`vectors/reference-<profile>`, written by
+`conformance.client_vectors`) are replayed the same way after the recorded ones, so the client
+areas the recordings never reach count too.
 """
 
 from __future__ import annotations
@@ -264,10 +267,23 @@ def profile_folder(profile: Profile) -> str:
     return "rocketmq-" + profile.tag.removeprefix("rocketmq-all-")
 
 
+#: The repository's reference-generated vectors (one ``reference-<profile>`` folder each).
+GENERATED_VECTORS = Path(__file__).resolve().parents[1] / "vectors"
+
+
+def generated_folder(profile: Profile) -> str:
+    """The reference-generated vector folder of a profile: ``reference-4.9`` for 4.9."""
+    return f"reference-{profile.value}"
+
+
 def trace_profile(
-    vectors_dir: Path, profile: Profile, impl: str = "reference"
+    vectors_dir: Path,
+    profile: Profile,
+    impl: str = "reference",
+    generated_dir: Path | None = GENERATED_VECTORS,
 ) -> tuple[dict[str, tuple[VectorHit, ...]], tuple[VectorRun, ...]]:
-    """Replay one profile's vector folder on `impl`, recording the rule functions each case ran.
+    """Replay one profile's vector folder on `impl`, recording the rule functions each case ran;
+    then, unless `generated_dir` is None, its reference-generated folder there as well.
 
     Module-level and self-contained so that the two profiles can run in two processes.
     """
@@ -282,13 +298,19 @@ def trace_profile(
             if found:
                 current.update(found)
 
-    folder = vectors_dir / profile_folder(profile)
-    if not folder.is_dir():
-        return {}, ()
+    folders = [vectors_dir / profile_folder(profile)]
+    if generated_dir is not None:
+        folders.append(generated_dir / generated_folder(profile))
     per_area: dict[str, dict[str, int]] = {}
     area_rules: dict[str, set[str]] = {}
     details: dict[str, str] = {}
-    for case in vectors.load_cases(folder):
+    cases = (
+        (folder, case)
+        for folder in folders
+        if folder.is_dir()
+        for case in vectors.load_cases(folder)
+    )
+    for folder, case in cases:
         current.clear()
         previous: Callable[..., Any] | None = sys.getprofile()
         sys.setprofile(profiler)

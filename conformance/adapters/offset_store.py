@@ -1,0 +1,263 @@
+"""Adapter for area `offset_store`: the consumer's OffsetStore, remote or local file.
+
+config: `messageModel` (CLUSTERING → RemoteBrokerOffsetStore, BROADCASTING →
+LocalFileOffsetStore, OFFSET-1), `clientId`, `consumerGroup`. The remote store talks to a fake
+broker whose offsets the case sets with `broker_state`; an unknown queue answers
+QUERY_NOT_FOUND (MQBrokerException). The local store lives in a fresh temporary directory.
+
+| op | args | expect |
+|---|---|---|
+| `update_offset` | `mq`, `offset`, `increaseOnly` | the state |
+| `update_by` | `writer` (CONCURRENT_RESULT, CORRECT_TAGS_OFFSET, ORDERLY_RESULT, OFFSET_ILLEGAL_FIX_UP, READ_FROM_STORE, UPDATE_CONSUME_OFFSET), `mq`, `offset` | `increaseOnly`, the state |
+| `read_offset` | `mq`, `readType` | `result`, the state |
+| `persist` / `remove_offset` | `mq` | `noOp`, the state |
+| `update_to_broker` | `mq`, `offset`, `oneway` | `noOp`, the state |
+| `persist_all` | `mqs` (null allowed) | the state |
+| `persist_consumer_offset` | `running`, `processQueueMqs` | `targets` (null: nothing persisted), the state |
+| `rebalance_reset` | `mq` | removeOffset then READ_FROM_STORE: `result`, `memory`, the state |
+| `broker_state` | `mq`, `offset` (null: none), `fails` (null, `MQBrokerException` or another exception name) | the state |
+| `write_file` | `name` (`offsets.json`, `offsets.json.bak`), `offsets` ([{`mq`, `offset`}] or a string written as is, null deletes) | the state |
+| `load` | – | `exception` (MQClientException on a corrupt backup) or the state |
+| `broker_address` | `brokerAddrs` ([[id, addr], …]), `refreshed` | `address` |
+
+The state: `kind`, `table` ([{`mq`, `offset`}] sorted), `sent` (remote: the broker updates of
+the op, [{`mq`, `offset`, `oneway`}]), `files` (local: `main` and `bak` as offset lists, null
+when absent, `"corrupt"` when unreadable; `tmp` whether it exists), `persistSteps` (local).
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import weakref
+from pathlib import Path
+from typing import Any
+
+from conformance.adapters import _client
+from reference.offset_store import (
+    ReferenceLocalFileOffsetStore,
+    ReferenceRemoteOffsetStore,
+    decode_offset_table,
+    encode_offset_table,
+)
+from spec import offset_store as spec_os
+from spec.client_errors import MQBrokerError, MQClientError
+from spec.consumer_config import MessageModel, ReadOffsetType
+from spec.message import MessageQueue
+from spec.profiles import Profile
+from spec.status import ResponseCode
+
+#: The vector area this module serves.
+AREA = "offset_store"
+
+
+class _OtherBrokerError(Exception):
+    """A non-broker failure of the offset RPC (timeout, no route)."""
+
+
+class FakeBroker:
+    """The broker side of the remote store: stored offsets, failures and the updates received."""
+
+    def __init__(self) -> None:
+        self.offsets: dict[MessageQueue, int] = {}
+        self.fails: dict[MessageQueue, str] = {}
+        self.sent: list[dict[str, Any]] = []
+
+    def query_offset(self, mq: MessageQueue) -> int:
+        """QUERY_CONSUMER_OFFSET: the stored offset, QUERY_NOT_FOUND or the failure set."""
+        fail = self.fails.get(mq)
+        if fail == MQBrokerError.java_exception:
+            raise MQBrokerError(int(ResponseCode.SYSTEM_ERROR))
+        if fail is not None:
+            raise _OtherBrokerError(fail)
+        if mq not in self.offsets:
+            raise MQBrokerError(int(ResponseCode.QUERY_NOT_FOUND))
+        return self.offsets[mq]
+
+    def update_offset(self, mq: MessageQueue, offset: int, oneway: bool) -> None:
+        """UPDATE_CONSUMER_OFFSET: recorded, then stored (COMMIT-1 replaces)."""
+        self.sent.append({"mq": _client.mq_json(mq), "offset": offset, "oneway": oneway})
+        self.offsets[mq] = offset
+
+
+def _table_json(table: dict[MessageQueue, int]) -> list[dict[str, Any]]:
+    return [
+        {"mq": _client.mq_json(q), "offset": v}
+        for q, v in sorted(
+            table.items(), key=lambda kv: (kv[0].topic, kv[0].broker_name, kv[0].queue_id)
+        )
+    ]
+
+
+class Reference(_client.ReferenceDriver):
+    """The reference driver: reference.offset_store's remote or local store."""
+
+    area = AREA
+
+    def __init__(self, config: dict[str, Any], profile: Profile) -> None:
+        super().__init__(config, profile)
+        model = _client.enum_of(MessageModel, config.get("messageModel", "CLUSTERING"))
+        self.kind = spec_os.offset_store_kind(model, False)
+        self.broker = FakeBroker()
+        self.local: ReferenceLocalFileOffsetStore | None = None
+        self.store: ReferenceLocalFileOffsetStore | ReferenceRemoteOffsetStore
+        if self.kind is spec_os.OffsetStoreKind.LOCAL_FILE:
+            base = tempfile.mkdtemp(prefix="pullspec-offsets-")
+            # The directory goes with the driver: a case never leaves files behind.
+            weakref.finalize(self, shutil.rmtree, base, True)
+            self.local = ReferenceLocalFileOffsetStore.for_group(
+                base, str(config.get("clientId", "c1")), str(config.get("consumerGroup", "G"))
+            )
+            self.store = self.local
+        else:
+            self.store = ReferenceRemoteOffsetStore(
+                self.broker, str(config.get("consumerGroup", "G"))
+            )
+
+    def _file(self, suffix: str) -> Any:
+        assert self.local is not None
+        path = Path(str(self.local.path) + suffix)
+        if not path.exists():
+            return None
+        try:
+            return _table_json(decode_offset_table(path.read_text(encoding="utf-8")))
+        except (ValueError, TypeError, KeyError):
+            return "corrupt"
+
+    def _state(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "kind": self.kind.value,
+            "table": _table_json(self.store.clone_offset_table(None)),
+        }
+        if self.local is None:
+            out["sent"], self.broker.sent = self.broker.sent, []
+        else:
+            out["files"] = {
+                "main": self._file(""),
+                "bak": self._file(spec_os.BAK_SUFFIX),
+                "tmp": Path(str(self.local.path) + spec_os.TMP_SUFFIX).exists(),
+            }
+            out["persistSteps"] = [s.value for s in self.local.last_persist_steps]
+        return out
+
+    def _no_op(self, what: spec_os.LocalNoOp) -> bool:
+        return self.local is not None and what in spec_os.local_no_ops()
+
+    def op_update_offset(self, args: _client.Args) -> dict[str, Any]:
+        """updateOffset (OFFSET-2)."""
+        self.store.update_offset(
+            _client.mq(args.req("mq")), args.int("offset"), args.bool("increaseOnly")
+        )
+        return self._state()
+
+    def op_update_by(self, args: _client.Args) -> dict[str, Any]:
+        """updateOffset as one of RocketMQ's writers calls it (OFFSET-3)."""
+        writer = args.enum("writer", spec_os.OffsetWriter)
+        increase = spec_os.increase_only_for(writer)
+        self.store.update_offset(_client.mq(args.req("mq")), args.int("offset"), increase)
+        return {"increaseOnly": increase, **self._state()}
+
+    def op_read_offset(self, args: _client.Args) -> dict[str, Any]:
+        """readOffset (OFFSET-4, OFFSET-5, OFFSET-10)."""
+        result = self.store.read_offset(
+            _client.mq(args.req("mq")), args.enum("readType", ReadOffsetType)
+        )
+        return {"result": result, **self._state()}
+
+    def op_persist(self, args: _client.Args) -> dict[str, Any]:
+        """persist(mq) (OFFSET-6; a no-op locally, OFFSET-12)."""
+        self.store.persist(_client.mq(args.req("mq")))
+        return {"noOp": self._no_op(spec_os.LocalNoOp.PERSIST), **self._state()}
+
+    def op_remove_offset(self, args: _client.Args) -> dict[str, Any]:
+        """removeOffset(mq) (a no-op locally, OFFSET-12)."""
+        self.store.remove_offset(_client.mq(args.req("mq")))
+        return {"noOp": self._no_op(spec_os.LocalNoOp.REMOVE_OFFSET), **self._state()}
+
+    def op_update_to_broker(self, args: _client.Args) -> dict[str, Any]:
+        """updateConsumeOffsetToBroker (a no-op locally, OFFSET-12)."""
+        self.store.update_consume_offset_to_broker(
+            _client.mq(args.req("mq")), args.int("offset"), args.bool("oneway")
+        )
+        noop = self._no_op(spec_os.LocalNoOp.UPDATE_CONSUME_OFFSET_TO_BROKER)
+        return {"noOp": noop, **self._state()}
+
+    def op_persist_all(self, args: _client.Args) -> dict[str, Any]:
+        """persistAll (OFFSET-6 remote, OFFSET-11 local)."""
+        self.store.persist_all(_client.mqs(args.req("mqs")))
+        return self._state()
+
+    def op_persist_consumer_offset(self, args: _client.Args) -> dict[str, Any]:
+        """MQClientInstance.persistAllConsumerOffset for this consumer (OFFSET-8)."""
+        targets = spec_os.persist_consumer_offset_targets(
+            args.bool("running"), _client.mqs(args.req("processQueueMqs")) or []
+        )
+        if targets is not None:
+            self.store.persist_all(targets)
+        return {"targets": _client.mqs_json(targets), **self._state()}
+
+    def op_rebalance_reset(self, args: _client.Args) -> dict[str, Any]:
+        """Rebalance's removeDirtyOffset then computePullFromWhere's store read (OFFSET-13)."""
+        queue = _client.mq(args.req("mq"))
+        self.store.remove_offset(queue)
+        result = self.store.read_offset(queue, ReadOffsetType.READ_FROM_STORE)
+        return {
+            "result": result,
+            "memory": spec_os.memory_after_rebalance_read(result),
+            **self._state(),
+        }
+
+    def op_broker_state(self, args: _client.Args) -> dict[str, Any]:
+        """Set what the fake broker stores for a queue, or how its queries fail."""
+        queue = _client.mq(args.req("mq"))
+        offset, fails = args.get("offset"), args.get("fails")
+        self.broker.offsets.pop(queue, None)
+        self.broker.fails.pop(queue, None)
+        if offset is not None:
+            self.broker.offsets[queue] = offset
+        if fails is not None:
+            self.broker.fails[queue] = str(fails)
+        return self._state()
+
+    def op_write_file(self, args: _client.Args) -> dict[str, Any]:
+        """Write (or delete) the local store's main or backup file."""
+        assert self.local is not None, "write_file needs a BROADCASTING (local) store"
+        path = self.local.directory / str(args.req("name"))
+        offsets = args.get("offsets")
+        if offsets is None:
+            path.unlink(missing_ok=True)
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            text = (
+                offsets
+                if isinstance(offsets, str)
+                else encode_offset_table({_client.mq(o["mq"]): o["offset"] for o in offsets})
+            )
+            path.write_text(text, encoding="utf-8")
+        return self._state()
+
+    def op_load(self, args: _client.Args) -> dict[str, Any]:
+        """load (OFFSET-10)."""
+        try:
+            self.store.load()
+        except MQClientError:
+            return {"exception": MQClientError.java_exception, **self._state()}
+        return self._state()
+
+    def op_broker_address(self, args: _client.Args) -> dict[str, Any]:
+        """Which broker the offset RPCs go to (OFFSET-7)."""
+        addrs = {int(i): str(a) for i, a in args.req("brokerAddrs")}
+        return {
+            "address": spec_os.offset_broker_address(addrs, args.bool("refreshed"), self.profile)
+        }
+
+
+def create(candidate: Any, config: dict[str, Any], profile: Profile, base: Path) -> Any:
+    """A fresh offset store of the kind the message model selects."""
+    return _client.open_driver(candidate, AREA, config, profile, Reference)
+
+
+def apply(instance: Any, op: str, args: dict[str, Any]) -> dict[str, Any]:
+    """Run one step."""
+    observation: dict[str, Any] = instance.apply(op, args)
+    return observation

@@ -1,0 +1,125 @@
+"""Adapter for area `process_queue_maintenance`: the ProcessQueue operations other components run
+on it — cleanExpiredMsg, clear, setDropped, incTryUnlockTimes — and its interrupted-lock
+fallbacks. The recorded `process_queue` area covers the consumer's own put/take/remove calls.
+
+One case is one ProcessQueue (topic `T`, queue 0) on a virtual clock starting at
+`config.clockStart` (default 0). Messages may carry `consumeStartTime` (the CONSUME_START_TIME
+property the concurrent service stamps).
+
+| op | args | expect |
+|---|---|---|
+| `put_messages` | `msgs` ({`queueOffset`, `bodySize`, `consumeStartTime`}) | the state |
+| `advance_clock` | `ms` | the state |
+| `clean_expired_msg` | `consumeTimeout` (minutes), `consumeOrderly`, `sendBackFails` (offsets whose send-back throws) | `sentBack` ([{`queueOffset`, `delayLevel`}] in order), the state; or `error` (NumberFormatException: a head without the property, 4.7) |
+| `clear` | – | the state |
+| `set_dropped` | `dropped` | the state |
+| `inc_try_unlock_times` | – | the state |
+| `interrupted` | `method` (putMessage, removeMessage, takeMessages, commit, getMaxSpan, hasTempMessage, …) | `result` (the fallback; null for a void method) |
+
+The state: `now`, `msgCount`, `msgSize`, `queueOffsetMax`, `cachedOffsets`, `dropped`,
+`tryUnlockTimes`.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from conformance.adapters import _client
+from reference.process_queue import ReferenceProcessQueue
+from spec import process_queue as spec_pq
+from spec.clock import ManualClock
+from spec.message import PROPERTY_CONSUME_START_TIME, StoredMessage
+from spec.profiles import Profile
+
+#: The vector area this module serves.
+AREA = "process_queue_maintenance"
+
+# cleanExpiredMsg logs a failed send-back with its traceback, as RocketMQ does; a case that makes
+# send-backs fail on purpose should not print that on stderr when nobody configured logging.
+logging.getLogger("reference.process_queue").addHandler(logging.NullHandler())
+
+
+class Reference(_client.ReferenceDriver):
+    """The reference driver: reference.process_queue.ReferenceProcessQueue."""
+
+    area = AREA
+
+    def __init__(self, config: dict[str, Any], profile: Profile) -> None:
+        super().__init__(config, profile)
+        self.clock = ManualClock(int(config.get("clockStart", 0)))
+        self.pq = ReferenceProcessQueue(self.clock, profile)
+
+    def _state(self) -> dict[str, Any]:
+        return {
+            "now": self.clock.now_ms(),
+            "msgCount": self.pq.msg_count,
+            "msgSize": self.pq.msg_size,
+            "queueOffsetMax": self.pq.queue_offset_max,
+            "cachedOffsets": list(self.pq.cached_offsets),
+            "dropped": self.pq.dropped,
+            "tryUnlockTimes": self.pq.try_unlock_times,
+        }
+
+    def op_put_messages(self, args: _client.Args) -> dict[str, Any]:
+        """putMessage."""
+        msgs = []
+        for raw in args.req("msgs"):
+            props = dict(raw.get("properties") or {})
+            if raw.get("consumeStartTime") is not None:
+                props[PROPERTY_CONSUME_START_TIME] = str(raw["consumeStartTime"])
+            msgs.append(_client.message({**raw, "properties": props}))
+        self.pq.put_messages(msgs)
+        return self._state()
+
+    def op_advance_clock(self, args: _client.Args) -> dict[str, Any]:
+        """Let time pass."""
+        self.clock.advance(args.int("ms"))
+        return self._state()
+
+    def op_clean_expired_msg(self, args: _client.Args) -> dict[str, Any]:
+        """cleanExpiredMsg (PQ-18)."""
+        fails = set(args.get("sendBackFails", []))
+        sent: list[dict[str, Any]] = []
+
+        def send_back(msg: StoredMessage, delay_level: int) -> None:
+            sent.append({"queueOffset": msg.queue_offset, "delayLevel": delay_level})
+            if msg.queue_offset in fails:
+                raise RuntimeError("sendMessageBack failed")
+
+        self.pq.clean_expired_msg(
+            send_back, args.int("consumeTimeout", 15), args.bool("consumeOrderly", False)
+        )
+        return {"sentBack": sent, **self._state()}
+
+    def op_clear(self, args: _client.Args) -> dict[str, Any]:
+        """clear (PQ-12)."""
+        self.pq.clear()
+        return self._state()
+
+    def op_set_dropped(self, args: _client.Args) -> dict[str, Any]:
+        """setDropped (PQ-14)."""
+        self.pq.dropped = args.bool("dropped")
+        return self._state()
+
+    def op_inc_try_unlock_times(self, args: _client.Args) -> dict[str, Any]:
+        """incTryUnlockTimes (PQ-20)."""
+        self.pq.inc_try_unlock_times()
+        return self._state()
+
+    def op_interrupted(self, args: _client.Args) -> dict[str, Any]:
+        """What a method returns when its tree-lock acquisition is interrupted (PQ-19)."""
+        result = spec_pq.interrupted_result(str(args.req("method")))
+        return {"result": list(result) if isinstance(result, tuple) else result}
+
+
+def create(candidate: Any, config: dict[str, Any], profile: Profile, base: Path) -> Any:
+    """A fresh ProcessQueue."""
+    return _client.open_driver(candidate, AREA, config, profile, Reference)
+
+
+def apply(instance: Any, op: str, args: dict[str, Any]) -> dict[str, Any]:
+    """Run one step."""
+    observation: dict[str, Any] = instance.apply(op, args)
+    return observation

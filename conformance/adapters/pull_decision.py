@@ -1,0 +1,144 @@
+"""Adapter for area `pull_decision`: the pre-pull checks of DefaultMQPushConsumerImpl.pullMessage.
+
+One case is one PullRequest of one consumer: the cursor (`nextOffset`), the first-lock flag and
+the consumer's two flow-control log counters live across steps, as they do in RocketMQ.
+
+config: the consumer's settings by their DefaultMQPushConsumer names (`consumeMode`,
+`messageModel`, `pullThresholdForQueue`, `pullThresholdSizeForQueue`, `pullThresholdForTopic`,
+`pullThresholdSizeForTopic`, `consumeConcurrentlyMaxSpan`, `pullTimeDelayMillsWhenException`),
+plus `nextOffset` (the request's starting cursor, default 0) and `counters` (the consumer's
+flow-control log counters so far, {`queueFlowControlTimes`, `queueMaxSpanFlowControlTimes`}).
+
+| op | args | expect |
+|---|---|---|
+| `attempt` | `processQueue` {`dropped`, `msgCount`, `msgSize`, `maxSpan`, `locked`, `msgTreeEmpty`}, `consumer` {`running`, `paused`, `hasSubscription`}, `firstLockOffset` (what computePullFromWhere answers, or `"fails"`), `serviceStopped` | `action` {`kind` PULL/DELAY/DROP, `requestOffset` or `delayMs` + `reason`}, `nextOffset`, `previouslyLocked`, `touchLastPullTimestamp`, `counters`, `flowControlLog`, `firstLockCorrection`, `circulates`; or `exception` (4.7: the first-lock query's exception escapes) |
+| `queue_changed` | `processQueueCount` | the per-queue thresholds after FLOW-14's rewrite (later attempts use them) |
+| `check_config` | `setting` (camelCase), `value` | `accepted` |
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from conformance.adapters import _client
+from spec import consumer_config as cc
+from spec import pull_actions, pull_decision
+from spec.client_errors import MQClientError
+from spec.profiles import Profile
+
+#: The vector area this module serves.
+AREA = "pull_decision"
+#: The `firstLockOffset` that makes computePullFromWhere throw.
+FAILS = "fails"
+
+
+class Reference(_client.ReferenceDriver):
+    """The reference driver: `spec.pull_decision.decide_pull` over the case's request state."""
+
+    area = AREA
+
+    def __init__(self, config: dict[str, Any], profile: Profile) -> None:
+        super().__init__(config, profile)
+        self.consumer = _client.consumer_config(config)
+        self.next_offset = int(config.get("nextOffset", 0))
+        self.previously_locked = False
+        start = config.get("counters") or {}
+        self.counters = pull_actions.FlowControlCounters(
+            start.get("queueFlowControlTimes", 0), start.get("queueMaxSpanFlowControlTimes", 0)
+        )
+
+    def _state(self) -> dict[str, Any]:
+        return {
+            "nextOffset": self.next_offset,
+            "previouslyLocked": self.previously_locked,
+            "counters": {
+                "queueFlowControlTimes": self.counters.queue_flow_control_times,
+                "queueMaxSpanFlowControlTimes": self.counters.queue_max_span_flow_control_times,
+            },
+        }
+
+    def op_attempt(self, args: _client.Args) -> dict[str, Any]:
+        """One pullMessage attempt (PULLQ-9) and whether the request keeps circulating."""
+        pq = args.get("processQueue") or {}
+        snapshot = pull_decision.ProcessQueueSnapshot(
+            dropped=pq.get("dropped", False),
+            msg_count=pq.get("msgCount", 0),
+            msg_size=pq.get("msgSize", 0),
+            max_span=pq.get("maxSpan", 0),
+            locked=pq.get("locked", False),
+            msg_tree_empty=pq.get("msgTreeEmpty", False),
+        )
+        cs = args.get("consumer") or {}
+        consumer = pull_decision.ConsumerState(
+            running=cs.get("running", True),
+            paused=cs.get("paused", False),
+            has_subscription=cs.get("hasSubscription", True),
+        )
+        first_lock = args.get("firstLockOffset")
+
+        def compute() -> int:
+            # RocketMQ's broker query fails with MQClientException; 4.7 lets it escape.
+            if first_lock == FAILS:
+                raise MQClientError("computePullFromWhere failed")
+            return int(first_lock)
+
+        try:
+            decision = pull_decision.decide_pull(
+                snapshot,
+                consumer,
+                self.next_offset,
+                self.previously_locked,
+                self.consumer,
+                self.profile,
+                self.counters,
+                compute if first_lock is not None else None,
+            )
+        except MQClientError:
+            # The exception escapes pullMessage: nothing re-enqueues the request (FLOW-12, 4.7).
+            return {"exception": MQClientError.java_exception, "circulates": False, **self._state()}
+        self.next_offset = decision.next_offset
+        self.previously_locked = decision.previously_locked
+        self.counters = decision.counters
+        log = decision.flow_control_log
+        correction = decision.first_lock_correction
+        stopped = args.bool("serviceStopped", False)
+        return {
+            "action": _client.action_json(decision.action),
+            "touchLastPullTimestamp": decision.touch_last_pull_timestamp,
+            "flowControlLog": None
+            if log is None
+            else {
+                "reason": log.reason.value,
+                "flowControlTimes": log.flow_control_times,
+                "suppressed": log.suppressed,
+            },
+            "firstLockCorrection": None
+            if correction is None
+            else {"offset": correction.offset, "brokerBusy": correction.broker_busy},
+            "circulates": pull_actions.keeps_circulating(decision.action, stopped),
+            **self._state(),
+        }
+
+    def op_queue_changed(self, args: _client.Args) -> dict[str, Any]:
+        """messageQueueChanged's threshold rewrite (FLOW-14); later attempts see the result."""
+        count, size = cc.rewrite_queue_thresholds(self.consumer, args.int("processQueueCount"))
+        self.consumer = self.consumer.with_queue_thresholds(count, size)
+        return {"pullThresholdForQueue": count, "pullThresholdSizeForQueue": size}
+
+    def op_check_config(self, args: _client.Args) -> dict[str, Any]:
+        """checkConfig's range check of one numeric setting (FLOW-15)."""
+        setting = str(args.req("setting"))
+        snake = "".join(f"_{c.lower()}" if c.isupper() else c for c in setting)
+        return {"accepted": cc.in_checked_range(snake, args.int("value"))}
+
+
+def create(candidate: Any, config: dict[str, Any], profile: Profile, base: Path) -> Any:
+    """A fresh PullRequest of a consumer configured by `config`."""
+    return _client.open_driver(candidate, AREA, config, profile, Reference)
+
+
+def apply(instance: Any, op: str, args: dict[str, Any]) -> dict[str, Any]:
+    """Run one step."""
+    observation: dict[str, Any] = instance.apply(op, args)
+    return observation

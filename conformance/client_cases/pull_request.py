@@ -1,0 +1,105 @@
+"""Cases of area `pull_request` (see conformance.adapters.pull_request for its ops)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conformance.client_cases import Case, mq, s
+
+
+def _req(name: str, config: dict[str, Any], *steps: tuple[str, dict[str, Any]]) -> Case:
+    return Case("pull_request", name, config, steps)
+
+
+#: A route with only the master.
+MASTER_ONLY = [[0, "10.0.0.1:10911"]]
+
+
+#: A route with the master and one slave.
+MASTER_SLAVE = [[0, "10.0.0.1:10911"], [1, "10.0.0.2:10911"]]
+
+
+def _pull(**more: Any) -> tuple[str, dict[str, Any]]:
+    args: dict[str, Any] = {
+        "mq": mq(3, broker="broker-a"),
+        "nextOffset": 17,
+        "now": 1000,
+        "subscription": {"expression": "A || B", "subVersion": 1700000000000},
+        "memoryOffset": 12,
+        "brokerAddrs": MASTER_ONLY,
+    }
+    args.update(more)
+    return s("pull", **args)
+
+
+def pull_request_edges() -> list[Case]:
+    """REQ-1 … REQ-11."""
+    sql = {"expression": "a > 1", "expressionType": "SQL92", "subVersion": 5}
+    filter_sub = {"expression": "A", "classFilterMode": True, "subVersion": 5}
+    return [
+        _req(
+            "req2-commit-only-positive", {}, _pull(), _pull(memoryOffset=0), _pull(memoryOffset=-1)
+        ),
+        _req("req2-broadcasting-no-commit", {"messageModel": "BROADCASTING"}, _pull()),
+        _req(
+            "req3-post-subscription",
+            {"postSubscriptionWhenPull": True, "pullBatchSize": 8},
+            _pull(),
+            _pull(lookupSubscription=None),
+        ),
+        _req(
+            "req3-class-filter",
+            {"postSubscriptionWhenPull": True},
+            _pull(subscription=filter_sub, filterServers=["f1:1", "f2:2"], randomNum=5),
+            _pull(subscription=filter_sub, filterServers=[], randomNum=5),
+        ),
+        _req(
+            "req8-slave-clears-commit",
+            {},
+            _pull(brokerAddrs=MASTER_SLAVE, pullFromWhichNode=1),
+            _pull(brokerAddrs=[[1, "10.0.0.2:10911"]], pullFromWhichNode=0),
+        ),
+        _req(
+            "req6-missing-slave-id",
+            {},
+            _pull(brokerAddrs=[[0, "m:1"], [2, "s2:1"]], pullFromWhichNode=1),
+            _pull(brokerAddrs=[[0, "m:1"], [2, "s2:1"]], pullFromWhichNode=1, onlyThisBroker=True),
+            _pull(brokerAddrs=[[2, "s2:1"], [0, "m:1"]], pullFromWhichNode=3),
+        ),
+        _req("req11-no-broker", {"pullTimeDelayMillsWhenException": 1500}, _pull(brokerAddrs=[])),
+        _req(
+            "req7-sql-needs-new-broker",
+            {},
+            _pull(subscription=sql, brokerVersion=231),
+            _pull(subscription=sql, brokerVersion=232),
+            _pull(subscription={"expression": "A"}, brokerVersion=0),
+        ),
+        _req(
+            "req4-flags",
+            {},
+            *(
+                s(
+                    "build_sys_flag",
+                    commitOffset=c,
+                    suspend=su,
+                    subscription=sb,
+                    classFilter=cf,
+                    litePull=lp,
+                    slave=sl,
+                )
+                for c, su, sb, cf, lp, sl in (
+                    (False, False, False, False, False, False),
+                    (True, True, False, False, False, False),
+                    (True, True, True, False, False, True),
+                    (False, True, True, True, False, False),
+                    (True, False, False, False, True, True),
+                    (True, True, True, True, True, False),
+                )
+            ),
+        ),
+    ]
+
+
+#: This area's edge cases and seeded random traces (see conformance.client_cases).
+EDGES = pull_request_edges
+RANDOM = None
