@@ -7,6 +7,7 @@ import tempfile
 import weakref
 from pathlib import Path
 
+from fast.process_queue import FastProcessQueue
 from fast.store import MmapMessageStore
 from spec.clock import Clock
 from spec.config import StoreConfig
@@ -44,3 +45,8 @@ def message_store(config: StoreConfig, profile: Profile, clock: Clock) -> MmapMe
 def open_store(path: Path, config: StoreConfig, profile: Profile, clock: Clock) -> MmapMessageStore:
     """An existing store directory (e.g. one a RocketMQ 4.x broker wrote) opened read-only."""
     return MmapMessageStore(path, config, profile, clock, read_only=True)
+
+
+def process_queue(clock: Clock, profile: Profile) -> FastProcessQueue:
+    """A fresh FastProcessQueue with RocketMQ's default lock and pull timeouts."""
+    return FastProcessQueue(clock, profile)
