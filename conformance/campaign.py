@@ -63,6 +63,7 @@ COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("statuses_hit", "ARRAY<STRING>", "Statuses and codes the reference answered, sorted."),
     ("detail", "STRING", "The exception of a CRASHED/TIMEOUT/UNSUPPORTED trace, else null."),
     ("elapsed_s", "DOUBLE", "Seconds the trace took (generation, both sides, comparison)."),
+    ("cpu_s", "DOUBLE", "CPU seconds the trace used: elapsed_s less the waits for a core."),
 )
 #: Column names, in row order.
 COLUMN_NAMES: tuple[str, ...] = tuple(name for name, _, _ in COLUMNS)
@@ -182,7 +183,7 @@ def run_trace(
     reference: Any, candidate: Any, impl: str, area: str, seed: int, profile: Profile, steps: int
 ) -> Row:
     """Run the trace of (`area`, `seed`, `profile`) in lockstep and answer its row."""
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     draw = gen.RandomDraw(random.Random(trace_key(area, seed, profile)))
     config = gen.config(area, draw)
     ctx = gen.Context.start(area, config)
@@ -237,6 +238,7 @@ def run_trace(
         sorted(statuses),
         out.detail,
         time.perf_counter() - started,
+        time.process_time() - cpu,
     )
 
 

@@ -35,6 +35,8 @@ class AreaLine:
     area: str
     traces: int
     ops: int
+    #: Seconds the traces took, and CPU seconds they used (conformance.campaign.COLUMNS).
+    elapsed_s: float
     cpu_s: float
     verdicts: Mapping[str, int]
     rules: Mapping[str, int]
@@ -42,7 +44,7 @@ class AreaLine:
 
     @property
     def ops_per_core_s(self) -> float:
-        """Diffed ops per second of trace time: the rate of one core on this area."""
+        """Diffed ops per CPU second of the traces: the rate of one busy core on this area."""
         return self.ops / self.cpu_s if self.cpu_s > 0 else 0.0
 
     @property
@@ -151,6 +153,7 @@ def summarise(aggregated: Mapping[str, Any], areas: tuple[str, ...], **fields: A
                 area,
                 sum(int(g["traces"]) for g in groups),
                 sum(int(g["ops"] or 0) for g in groups),
+                sum(float(g["elapsed_s"] or 0.0) for g in groups),
                 sum(float(g["cpu_s"] or 0.0) for g in groups),
                 verdicts,
                 aggregated["rules"].get(area, {}),
@@ -167,12 +170,14 @@ def _seeds(s: Summary) -> str:
 def _header(s: Summary) -> str:
     return (
         f"campaign {s.impl} vs reference: profile {', '.join(s.profiles)}, {s.steps} steps, "
-        f"seeds {_seeds(s)}, {s.master} ({s.cores} cores, {s.partitions} tasks)"
+        f"seeds {_seeds(s)}, {s.master} ({s.cores} core{'s' if s.cores != 1 else ''}, "
+        f"{s.partitions} tasks)"
     )
 
 
 def _throughput(s: Summary) -> str:
-    verdict = "0 divergences" if not s.failed else f"{s.failed} FAILING TRACES"
+    plural = "s" if s.failed != 1 else ""
+    verdict = f"{s.failed} failing trace{plural}" if s.failed else "0 divergences"
     return (
         f"{s.ops:,} diffed ops in {s.wall_s:.1f} s: {s.ops_per_s:,.0f} ops/s "
         f"({s.ops_per_s * 60 / 1e6:.2f} M ops/min); {verdict}"
@@ -249,7 +254,8 @@ def page(s: Summary, svg: str) -> str:
         for a in s.areas
     ]
     rows += [
-        f"<tr>{_cell(area)}<td colspan='{len(heads) - 1}'>UNSUPPORTED: {html.escape(why)}</td></tr>"
+        f"<tr>{_cell(area)}<td colspan='{len(heads) - 1}' style='text-align:left'>"
+        f"UNSUPPORTED: {html.escape(why)}</td></tr>"
         for area, why in s.unsupported.items()
     ]
     replays = "".join(

@@ -69,7 +69,7 @@ def aggregates(path: str | Path, max_failures: int = 200) -> dict[str, Any]:
 
     table = read_rows(path)
     grouped = table.group_by(["area", "profile", "verdict"]).aggregate(
-        [("seed", "count"), ("ops", "sum"), ("elapsed_s", "sum")]
+        [("seed", "count"), ("ops", "sum"), ("elapsed_s", "sum"), ("cpu_s", "sum")]
     )
     groups = [
         {
@@ -78,7 +78,8 @@ def aggregates(path: str | Path, max_failures: int = 200) -> dict[str, Any]:
             "verdict": r["verdict"],
             "traces": r["seed_count"],
             "ops": r["ops_sum"],
-            "cpu_s": r["elapsed_s_sum"],
+            "elapsed_s": r["elapsed_s_sum"],
+            "cpu_s": r["cpu_s_sum"],
         }
         for r in grouped.to_pylist()
     ]

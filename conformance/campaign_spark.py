@@ -35,6 +35,8 @@ from conformance.campaign import COLUMNS, FAILING, PARTITION_COLUMNS, Plan, Row,
 #: The packages a campaign task imports, zipped for executors that do not have them installed.
 PACKAGES: tuple[str, ...] = ("spec", "reference", "fast", "conformance")
 JAVA_HINT = "install it with: apt-get install openjdk-17-jre-headless"
+#: The master a campaign uses unless told otherwise (or started by spark-submit).
+DEFAULT_MASTER = "local[*]"
 SPARK_HINT = "install the spark extra: pip install -e '.[spark]' (pyspark and pyarrow)"
 #: Spark SQL DDL of a campaign row.
 SPARK_DDL = ", ".join(f"{name} {kind}" for name, kind, _ in COLUMNS)
@@ -113,24 +115,31 @@ def package_zip(directory: Path) -> Path:
     return path
 
 
-def start_session(master: str, app: str = "pullspec-campaign") -> tuple[Any, bool]:
+def start_session(master: str | None, app: str = "pullspec-campaign") -> tuple[Any, bool]:
     """(SparkSession, owned): the active session if there is one (owned False: the caller must
-    not stop it), else a new one on `master` (owned True)."""
+    not stop it), else a new one (owned True) on `master` — or, when None, on the master
+    spark-submit configured, else local[*]. Executors of a non-local master get the packages
+    as a zip (`addPyFile`)."""
     from pyspark.sql import SparkSession
 
     active = SparkSession.getActiveSession()
     if active is not None:
         return active, False
-    builder = SparkSession.builder.master(master).appName(app)
+    submitted = "PYSPARK_GATEWAY_PORT" in os.environ  # spark-submit started the JVM first
+    if master is None and not submitted:
+        master = DEFAULT_MASTER
+    builder = SparkSession.builder.appName(app)
+    if master is not None:
+        builder = builder.master(master)
     settings = {"spark.ui.showConsoleProgress": "false", "spark.log.level": "ERROR"}
-    if is_local(master):
+    if master is not None and is_local(master):
         # Workers would otherwise run `python3` from PATH, which need not be this environment.
         settings |= {"spark.pyspark.python": sys.executable, "spark.ui.enabled": "false"}
     for key, value in settings.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
-    if not is_local(master):
+    if not is_local(str(spark.sparkContext.master)):
         shipped = Path(tempfile.mkdtemp(prefix="pullspec-ship-"))
         spark.sparkContext.addPyFile(str(package_zip(shipped)))
     return spark, True
@@ -270,7 +279,8 @@ def aggregates(spark: Any, out: str, max_failures: int = 200) -> dict[str, Any]:
         .agg(
             sf.count("*").alias("traces"),
             sf.sum("ops").alias("ops"),
-            sf.sum("elapsed_s").alias("cpu_s"),
+            sf.sum("elapsed_s").alias("elapsed_s"),
+            sf.sum("cpu_s").alias("cpu_s"),
         )
         .collect()
     )

@@ -102,23 +102,42 @@ def check_environment() -> None:
 
 @click.command("campaign")
 @click.option("--impl", default="fast", show_default=True, help="Candidate implementation.")
-@click.option("--master", default="local[*]", show_default=True, help="Spark master URL.")
-@click.option("--seeds", type=click.IntRange(min=1), default=100, show_default=True)
-@click.option("--first-seed", type=click.IntRange(min=0), default=0, show_default=True)
-@click.option("--steps", type=click.IntRange(min=1), default=200, show_default=True)
+@click.option(
+    "--master", default=None, help="Spark master URL [default: local[*], or spark-submit's]."
+)
+@click.option("--seeds", type=click.IntRange(min=1), default=100, show_default=True, help="Seeds.")
+@click.option(
+    "--first-seed", type=click.IntRange(min=0), default=0, show_default=True, help="First seed."
+)
+@click.option(
+    "--steps", type=click.IntRange(min=1), default=200, show_default=True, help="Ops per trace."
+)
 @click.option("--area", "areas", multiple=True, help="Areas (repeat or comma-separate; all).")
-@click.option("--profile", "profiles", multiple=True, type=click.Choice(["4.7", "4.9", "all"]))
+@click.option(
+    "--profile",
+    "profiles",
+    multiple=True,
+    type=click.Choice(["4.7", "4.9", "all"]),
+    help="Profiles (repeatable) [default: 4.9].",
+)
 @click.option("--out", default="pullspec-campaign", show_default=True, help="Parquet folder.")
 @click.option("--report-dir", default=None, help="Default: OUT/_report.")
 @click.option("--partitions", type=click.IntRange(min=1), default=None, help="Spark tasks.")
-@click.option("--shrink", "shrink_max", type=click.IntRange(min=0), default=10, show_default=True)
+@click.option(
+    "--shrink",
+    "shrink_max",
+    type=click.IntRange(min=0),
+    default=10,
+    show_default=True,
+    help="Failures to shrink into vector cases.",
+)
 @click.option("--scratch", default=None, help="Candidates' scratch folder (default /dev/shm).")
 @click.option("--timeout", type=float, default=10.0, show_default=True, help="cmd: answers.")
 @click.option("--progress/--no-progress", default=True, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 def campaign_command(
     impl: str,
-    master: str,
+    master: str | None,
     seeds: int,
     first_seed: int,
     steps: int,
@@ -152,7 +171,11 @@ def campaign_command(
     if not runnable:
         fail(f"error: {impl} supports none of the areas {', '.join(chosen)}")
     plan = campaign.Plan(impl, runnable, plan.profiles, steps, plan.scratch, timeout)
-    summary = _run(plan, master, first_seed, seeds, out, partitions, progress, unsupported)
+    try:
+        summary = _run(plan, master, first_seed, seeds, out, partitions, progress, unsupported)
+    except KeyboardInterrupt:
+        click.echo("campaign: interrupted; the Spark jobs were cancelled", err=True)
+        sys.exit(130)
     folder = resolve_report_dir(out, report_dir)
     started = time.perf_counter()
     replays = _shrink(summary.failures, plan, folder / "vectors", shrink_max)
@@ -169,7 +192,7 @@ def campaign_command(
 
 def _run(
     plan: campaign.Plan,
-    master: str,
+    master: str | None,
     first_seed: int,
     seeds: int,
     out: str,
@@ -193,6 +216,7 @@ def _run(
     lap("start")
     try:
         cores = int(spark.sparkContext.defaultParallelism)
+        master = str(spark.sparkContext.master)
         job = campaign_spark.run_job(
             spark, plan, first_seed, seeds, out, partitions, show if progress else None
         )

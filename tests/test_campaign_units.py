@@ -1,0 +1,256 @@
+"""The campaign's parts that need no Spark: traces and their rows, seed ranges, option parsing,
+the Java check, the shipped zip, the report renderers and the documented schema."""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+import tempfile
+import zipfile
+from pathlib import Path
+from typing import Any
+from xml.etree import ElementTree
+
+import pytest
+
+from conformance import campaign, campaign_report, campaign_spark, campaign_svg
+from conformance.cli_campaign import (
+    known_areas,
+    local_path,
+    parse_areas,
+    parse_profiles,
+    resolve_report_dir,
+)
+from spec.profiles import Profile
+
+MUTANT = "conformance.mutants.impl:max_span_off_by_one"
+DOC = Path(__file__).resolve().parents[1] / "docs" / "using" / "campaigns.md"
+
+
+def _row(impl: str, area: str, seed: int, steps: int = 30) -> dict[str, Any]:
+    reference, candidate = campaign._candidates(impl, 10.0)
+    row = campaign.run_trace(reference, candidate, impl, area, seed, Profile.V4_9, steps)
+    return dict(zip(campaign.COLUMN_NAMES, row, strict=True))
+
+
+def test_a_trace_is_the_same_every_time_but_for_its_elapsed_time() -> None:
+    first, second = _row("fast", "store", 11), _row("fast", "store", 11)
+    timeless = {"elapsed_s": 0, "cpu_s": 0}
+    assert first | timeless == second | timeless
+    assert ("PASS", 30, None) == (first["verdict"], first["ops"], first["first_divergent_step"])
+
+
+def test_reference_against_itself_passes_every_area() -> None:
+    rows = [_row("reference", area, 3) for area in known_areas()]
+    assert [("PASS", 30)] * len(rows) == [(r["verdict"], r["ops"]) for r in rows]
+    assert all(r["rule_ids"] for r in rows)
+
+
+def test_statuses_hit_name_store_statuses_codes_and_error_kinds() -> None:
+    statuses = {
+        s for seed in range(4) for s in _row("reference", "pull_code", seed)["statuses_hit"]
+    }
+    assert {"PUT_OK", "FOUND", "PULL_NOT_FOUND"} <= statuses
+    errors = {
+        s for seed in range(6) for s in _row("reference", "process_queue", seed)["statuses_hit"]
+    }
+    assert "error:NO_SUCH_ELEMENT" in errors
+
+
+def test_the_campaign_row_agrees_with_the_lockstep_machine_on_a_mutant() -> None:
+    row = _row(MUTANT, "process_queue", 5)
+    reference, candidate = campaign._candidates(MUTANT, 10.0)
+    report = campaign.trace_report(
+        reference, candidate, MUTANT, "process_queue", 5, Profile.V4_9, 30
+    )
+    assert ("DIVERGED", "STATE", ["PQ-6"]) == (
+        row["verdict"],
+        row["divergence_kind"],
+        row["divergence_rules"],
+    )
+    assert (report.verdict.value, len(report.steps)) == (
+        row["verdict"],
+        row["first_divergent_step"],
+    )
+    assert report.divergence is not None and report.divergence.field == row["divergent_field"]
+    assert row["ops"] == row["first_divergent_step"]
+
+
+def test_same_tells_true_from_one() -> None:
+    assert campaign._same({"a": [1, {"b": "x"}]}, {"a": [1, {"b": "x"}]})
+    assert not campaign._same({"a": True}, {"a": 1})
+    assert not campaign._same({"a": 1}, {"a": 2})
+
+
+def test_run_seeds_uses_and_removes_its_scratch_folder(tmp_path: Path) -> None:
+    before = tempfile.tempdir
+    plan = campaign.Plan("fast", ("store",), steps=5, scratch=str(tmp_path))
+    rows = list(campaign.run_seeds(plan, [1, 2]))
+    assert [1, 2] == [r[0] for r in rows]
+    assert (before, []) == (tempfile.tempdir, list(tmp_path.iterdir()))
+
+
+def test_pick_failures_takes_distinct_failures_first() -> None:
+    def failing(seed: int, step: int, field: str) -> dict[str, Any]:
+        return {
+            "seed": seed,
+            "area": "store",
+            "profile": "4.9",
+            "verdict": "DIVERGED",
+            "divergence_kind": "RESULT",
+            "divergent_op": "get_message",
+            "divergent_field": field,
+            "first_divergent_step": step,
+        }
+
+    rows = [failing(1, 5, "a"), failing(2, 3, "a"), failing(3, 9, "b"), {"verdict": "PASS"}]
+    assert [2, 3] == [r["seed"] for r in campaign.pick_failures(rows, 2)]
+    assert [2, 3, 1] == [r["seed"] for r in campaign.pick_failures(rows, 5)]
+
+
+def test_seed_ranges_cover_every_seed_once() -> None:
+    ranges = campaign_spark.seed_ranges(10, 103, 8)
+    assert list(range(10, 113)) == [s for a, b in ranges for s in range(a, b)]
+    assert 8 == len(ranges) and {12, 13} == {b - a for a, b in ranges}
+    assert [(0, 1), (1, 2)] == campaign_spark.seed_ranges(0, 2, 5)
+
+
+def test_partitions_per_core_and_per_seed() -> None:
+    assert (1, 8, 8, 32) == tuple(
+        campaign_spark.partitions_for(s, p) for s, p in ((1, 4), (8, 2), (100, 2), (1024, 2))
+    )
+
+
+def test_areas_profiles_and_report_folders() -> None:
+    assert known_areas() == parse_areas(()) == parse_areas(("all",))
+    assert ("store", "send_back") == parse_areas(("store,send_back", "store"))
+    assert ("4.7", "4.9") == parse_profiles(("all",)) == parse_profiles(("4.9", "4.7"))
+    assert ("4.9",) == parse_profiles(())
+    assert Path("o/_report") == resolve_report_dir("o", None)
+    assert Path("r") == resolve_report_dir("hdfs:///x", "r")
+    assert Path("pullspec-campaign-report") == resolve_report_dir("s3a://b/x", None)
+    assert (Path("/d"), None, None) == (
+        local_path("local[2]", "file:///d"),
+        local_path("spark://h:7077", "/d"),
+        local_path("local[*]", "hdfs:///d"),
+    )
+
+
+def _fake_java(folder: Path, version: str) -> None:
+    java = folder / "bin" / "java"
+    java.parent.mkdir(parents=True)
+    java.write_text(f"#!/bin/sh\necho 'openjdk version \"{version}\" 2024-01-16' >&2\n")
+    java.chmod(java.stat().st_mode | stat.S_IEXEC)
+
+
+@pytest.mark.parametrize(
+    ("version", "expected"),
+    [("17.0.15", None), ("21", None), ("11.0.2", "Java 11"), ("1.8.0_392", "Java 8")],
+)
+def test_java_check_reads_the_version(
+    version: str, expected: str | None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _fake_java(tmp_path, version)
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path))
+    problem = campaign_spark.java_problem()
+    found = re.search(r"Java \d+", problem or "")
+    assert expected == (found.group(0) if found else None)
+
+
+def test_java_check_names_a_missing_java(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert (
+        "error: Java 17 is required by PySpark and was not found (PATH).\n"
+        "       install it with: apt-get install openjdk-17-jre-headless"
+    ) == campaign_spark.java_problem()
+
+
+def test_the_shipped_zip_holds_the_four_packages(tmp_path: Path) -> None:
+    with zipfile.ZipFile(campaign_spark.package_zip(tmp_path)) as archive:
+        names = archive.namelist()
+    assert {"spec", "reference", "fast", "conformance"} == {n.split("/")[0] for n in names}
+    assert "conformance/campaign.py" in names
+    assert [] == [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
+
+
+def _summary(**fields: Any) -> campaign_report.Summary:
+    line = campaign_report.AreaLine(
+        "store", 4, 800, 0.6, 0.5, {"PASS": 3, "DIVERGED": 1}, {"STORE-3": 4}, {"FOUND": 2}
+    )
+    base: dict[str, Any] = {
+        "impl": "fast",
+        "master": "local[2]",
+        "cores": 2,
+        "profiles": ("4.9",),
+        "steps": 200,
+        "first_seed": 0,
+        "seeds": 4,
+        "partitions": 2,
+        "wall_s": 2.0,
+        "areas": (line,),
+        "unsupported": {"lock_manager": "candidate: no lock_manager"},
+        "samples": ((1.0, 300), (2.0, 800)),
+    }
+    return campaign_report.Summary(**(base | fields))
+
+
+def test_summary_figures_and_json() -> None:
+    s = _summary()
+    summary = s.to_json()["summary"]
+    assert (800, 400.0, 24000, 1, 1, 1600.0) == (
+        summary["ops"],
+        summary["ops_per_s"],
+        summary["ops_per_min"],
+        summary["divergences"],
+        summary["failed"],
+        summary["ops_per_core_s"],
+    )
+    assert ["STORE-3"] == s.to_json()["areas"]["store"]["rules_hit"]
+
+
+def test_text_markdown_html_and_svg_render(tmp_path: Path) -> None:
+    s = _summary()
+    text = campaign_report.text(s)
+    assert "800 diffed ops in 2.0 s: 400 ops/s (0.02 M ops/min); 1 failing trace" in text
+    assert "lock_manager  UNSUPPORTED: candidate: no lock_manager" in text
+    table = [line for line in campaign_report.markdown(s).splitlines() if line.startswith("|")]
+    assert [10] * len(table) == [line.count("|") - 1 for line in table]
+    written = campaign_report.write(s, tmp_path)
+    svg = ElementTree.parse(written["svg"]).getroot()
+    assert "{http://www.w3.org/2000/svg}svg" == svg.tag
+    assert 1 == Path(written["html"]).read_text().count("<svg")
+    assert 1 / 4 == campaign_svg.coverage(s)["STORE-3"] / 4
+
+
+def test_progress_line() -> None:
+    p = campaign_spark.Progress(5, 20, 12_000, 1, 4.0)
+    assert "campaign: 5/20 seeds (25%), 12,000 ops, 3,000 ops/s, 1 divergent, 4 s" == p.line()
+
+
+def test_task_counts_seeds_ops_and_failures() -> None:
+    class Counter:
+        def __init__(self) -> None:
+            self.value = 0
+
+        def add(self, n: int) -> None:
+            self.value += n
+
+    counters = (Counter(), Counter(), Counter())
+    plan = campaign.Plan(MUTANT, ("process_queue",), steps=10)
+    rows = list(campaign_spark._task(plan, counters, [(0, 2), (2, 3)]))
+    failed = sum(r[5] in campaign.FAILING for r in rows)
+    assert (3, sum(r[4] for r in rows), failed) == tuple(c.value for c in counters)
+    assert 0 < failed
+
+
+def test_the_documented_schema_is_the_campaign_schema() -> None:
+    table = re.findall(r"^\| `(\w+)` \| `([A-Z<>]+)` \|", DOC.read_text(encoding="utf-8"), re.M)
+    assert [(name, kind) for name, kind, _ in campaign.COLUMNS] == table
+
+
+def test_default_scratch_is_shared_memory_when_writable() -> None:
+    shm = Path("/dev/shm")
+    writable = shm.is_dir() and os.access(shm, os.W_OK)
+    assert (str(shm) if writable else None) == campaign_spark.default_scratch()
