@@ -62,6 +62,7 @@ verify: $(VENV)/.installed-test
 verify-quick: $(VENV)/.installed-test
 	$(BIN)/pullspec verify --quick
 
+# Speed figures as JSON, each ratio measured in one run (fast vs reference, then the campaign).
 bench: $(VENV)/.installed-test
 	$(BIN)/pullspec bench --json
 

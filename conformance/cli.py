@@ -193,6 +193,7 @@ COMMAND_MODULES = (
     "conformance.cli_simulate",
     "conformance.cli_campaign",
     "conformance.cli_bench",
+    "conformance.cli_bench_store",
 )
 
 
