@@ -74,6 +74,11 @@ FAILING: frozenset[str] = frozenset({"DIVERGED", "CRASHED", "TIMEOUT"})
 
 #: One row: values in COLUMN_NAMES order.
 Row = tuple[Any, ...]
+#: The whole-system simulator's area (conformance.campaign_sim): reference only, no lockstep.
+SIMULATION = "simulation"
+#: Simulator steps per seed by default: about 20 s of virtual time, in which the seed's fault
+#: schedule draws a fault every 20 s on average.
+DEFAULT_SIM_STEPS = 2000
 
 
 def trace_key(area: str, seed: int, profile: Profile) -> str:
@@ -93,6 +98,8 @@ class Plan:
     scratch: str | None = None
     #: Seconds a `cmd:` candidate may take to answer.
     timeout: float = 10.0
+    #: Simulator steps per seed in the `simulation` area.
+    sim_steps: int = DEFAULT_SIM_STEPS
 
 
 @functools.cache
@@ -267,7 +274,7 @@ def _warm_up(plan: Plan, reference: Any, candidate: Any) -> None:
     """Open and drop one instance per area on both sides, once per process, so that the first
     trace's elapsed time does not include importing the adapters and the implementations."""
     for area in plan.areas:
-        if (plan.impl, area) in _WARM:
+        if (plan.impl, area) in _WARM or area == SIMULATION:
             continue
         _WARM.add((plan.impl, area))
         config = gen.config(area, gen.RandomDraw(random.Random(0)))
@@ -285,6 +292,11 @@ def run_seeds(plan: Plan, seeds: Iterable[int]) -> Iterator[Row]:
         for seed in seeds:
             for profile in profiles:
                 for area in plan.areas:
+                    if area == SIMULATION:
+                        from conformance.campaign_sim import run_simulation
+
+                        yield run_simulation(seed, profile, plan.sim_steps)
+                        continue
                     yield run_trace(
                         reference, candidate, plan.impl, area, seed, profile, plan.steps
                     )
@@ -296,6 +308,12 @@ def unsupported_areas(plan: Plan) -> dict[str, str]:
     profile = Profile.parse(plan.profiles[0])
     why: dict[str, str] = {}
     for area in plan.areas:
+        if area == SIMULATION:
+            from conformance.campaign_sim import available
+
+            if not available():
+                why[area] = "this build has no simulator (reference.simulator)"
+            continue
         config = gen.config(area, gen.RandomDraw(random.Random(0)))
         for name, impl in (("reference", reference), ("candidate", candidate)):
             try:

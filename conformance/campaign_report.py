@@ -14,7 +14,7 @@ from typing import Any
 import attrs
 
 from conformance import campaign_svg
-from conformance.campaign import Replay
+from conformance.campaign import SIMULATION, Replay
 from conformance.observe import rule_sort_key
 from conformance.ops import OP_RULES
 
@@ -49,8 +49,18 @@ class AreaLine:
 
     @property
     def rules_hit(self) -> tuple[str, ...]:
-        """In-scope rules at least one trace of this area exercised."""
+        """In-scope rules at least one trace of this area exercised (for the simulation, the
+        rules whose allowed anomalies its runs showed)."""
+        if self.area == SIMULATION:
+            return tuple(sorted(self.rules, key=rule_sort_key))
         return tuple(r for r in in_scope(self.area) if self.rules.get(r))
+
+    def rules_shown(self, sep: str) -> str:
+        """Rules hit out of those in scope (`12/16`), or the count of rules the simulation's
+        allowed anomalies named (`3 seen`)."""
+        if self.area == SIMULATION:
+            return f"{len(self.rules_hit)} seen"
+        return f"{len(self.rules_hit)}{sep}{len(in_scope(self.area))}"
 
     def to_json(self) -> dict[str, Any]:
         """The JSON form of this area in the summary."""
@@ -94,9 +104,14 @@ class Summary:
         return sum(a.verdicts.get(verdict, 0) for a in self.areas)
 
     @property
+    def diffed(self) -> tuple[AreaLine, ...]:
+        """The lockstep areas (all but the simulation, whose ops are simulator steps)."""
+        return tuple(a for a in self.areas if a.area != SIMULATION)
+
+    @property
     def ops(self) -> int:
         """Diffed ops in all traces."""
-        return sum(a.ops for a in self.areas)
+        return sum(a.ops for a in self.diffed)
 
     @property
     def failed(self) -> int:
@@ -110,7 +125,7 @@ class Summary:
 
     def to_json(self) -> dict[str, Any]:
         """The JSON `pullspec campaign --json` prints and summary.json holds."""
-        cpu = sum(a.cpu_s for a in self.areas)
+        cpu = sum(a.cpu_s for a in self.diffed)
         return {
             "summary": {
                 "impl": self.impl,
@@ -123,6 +138,7 @@ class Summary:
                 "partitions": self.partitions,
                 "traces": sum(a.traces for a in self.areas),
                 "ops": self.ops,
+                "sim_steps": sum(a.ops for a in self.areas if a.area == SIMULATION),
                 "divergences": self.count("DIVERGED"),
                 "crashed": self.count("CRASHED"),
                 "timeouts": self.count("TIMEOUT"),
@@ -190,11 +206,16 @@ def text(s: Summary) -> str:
     lines = [_header(s), head + f"{'ops/s/core':>12}{'rules':>8}"]
     for a in s.areas:
         counts = "".join(f"{a.verdicts.get(v, 0):>12}" for v in VERDICTS[:4])
-        rules = f"{len(a.rules_hit)}/{len(in_scope(a.area))}"
+        rules = a.rules_shown("/")
         lines.append(
             f"{a.area:<14}{a.traces:>8}{a.ops:>11,}{counts}{a.ops_per_core_s:>12,.0f}{rules:>8}"
         )
     lines.extend(f"{area:<14}UNSUPPORTED: {why}" for area, why in s.unsupported.items())
+    if len(s.diffed) < len(s.areas):
+        lines.append(
+            "(simulation: whole-system runs of the reference, checked for anomalies; its ops "
+            "are simulator steps and its rules the allowed anomalies seen)"
+        )
     lines.append(_throughput(s))
     for f in s.failures[:10]:
         lines.append(
@@ -216,7 +237,7 @@ def markdown(s: Summary) -> str:
     out += ["|---" * (len(VERDICTS) + 5) + "|"]
     for a in s.areas:
         counts = " | ".join(str(a.verdicts.get(v, 0)) for v in VERDICTS)
-        rules = f"{len(a.rules_hit)} of {len(in_scope(a.area))}"
+        rules = a.rules_shown(" of ")
         out.append(
             f"| {a.area} | {a.traces} | {a.ops:,} | {counts} | {a.ops_per_core_s:,.0f} | {rules} |"
         )
@@ -247,7 +268,7 @@ def page(s: Summary, svg: str) -> str:
                 f"{a.ops:,}",
                 *(a.verdicts.get(v, 0) for v in VERDICTS),
                 f"{a.ops_per_core_s:,.0f}",
-                f"{len(a.rules_hit)} of {len(in_scope(a.area))}",
+                a.rules_shown(" of "),
             )
         )
         + "</tr>"

@@ -30,7 +30,15 @@ from typing import Any
 
 import attrs
 
-from conformance.campaign import COLUMNS, FAILING, PARTITION_COLUMNS, Plan, Row, run_seeds
+from conformance.campaign import (
+    COLUMNS,
+    FAILING,
+    PARTITION_COLUMNS,
+    SIMULATION,
+    Plan,
+    Row,
+    run_seeds,
+)
 
 #: The packages a campaign task imports, zipped for executors that do not have them installed.
 PACKAGES: tuple[str, ...] = ("spec", "reference", "fast", "conformance")
@@ -190,13 +198,14 @@ class Progress:
 def _task(
     plan: Plan, counters: tuple[Any, Any, Any], ranges: Iterable[tuple[int, int]]
 ) -> Iterator[Row]:
-    """One Spark task: the rows of its seed ranges; it adds seeds, ops and failures to the
-    accumulators (Spark sends them to the driver when the task ends)."""
+    """One Spark task: the rows of its seed ranges; it adds seeds, diffed ops (not simulator
+    steps) and failures to the accumulators (Spark sends them to the driver when the task
+    ends)."""
     seeds_acc, ops_acc, fail_acc = counters
     for start, stop in ranges:
         ops = fails = 0
         for row in run_seeds(plan, range(start, stop)):
-            ops += row[4]
+            ops += row[4] if row[1] != SIMULATION else 0
             fails += row[5] in FAILING
             yield row
         seeds_acc.add(stop - start)

@@ -19,6 +19,7 @@ import click
 
 from conformance import campaign, campaign_rows, campaign_spark
 from conformance.cli_campaign import check_environment, fail, parse_areas
+from conformance.ops import AREAS
 
 #: The issue's throughput targets.
 TARGET_OPS_PER_MIN_2_CORES = 2_000_000
@@ -60,7 +61,7 @@ def measure(
 @click.option("--impl", default="fast", show_default=True, help="Candidate implementation.")
 @click.option("--seeds", type=click.IntRange(min=1), default=48, show_default=True)
 @click.option("--steps", type=click.IntRange(min=1), default=200, show_default=True)
-@click.option("--area", "areas", multiple=True, help="Areas (repeat or comma-separate; all).")
+@click.option("--area", "areas", multiple=True, help="Areas [default: the lockstep areas].")
 @click.option("--cores", default="1,2", show_default=True, help="Local core counts to run.")
 @click.option("--partitions", type=click.IntRange(min=1), default=None, help="Default 8/core.")
 @click.option("--scratch", default=None, help="Candidates' scratch folder (default /dev/shm).")
@@ -80,7 +81,8 @@ def bench_campaign_command(
     counts = sorted({int(c) for c in cores.split(",") if c.strip()})
     if not counts or counts[0] < 1:
         raise click.BadParameter("expected core counts like 1,2", param_hint="--cores")
-    chosen = parse_areas(areas)
+    # Diffed ops are the lockstep areas' (the simulation runs the reference alone).
+    chosen = parse_areas(areas) if areas else AREAS
     plan = campaign.Plan(impl, chosen, ("4.9",), steps, scratch or campaign_spark.default_scratch())
     unsupported = campaign.unsupported_areas(plan)
     plan = attrs.evolve(plan, areas=tuple(a for a in chosen if a not in unsupported))

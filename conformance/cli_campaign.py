@@ -20,7 +20,7 @@ from typing import Any
 import attrs
 import click
 
-from conformance import campaign, campaign_report, campaign_rows, campaign_spark
+from conformance import campaign, campaign_report, campaign_rows, campaign_sim, campaign_spark
 from conformance.ops import AREAS
 from spec.errors import PullspecError
 from spec.profiles import ALL_PROFILES
@@ -31,8 +31,9 @@ _URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
 
 def known_areas() -> tuple[str, ...]:
-    """The areas a campaign can run: the conformance areas (the simulator's to come)."""
-    return AREAS
+    """The areas a campaign can run: the lockstep areas, then the simulation when this build
+    has the simulator."""
+    return (*AREAS, campaign.SIMULATION) if campaign_sim.available() else AREAS
 
 
 def parse_areas(values: tuple[str, ...]) -> tuple[str, ...]:
@@ -120,6 +121,13 @@ def check_environment() -> None:
     type=click.Choice(["4.7", "4.9", "all"]),
     help="Profiles (repeatable) [default: 4.9].",
 )
+@click.option(
+    "--sim-steps",
+    type=click.IntRange(min=1),
+    default=campaign.DEFAULT_SIM_STEPS,
+    show_default=True,
+    help="Simulator steps per seed (simulation area).",
+)
 @click.option("--out", default="pullspec-campaign", show_default=True, help="Parquet folder.")
 @click.option("--report-dir", default=None, help="Default: OUT/_report.")
 @click.option("--partitions", type=click.IntRange(min=1), default=None, help="Spark tasks.")
@@ -143,6 +151,7 @@ def campaign_command(
     steps: int,
     areas: tuple[str, ...],
     profiles: tuple[str, ...],
+    sim_steps: int,
     out: str,
     report_dir: str | None,
     partitions: int | None,
@@ -162,6 +171,7 @@ def campaign_command(
         steps,
         scratch or campaign_spark.default_scratch(),
         timeout,
+        sim_steps,
     )
     try:
         unsupported = campaign.unsupported_areas(plan)
@@ -170,7 +180,7 @@ def campaign_command(
     runnable = tuple(a for a in chosen if a not in unsupported)
     if not runnable:
         fail(f"error: {impl} supports none of the areas {', '.join(chosen)}")
-    plan = campaign.Plan(impl, runnable, plan.profiles, steps, plan.scratch, timeout)
+    plan = attrs.evolve(plan, areas=runnable)
     try:
         summary = _run(plan, master, first_seed, seeds, out, partitions, progress, unsupported)
     except KeyboardInterrupt:
@@ -251,6 +261,9 @@ def _shrink(
     """Shrink up to `limit` distinct failures on the driver into replayable vector cases."""
     found = []
     for row in campaign.pick_failures(failures, limit):
+        if row["area"] == campaign.SIMULATION:
+            found.append(campaign_sim.replay(row))
+            continue
         replay = campaign.shrink(row, plan.impl, plan.steps, folder, plan.timeout)
         if replay is not None:
             found.append(replay)
