@@ -197,11 +197,17 @@ class ClientConsumer:
             sub = build_subscription_data(topic, expression)
             self.rebalance.subscribe(attrs.evolve(sub, sub_version=now))
         self.consume_service.start()
-        self.instance.register_consumer(self)
+        try:
+            self.instance.register_consumer(self)
+        except Exception:
+            # The group exists on this instance: RocketMQ shuts the service down and throws
+            self.consume_service.shutdown(0)
+            raise
         try:
             self.push.start()
         except Exception:
             self.instance.consumers.pop(self.group, None)
+            self.consume_service.shutdown(0)
             raise
         self.instance.start()
         self.instance.send_heartbeat_to_all_brokers()

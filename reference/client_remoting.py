@@ -34,6 +34,9 @@ from spec.status import ResponseCode
 
 #: DefaultMQProducer.retryTimesWhenSendFailed: a synchronous send is tried 1 + 2 times.
 SEND_ATTEMPTS = 3
+#: sendDefaultImpl retries an MQBrokerException only with these codes (TOPIC_NOT_EXIST,
+#: SERVICE_NOT_AVAILABLE, SYSTEM_ERROR, NO_PERMISSION, NO_BUYER_ID, NOT_IN_CURRENT_UNIT).
+RETRIED_BROKER_CODES = frozenset({17, 14, 1, 16, 204, 205})
 MASTER = 0
 
 
@@ -222,8 +225,9 @@ class RemotingSendBackClient:
 
     def send_retry_message(self, message: ClientMessage) -> None:
         """DefaultMQProducerImpl.sendDefaultImpl, SYNC: up to 3 attempts over the topic's
-        queues round-robin (another broker after a failure when there is one); RECONSUME_TIME
-        and MAX_RECONSUME_TIMES travel in the header, not as properties (sendKernelImpl)."""
+        queues round-robin (another broker after a failure when there is one), a broker answer
+        ending them unless its code is retried; RECONSUME_TIME and MAX_RECONSUME_TIMES travel
+        in the header, not as properties (sendKernelImpl)."""
         if not isinstance(message, ClientMessage):
             raise InvalidTypeError("message", message, "ClientMessage")
         queues = publish_queues(self.remoting, message.topic)
@@ -248,7 +252,11 @@ class RemotingSendBackClient:
             try:
                 self._send(mq, inner, reconsume, max_times)
                 return
-            except (MQClientError, MQBrokerError, OSError) as exc:
+            except MQBrokerError as exc:
+                if exc.code not in RETRIED_BROKER_CODES:
+                    raise
+                errors.append(exc)
+            except (MQClientError, RemotingConnectError) as exc:  # remoting/client failures
                 errors.append(exc)
         raise MQClientError(f"Send [{SEND_ATTEMPTS}] times, still failed: {errors[-1]!r}")
 

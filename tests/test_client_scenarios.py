@@ -22,6 +22,7 @@ import pytest
 
 from reference.client_cluster import ReferenceCluster
 from reference.client_consumer import ClientConsumer
+from reference.client_instance import InstanceState
 from reference.consume_orderly import ReferenceConsumeOrderlyService as OrderlyService
 from spec.consume_types import (
     ConsumeConcurrentlyContext,
@@ -231,7 +232,8 @@ def exclusive(cluster: ReferenceCluster, clients: Sequence[ClientConsumer]) -> C
     def check() -> None:
         holders: dict[MessageQueue, list[str]] = {}
         for c in clients:
-            if not c.instance.alive or not isinstance(c.consume_service, OrderlyService):
+            dead = c.instance.state is InstanceState.CRASHED
+            if dead or not isinstance(c.consume_service, OrderlyService):
                 continue
             for mq, pq, _start in c.consume_service.in_flight():
                 if pq.locked and not pq.is_lock_expired():

@@ -349,3 +349,28 @@ def test_consumer_options() -> None:
     assert (True, True) == (d.push.paused, d.rebalance.paused)
     d.resume()
     assert (False, False) == (d.push.paused, d.rebalance.paused)
+
+
+def test_the_internal_producer_moves_to_another_broker_after_a_failed_attempt() -> None:
+    cluster = world()
+    cluster.add_broker("broker-b")
+    for broker in cluster.brokers.values():
+        broker.heartbeat("c0", G, {})  # creates %RETRY%G with one queue on each master
+    cluster.set_broker_down("broker-a", True)
+    client = RemotingSendBackClient(cluster.remoting, G, cluster.clock, random.Random(0))
+    client.send_retry_message(ClientMessage("%RETRY%G", b"x", 0, {"RECONSUME_TIME": "1"}))
+    assert ["broker-b"] == [mq.broker_name for _at, mq, _m in client.sent]
+
+
+def test_the_consume_services_schedule_their_own_tasks_on_the_client() -> None:
+    cluster = world()
+    c0 = cluster.new_consumer(G, ok, client_id="c0", subscriptions={"T": "*"})
+    c1 = cluster.new_consumer("H", ok, client_id="c1", subscriptions={"T": "*"}, orderly=True)
+    cluster.at(0, c0.start)
+    cluster.at(0, c1.start)
+    cluster.run_until(0)
+    pending = [n for n in cluster.scheduler.pending() if n.startswith("c")]
+    # CONC-13: the cleaner after consumeTimeout (15 min); ORDER-1: lockAll after 1 s; the
+    # instance: heartbeat after 1 s, persistAllConsumerOffset after 10 s, rebalance after 20 s.
+    assert {"c0: clean-expire", "c1: lockMQPeriodically"} <= set(pending)
+    assert {f"{c}: {t}" for c in ("c0", "c1") for t in ("heartbeat", "rebalance")} <= set(pending)
