@@ -214,8 +214,9 @@ class ClientConsumer:
         self.instance.rebalance_immediately()
 
     def shutdown(self) -> None:
-        """DefaultMQPushConsumerImpl.shutdown(awaitTerminateMillis from the config)."""
-        if not self.push.running:
+        """DefaultMQPushConsumerImpl.shutdown(awaitTerminateMillis from the config); nothing
+        once its process crashed."""
+        if not self.push.running or not self.instance.alive:
             return
         self.consume_service.shutdown(self.config.await_termination_millis_when_shutdown)
         self.push.shutdown()  # persist, then leave the pull service
@@ -229,7 +230,9 @@ class ClientConsumer:
         self.rebalance.paused = True
 
     def resume(self) -> None:
-        """resume(): unpause and rebalance at once."""
+        """resume(): unpause and rebalance at once (a crashed process does nothing)."""
+        if not self.instance.alive:
+            return
         self.rebalance.paused = False
         self.push.resume()
 
