@@ -191,9 +191,13 @@ class ClientRequests:
         profile: Profile
         consumer_manager: ConsumerManager
 
-        def group_config(self, group: str) -> SubscriptionGroupConfig | None: ...
+        def group_config(self, group: str) -> SubscriptionGroupConfig | None:
+            """The broker's group config, auto-created as the broker allows."""
+            ...
 
-        def send_message(self, msg: BrokerInnerMessage) -> PutMessageResult: ...
+        def send_message(self, msg: BrokerInnerMessage) -> PutMessageResult:
+            """Store `msg`, waking the held pulls of its queue."""
+            ...
 
     def heartbeat(
         self,
