@@ -14,7 +14,9 @@ The explanations are inferences from the history alone, in this order of precede
   before the result counted (REBAL-9);
 - another copy of the key consumed again: the cleaner sent back a message still being consumed
   (PQ-18), or a send-back stored a copy the client believed failed, after which the fallback
-  stored another (CONC-11) or the message was retried locally (CONC-8).
+  stored another (CONC-11) or the message was retried locally (CONC-8), or a copy already
+  consumed was delivered again (for one of the reasons above), failed there and was handed
+  back.
 """
 
 from __future__ import annotations
@@ -65,6 +67,8 @@ class BrokerQueue:
     current: int = NONE
     highest: int = NONE
     writer: str = ""
+    #: The position in the history of the current value's write.
+    written_seq: int = 0
     lowering_rule: str | None = None
 
 
@@ -74,7 +78,6 @@ class ClientQueue:
 
     current: int | None = None
     high: int = NONE
-    held: set[int] = attrs.Factory(set)
     #: (at, value, rule) of each non-increase-only write that lowered the offset.
     lowered: list[tuple[int, int, str]] = attrs.Factory(list)
 
@@ -91,6 +94,8 @@ class KeyInfo:
     sent_back: list[tuple[str, bool, str | None]] = attrs.Factory(list)
     #: True when a hand-back reported OK but stored nothing.
     vanished: bool = False
+    #: Why the message reached a listener again after it was consumed (its first such time).
+    redelivered: str | None = None
 
 
 def same_pq_cause(info: PqInfo, offset: int, since: int) -> str | None:
@@ -133,22 +138,29 @@ def other_copy_cause(key: KeyInfo) -> str | None:
         if any(via == "fallback" and ok for via, ok, _stored in vias):
             return "CONC-11"
         return "CONC-8"
-    return None
+    # A copy consumed once came back (a re-delivery), failed there and was handed back.
+    return key.redelivered
 
 
 def lowering_cause(
-    broker: BrokerQueue, writer: str, memory: ClientQueue | None, value: int, via: str
+    broker: BrokerQueue,
+    writer: str,
+    memory: ClientQueue | None,
+    value: int,
+    via: str,
+    pull_sent_seq: int | None,
 ) -> str | None:
-    """Why the master's committed offset went from `broker.current` down to `value`."""
+    """Why the master's committed offset went from `broker.current` down to `value`, written by
+    `writer` through `via`; `pull_sent_seq` is where the history shows the writer's pull that
+    carried `value` (None: no such pull)."""
     if via == "fix-up":
         return "RESULT-10"
     if broker.writer and broker.writer != writer:
         return "COMMIT-1"  # a stale owner (or a restarted client) wrote an older offset
-    if memory is None:
-        return None
-    for _at, lowered_to, rule in reversed(memory.lowered):
-        if lowered_to <= value:
-            return rule
-    if value in memory.held:
-        return "COMMIT-1"  # a value the writer held earlier arrived late (a delayed pull)
+    if memory is not None:
+        for _at, lowered_to, rule in reversed(memory.lowered):
+            if lowered_to <= value:
+                return rule  # the writer's own offset went back (ORDER-11, RESULT-10 …)
+    if via == "pull" and pull_sent_seq is not None and pull_sent_seq < broker.written_seq:
+        return "COMMIT-1"  # a pull sent before the higher commit reached the broker after it
     return None

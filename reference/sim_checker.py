@@ -94,6 +94,7 @@ class Checker:
         self.moved_past: dict[str, int] = {}
         self.open_calls: dict[str, list[_Call]] = {}
         self.left: dict[str, int] = {}
+        self.pull_sent_seq: dict[tuple[str, str, int], int] = {}
         self.shown: dict[tuple[str, bool], int] = {}
         self.orderly_high: dict[tuple[str, str], int] = {}
         self.clock_jumps: list[int] = []
@@ -190,6 +191,8 @@ class Checker:
         info = self.pqs.get(e.pq)
         if info is not None:
             info.in_flight += 1
+        if e.commit_offset > 0:
+            self.pull_sent_seq[(e.client, e.queue, e.commit_offset)] = self.stats["events"]
 
     def _pull_answered(self, e: h.PullAnswered) -> None:
         info = self.pqs.get(e.pq)
@@ -210,6 +213,11 @@ class Checker:
 
     def _delivered(self, e: h.Delivered) -> None:
         self.stats["deliveries"] += 1
+        for offset, key in zip(e.offsets, e.keys, strict=True):
+            # A consumed message delivered again: remember why, for the copies it may spawn
+            info = self.keys.get(key)
+            if info is not None and info.successes > 0 and info.redelivered is None:
+                info.redelivered = self._again_cause(e.pq, (e.queue, offset), info)
         if not e.orderly:
             return
         # A call still open at e.at, of a live process, by another client is an overlap; each
@@ -263,20 +271,22 @@ class Checker:
         success = Success(e.at, e.client, e.pq)
         cause: str | None = None
         if not inv.consumed_at_most_once(info.successes):
-            if earlier:
-                prev = earlier[-1]
-                pq = self.pqs.get(e.pq)
-                if pq is None:
-                    cause = None
-                elif prev.pq == e.pq:
-                    cause = causes.same_pq_cause(pq, offset, prev.at)
-                else:
-                    cause = causes.new_pq_cause(pq, offset, prev, self.pqs)
-            else:
-                cause = causes.other_copy_cause(info)
+            cause = self._again_cause(e.pq, copy, info)
             self.report(inv.DUPLICATE, cause, e.at, f"{key} at {copy} by {e.client} pq{e.pq}")
         earlier.append(success)
         return cause
+
+    def _again_cause(self, pq_id: int, copy: causes.Copy, info: KeyInfo) -> str | None:
+        """Why a copy of a message already consumed reached a listener in ProcessQueue `pq_id`."""
+        earlier = self.copy_successes.get(copy)
+        if not earlier:
+            return causes.other_copy_cause(info)
+        prev, pq = earlier[-1], self.pqs.get(pq_id)
+        if pq is None:
+            return None
+        if prev.pq == pq_id:
+            return causes.same_pq_cause(pq, copy[1], prev.at)
+        return causes.new_pq_cause(pq, copy[1], prev, self.pqs)
 
     def _orderly_order(self, e: h.Consumed, dup_causes: list[str | None]) -> None:
         slot = (e.client, e.queue)
@@ -309,20 +319,21 @@ class Checker:
             slot.lowered.append((e.at, e.after, e.rule))
         slot.current = e.after
         slot.high = max(slot.high, e.after)
-        slot.held.add(e.after)
 
     def _broker_commit(self, e: h.BrokerCommit) -> None:
         broker = self.brokers.setdefault(e.queue, BrokerQueue())
         before = broker.current if broker.current != NONE else None
         if not inv.broker_commit_monotone(before, e.offset):
             memory = self.memory.get((e.client, e.queue))
-            rule = causes.lowering_cause(broker, e.client, memory, e.offset, e.via)
+            sent = self.pull_sent_seq.get((e.client, e.queue, e.offset))
+            rule = causes.lowering_cause(broker, e.client, memory, e.offset, e.via, sent)
             detail = f"{e.queue}: {before} -> {e.offset} by {e.client} via {e.via}"
             self.report(inv.NONMONOTONIC_COMMIT, rule, e.at, detail)
             broker.lowering_rule = rule or "COMMIT-1"
         broker.current = e.offset
         broker.highest = max(broker.highest, e.offset)
         broker.writer = e.client
+        broker.written_seq = self.stats["events"]
 
     def _truncated(self, e: h.Truncated) -> None:
         self.truncated[e.queue] = max(self.truncated.get(e.queue, NONE), e.min_offset)

@@ -147,6 +147,8 @@ class SimClient:
         queue = name_of(mq)
         now = self.sim.clock.now_ms()
         offsets = tuple(m.queue_offset for m in msgs)
+        keys = tuple(self.sim.key_of(queue, o) for o in offsets)
+        fail = fail or any(k in self.sim.poison for k in keys)
         self.sim.emit(
             h.Delivered(
                 at=now,
@@ -154,7 +156,7 @@ class SimClient:
                 pq=self._pq_id(mq),
                 queue=queue,
                 offsets=offsets,
-                keys=tuple(self.sim.key_of(queue, o) for o in offsets),
+                keys=keys,
                 reconsume_times=tuple(m.reconsume_times for m in msgs),
                 orderly=self.orderly,
                 end=now + self._duration,
@@ -236,7 +238,7 @@ class SimClient:
                 client=self.client_id,
                 pq=pq.pq_id,
                 queue=queue,
-                count=pq.msg_count,
+                count=len(pq.cached_offsets) + len(pq.consuming_offsets),
                 threshold=config.pull_threshold_for_queue,
                 batch=config.pull_batch_size,
             )

@@ -63,7 +63,7 @@ class Setup(Event):
 
 @attrs.frozen(kw_only=True)
 class Produce(Event):
-    """A producer's message stored on the master at (topic, queue_id, offset)."""
+    """A producer's send the master acknowledged (SEND_OK) at (topic, queue_id, offset)."""
 
     type: ClassVar[str] = "Produce"
     key: str
@@ -223,7 +223,8 @@ class CursorMoved(Event):
 
 @attrs.frozen(kw_only=True)
 class Cached(Event):
-    """A ProcessQueue's msgCount after a put, with the flow-control bound then in force."""
+    """How many messages a ProcessQueue holds after a put (cached or taken, whatever msgCount
+    says), with the flow-control bound then in force."""
 
     type: ClassVar[str] = "Cached"
     client: str

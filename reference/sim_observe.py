@@ -86,13 +86,18 @@ class ObservedOffsetStore(ReferenceRemoteOffsetStore):
     def update_offset(self, mq: MessageQueue | None, offset: int, increase_only: bool) -> None:
         """updateOffset (OFFSET-2), reported as a ClientCommit."""
         before = self._memory(mq) if isinstance(mq, MessageQueue) else None
-        super().update_offset(mq, offset, increase_only)
+        self.write(mq, offset, increase_only)
         if mq is None:
             return
         after = self._memory(mq)
         rule = "REBAL-17" if self._reading else self.owner.writer_rule(increase_only)
         self._last_reset = mq if not increase_only and not self._reading else None
         self.owner.on_client_commit(mq, offset, increase_only, before, after, rule)
+
+    def write(self, mq: MessageQueue | None, offset: int, increase_only: bool) -> None:
+        """The store's own update (OFFSET-2), apart from its reporting (a broken store overrides
+        this)."""
+        super().update_offset(mq, offset, increase_only)
 
     def read_offset(self, mq: MessageQueue | None, read_type: ReadOffsetType) -> int:
         """readOffset; a write it makes (READ_FROM_STORE) is the rebalance's read (REBAL-17)."""
@@ -177,6 +182,6 @@ class SimConsumer(ClientConsumer):
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
 
     def _offset_store(self, remoting: ReferenceRemoting, offset_dir: object) -> OffsetStore:
-        return ObservedOffsetStore(
+        return self.owner.sim.hooks.offset_store(
             remoting.offset_client(self.group, self.profile), self.group, self.owner
         )

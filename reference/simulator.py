@@ -44,7 +44,7 @@ from reference.sim_cluster import (
     expire_oldest_files,
 )
 from reference.sim_faults import FAULT_KINDS, FaultStep, fault_stream, format_schedule
-from reference.sim_observe import ObservedProcessQueue
+from reference.sim_observe import ObservedOffsetStore, ObservedProcessQueue
 from spec.clock import ManualClock
 from spec.config import BrokerConfig, StoreConfig, SubscriptionGroupConfig
 from spec.consume_types import retry_topic
@@ -73,6 +73,8 @@ class SimConfig:
     produce_gap_ms: int = 40
     #: Probability that a listener call fails on its own (RECONSUME_LATER / SUSPEND).
     fail_rate: float = 0.02
+    #: Probability that a message is poison: every call with it fails, so it ends in the DLQ.
+    poison_rate: float = 0.002
     latency_ms: int = 0
     pull_threshold_for_queue: int = 64
     pull_batch_size: int = 16
@@ -89,6 +91,7 @@ class SimHooks:
     """Replaceable parts, for deliberately broken configurations in tests."""
 
     process_queue: type[ObservedProcessQueue] = ObservedProcessQueue
+    offset_store: type[ObservedOffsetStore] = ObservedOffsetStore
     master_store: type[RecordingStore] = RecordingStore
     #: The client lease (PQ-15) and the broker lease (LEASE-1).
     client_lock_ms: int = 30_000
@@ -158,6 +161,8 @@ class Simulator:
         self._rng = random.Random(f"{config.seed}:world")
         self._producing = False
         self._produced = 0
+        #: Keys of the poison messages.
+        self.poison: set[str] = set()
         self._faults: list[tuple[int, int, FaultStep]] = []
         self._fault_seq = itertools.count()
         self._stream: Iterator[FaultStep] | None = None
@@ -279,21 +284,10 @@ class Simulator:
         self.physical.setdefault(queue, []).append((record.commitlog_offset, record.queue_offset))
         if self.capture is not None:
             self.capture.append(record.topic)
-        at = self.clock.now_ms()
-        if self._producing:
-            self.emit(
-                h.Produce(
-                    at=at,
-                    key=key,
-                    topic=record.topic,
-                    queue_id=record.queue_id,
-                    offset=record.queue_offset,
-                )
-            )
-        else:
+        if not self._producing:  # the producer reports its own sends
             self.emit(
                 h.Stored(
-                    at=at,
+                    at=self.clock.now_ms(),
                     key=key,
                     topic=record.topic,
                     queue_id=record.queue_id,
@@ -332,6 +326,8 @@ class Simulator:
 
     def _produce(self) -> None:
         self._produced += 1
+        if self._rng.random() < self.config.poison_rate:
+            self.poison.add(f"k{self._produced}")
         msg = BrokerInnerMessage(
             self.topic,
             self._rng.randrange(self.config.queues),
@@ -341,11 +337,23 @@ class Simulator:
         )
         self._producing = True
         try:
-            self.remoting.send_message(self.master_addr, msg)
+            result = self.remoting.send_message(self.master_addr, msg)
         except Exception:
-            pass  # the broker is down: the producer's send fails and the message never exists
+            result = None  # the broker is down: the send fails and the message never exists
         finally:
             self._producing = False
+        if result is not None and result.ok:
+            key = f"k{self._produced}"
+            self.copy_keys[(h.queue_name(self.topic, msg.queue_id), result.queue_offset)] = key
+            self.emit(
+                h.Produce(
+                    at=self.clock.now_ms(),
+                    key=key,
+                    topic=self.topic,
+                    queue_id=msg.queue_id,
+                    offset=result.queue_offset,
+                )
+            )
         self.scheduler.call_later(self._gap(), self._produce, "producer")
 
     # -- consumers ------------------------------------------------------------------------------

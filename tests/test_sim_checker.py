@@ -319,10 +319,14 @@ def test_a_broker_commit_going_back_is_allowed_only_with_a_cause() -> None:
     )
     assert {"ORDER-11": 1} == orderly.allowed
     # A pull carrying the writer's older offset 3 reaches the broker after its persist of 5.
-    held_3_then_5 = [memory(1, "c0#1", 3, None), memory(2, "c0#1", 5, 3)]
+    pull_3 = h.PullSent(at=1, client="c0#1", pq=1, queue=Q, offset=9, broker_id=0, commit_offset=3)
+    held_3_then_5 = [memory(1, "c0#1", 3, None), pull_3, memory(2, "c0#1", 5, 3)]
     late_pull = broker(4, "c0#1", 3, 5, "pull")
     delayed = run(setup(), held_3_then_5, broker(3, "c0#1", 5, None), late_pull)
     assert ({}, {"COMMIT-1": 1}) == (delayed.violations, delayed.allowed)
+    # Without that pull in flight, the same decrease is unexplained.
+    no_pull = run(setup(), held_3_then_5[::2], broker(3, "c0#1", 5, None), late_pull)
+    assert {inv.NONMONOTONIC_COMMIT: 1} == no_pull.violations
     assert {inv.NONMONOTONIC_COMMIT: 1} == run(
         setup(), broker(1, "c0#1", 5, None), broker(2, "c0#1", 4, 5)
     ).violations

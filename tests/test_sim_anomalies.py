@@ -1,0 +1,193 @@
+"""The checker catches each anomaly kind on a deliberately broken configuration of the whole
+simulated system, and the same run on the correct configuration shows no violation."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pytest
+
+from reference.sim_cluster import RecordingStore
+from reference.sim_faults import parse_schedule
+from reference.sim_observe import ObservedOffsetStore, ObservedProcessQueue
+from reference.simulator import SimConfig, SimHooks, SimResult, simulate
+from spec import invariants as inv
+from spec.message import BrokerInnerMessage, MessageQueue, StoredMessage
+from spec.results import PutMessageResult
+from spec.status import PutMessageStatus
+
+#: A failing message whose send-back fails both ways stays cached for a local retry (CONC-8)
+#: while the messages after it are consumed; then its consumer crashes.
+CACHED_THEN_CRASH = "listener-fail@2000:c0=3,send-back-fail@2000:c0=6,crash@3000:c0=1000"
+
+
+def run(
+    schedule: str,
+    steps: int,
+    hooks: SimHooks | None = None,
+    **config: object,
+) -> SimResult:
+    cfg = SimConfig(schedule=parse_schedule(schedule), **config)  # type: ignore[arg-type]
+    return simulate(cfg, steps, hooks=hooks)[0]
+
+
+def violations(result: SimResult) -> dict[str, int]:
+    return result.check.violations
+
+
+# --- lost ------------------------------------------------------------------------------------------
+
+
+class CommitsMaxOffset(ObservedProcessQueue):
+    """removeMessage answers queueOffsetMax + 1 even while older messages are still cached."""
+
+    def remove_messages(self, msgs: Sequence[StoredMessage]) -> int:
+        super().remove_messages(msgs)
+        return self.queue_offset_max + 1
+
+
+def test_a_process_queue_that_commits_its_max_offset_loses_messages() -> None:
+    broken = run(CACHED_THEN_CRASH, 1500, SimHooks(process_queue=CommitsMaxOffset), consumers=1)
+    assert violations(broken).get(inv.LOST, 0) >= 1
+    assert {} == violations(run(CACHED_THEN_CRASH, 1500, consumers=1))
+
+
+class DropsEveryTenthSend(RecordingStore):
+    """Acknowledges every tenth producer message without storing it (the next one takes its
+    offset)."""
+
+    sends: int = 0
+
+    def put_message(self, msg: BrokerInnerMessage) -> PutMessageResult:
+        if msg.topic == "T":
+            self.sends += 1
+            if self.sends % 10 == 0:
+                offset = self.get_max_offset_in_queue(msg.topic, msg.queue_id)
+                return PutMessageResult(PutMessageStatus.PUT_OK, offset)
+        return super().put_message(msg)
+
+
+def test_a_broker_that_drops_acknowledged_messages_loses_them() -> None:
+    broken = run("", 800, SimHooks(master_store=DropsEveryTenthSend), consumers=2)
+    assert violations(broken).get(inv.LOST, 0) >= 10
+
+
+# --- duplicate -------------------------------------------------------------------------------------
+
+
+class StoresRetriesTwice(RecordingStore):
+    """The send-back's copy (bound for the schedule topic) is stored twice."""
+
+    def put_message(self, msg: BrokerInnerMessage) -> PutMessageResult:
+        result = super().put_message(msg)
+        if dict(msg.properties).get("DELAY") and msg.topic.startswith("%RETRY%"):
+            super().put_message(msg)
+        return result
+
+
+def test_a_broker_that_stores_each_retry_twice_duplicates_without_a_cause() -> None:
+    broken = run("", 3000, SimHooks(master_store=StoresRetriesTwice), fail_rate=0.05)
+    assert violations(broken).get(inv.DUPLICATE, 0) >= 1
+    assert {} == violations(run("", 3000, fail_rate=0.05))
+
+
+# --- nonmonotonic-commit ---------------------------------------------------------------------------
+
+
+class IgnoresIncreaseOnly(ObservedOffsetStore):
+    """updateOffset sets the value whatever increaseOnly says."""
+
+    def write(self, mq: MessageQueue | None, offset: int, increase_only: bool) -> None:
+        super().write(mq, offset, False)
+
+
+class CommitsWhatItRemoved(ObservedProcessQueue):
+    """removeMessage answers the offset after the messages it removed."""
+
+    def remove_messages(self, msgs: Sequence[StoredMessage]) -> int:
+        super().remove_messages(msgs)
+        return max((m.queue_offset for m in msgs), default=-2) + 1
+
+
+def test_an_offset_store_that_ignores_increase_only_lowers_the_offset() -> None:
+    # The locally retried message succeeds after the ones behind it: its commit is lower.
+    retried = "listener-fail@2000:c0=3,send-back-fail@2000:c0=6"
+    hooks = SimHooks(process_queue=CommitsWhatItRemoved, offset_store=IgnoresIncreaseOnly)
+    broken = run(retried, 1500, hooks, consumers=1)
+    assert violations(broken).get(inv.NONMONOTONIC_COMMIT, 0) >= 1
+
+
+# --- orderly-overlap -------------------------------------------------------------------------------
+
+#: c1's next calls (on T:2 and T:3) last 10 s each; c2 joins meanwhile and is given T:3.
+SLOW_THEN_JOIN = "listener-slow@5000:c1=10000,join@6000:c2"
+
+
+def test_a_broker_lease_that_lapses_at_once_lets_two_consumers_into_one_queue() -> None:
+    broken = run(SLOW_THEN_JOIN, 1500, SimHooks(broker_lock_ms=0), orderly=True, consumers=2)
+    assert violations(broken).get(inv.ORDERLY_OVERLAP, 0) >= 1
+    assert {} == violations(run(SLOW_THEN_JOIN, 1500, orderly=True, consumers=2))
+
+
+# --- orderly-reorder -------------------------------------------------------------------------------
+
+
+class TakesNewestFirst(ObservedProcessQueue):
+    """takeMessages hands out the newest cached messages instead of the oldest."""
+
+    def take_messages(self, batch_size: int) -> list[StoredMessage]:
+        taken = super().take_messages(len(self.cached_offsets))
+        keep, newest = taken[: max(len(taken) - batch_size, 0)], taken[-batch_size:]
+        if keep:
+            self.make_messages_to_consume_again(keep)
+        return newest if taken else []
+
+
+def test_a_process_queue_that_takes_its_newest_message_first_reorders() -> None:
+    broken = run(SLOW_THEN_JOIN, 1500, SimHooks(process_queue=TakesNewestFirst), orderly=True)
+    assert violations(broken).get(inv.ORDERLY_REORDER, 0) >= 1
+    assert {} == violations(run(SLOW_THEN_JOIN, 1500, orderly=True))
+
+
+# --- flow-bound-exceeded ---------------------------------------------------------------------------
+
+
+class NeverCounts(ObservedProcessQueue):
+    """msgCount stays 0, so flow control (FLOW-6) never holds a pull back."""
+
+    @property
+    def msg_count(self) -> int:
+        return 0
+
+
+def test_a_process_queue_whose_count_never_grows_overflows_its_bound() -> None:
+    # c1's queues stand still for 60 s while messages keep arriving.
+    stuck = "listener-slow@5000:c1=20000"
+    broken = run(stuck, 3000, SimHooks(process_queue=NeverCounts), orderly=True, consumers=2)
+    assert violations(broken).get(inv.FLOW_BOUND_EXCEEDED, 0) >= 1
+    assert {} == violations(run(stuck, 3000, orderly=True, consumers=2))
+
+
+# --- dlq-accounting --------------------------------------------------------------------------------
+
+
+class DropsRetries(RecordingStore):
+    """Acknowledges send-back copies (bound for the schedule topic) without storing them."""
+
+    def put_message(self, msg: BrokerInnerMessage) -> PutMessageResult:
+        if msg.topic.startswith("%RETRY%") and dict(msg.properties).get("DELAY"):
+            return PutMessageResult(PutMessageStatus.PUT_OK, 0)
+        return super().put_message(msg)
+
+
+@pytest.mark.parametrize(("retry_queue_nums", "rule"), [(1, None), (0, "RETRY-1")])
+def test_send_backs_that_store_nothing_are_unaccounted_unless_the_group_has_no_retry_queue(
+    retry_queue_nums: int, rule: str | None
+) -> None:
+    hooks = SimHooks(master_store=DropsRetries) if rule is None else None
+    result = run("", 1500, hooks, fail_rate=0.05, retry_queue_nums=retry_queue_nums)
+    if rule is None:
+        assert violations(result).get(inv.DLQ_ACCOUNTING, 0) >= 1
+    else:
+        assert {} == violations(result)
+        assert result.check.allowed_by_kind[inv.DLQ_ACCOUNTING][rule] >= 1
