@@ -258,7 +258,7 @@ def take_messages(
     msgCount, msgSize and queueOffsetMax do not change; a negative batchSize makes Java's
     `new ArrayList(batchSize)` throw IllegalArgumentException before anything else happens.
 
-    pre: batch_size >= 0
+    pre: 0 <= batch_size <= 2**31 - 1
     post: len(__return__[1]) == min(batch_size, len(state.msg_tree))
     post: __return__[0].msg_count == state.msg_count and __return__[0].msg_size == state.msg_size
     post: __return__[0].consuming == (state.consuming and len(__return__[1]) > 0)

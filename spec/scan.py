@@ -68,7 +68,13 @@ def scan_entry(
 ) -> tuple[ScanState, bool]:
     """Each entry is read, skipped inside a vanished commit-log file, checked against the batch
     limits (which may end the scan before it), filtered by tag code, read from the commit log,
-    filtered again and returned, in that order; the flag says the scan ended before it."""
+    filtered again and returned, in that order; the flag says the scan ended before it.
+
+    post: __return__[0].scanned == state.scanned + (0 if __return__[1] else 1)
+    post: len(__return__[0].returned) - len(state.returned) in (0, 1)
+    post: __return__[0].max_phy_offset_pulling == entry[0]
+    """
+    # crosshair: off  (CrossHair cannot build symbolic callables; Hypothesis checks the contract)
     phys, size, tags_code = entry
     state = attrs.evolve(state, max_phy_offset_pulling=phys)
     counted = attrs.evolve(state, scanned=state.scanned + 1)
@@ -128,7 +134,13 @@ def scan_window(
     matches_commit_log: Callable[[int], bool],
 ) -> ScanState:
     """The scan starts as NO_MATCHED_MESSAGE and examines window entries while within the window
-    and the scan budget, stopping early only at an entry that makes the batch full."""
+    and the scan budget, stopping early only at an entry that makes the batch full.
+
+    post: __return__.scanned <= len(window)
+    post: len(__return__.returned) <= __return__.scanned
+    post: (__return__.status is GetMessageStatus.FOUND) == bool(__return__.returned)
+    """
+    # crosshair: off  (CrossHair cannot build symbolic callables; Hypothesis checks the contract)
     budget_entries = -(-max_filter_message_count(max_msg_nums) // CQ_STORE_UNIT_SIZE)
     state = ScanState()
     for position, entry in enumerate(window):

@@ -55,7 +55,12 @@ def initial_get_message_values(offset: int) -> tuple[GetMessageStatus, int, int,
 )
 def find_consume_queue(existing: Q | None, create: Callable[[], Q]) -> Q:
     """The consume-queue lookup never fails: a missing queue is created empty, so a never-written
-    queue answers NO_MESSAGE_IN_QUEUE and NO_MATCHED_LOGIC_QUEUE is unreachable."""
+    queue answers NO_MESSAGE_IN_QUEUE and NO_MATCHED_LOGIC_QUEUE is unreachable.
+
+    post: __return__ is not None
+    post: existing is None or __return__ is existing
+    """
+    # crosshair: off  (CrossHair cannot build a symbolic Callable; Hypothesis checks the contract)
     return existing if existing is not None else create()
 
 
