@@ -1,5 +1,6 @@
-"""What the checker remembers while it reads a history, and how it explains a duplicate or a
-broker commit going backwards with the rule that allows it (docs/narrative/anomalies.md).
+"""What the checker remembers while it reads a history, and how it explains a duplicate, a
+broker commit going backwards or an orderly overlap with the rule that allows it
+(docs/narrative/anomalies.md).
 
 The explanations are inferences from the history alone, in this order of precedence:
 
@@ -16,7 +17,12 @@ The explanations are inferences from the history alone, in this order of precede
   (PQ-18), or a send-back stored a copy the client believed failed, after which the fallback
   stored another (CONC-11) or the message was retried locally (CONC-8), or a copy already
   consumed was delivered again (for one of the reasons above), failed there and was handed
-  back.
+  back;
+- a broker commit going back: RESULT-10's fix-up, a stale writer (COMMIT-1: another client, or
+  a pull that left before a higher commit and arrived after it), or the writer's own offset
+  set back (ORDER-11, RESULT-10);
+- two clients inside one orderly queue: a call outlasted the client lease or the lease clock
+  jumped (REBAL-22), or the first client shut down mid-call and unlocked (ORDER-17).
 """
 
 from __future__ import annotations
@@ -163,4 +169,28 @@ def lowering_cause(
                 return rule  # the writer's own offset went back (ORDER-11, RESULT-10 …)
     if via == "pull" and pull_sent_seq is not None and pull_sent_seq < broker.written_seq:
         return "COMMIT-1"  # a pull sent before the higher commit reached the broker after it
+    return None
+
+
+@attrs.define
+class Call:
+    """An orderly listener call: who, from when to when, and who was seen overlapping it."""
+
+    client: str
+    start: int
+    end: int
+    reported: set[str] = attrs.Factory(set)
+
+
+def overlap_cause(
+    call: Call, at: int, end: int, lease_ms: int, clock_jumps: list[int], left: dict[str, int]
+) -> str | None:
+    """Why another client's call from `at` to `end` overlaps `call` on one orderly queue."""
+    if call.end - call.start > lease_ms or end - at > lease_ms:
+        return "REBAL-22"  # a call outlasted the client lease
+    if any(call.start - 2 * lease_ms <= t <= at for t in clock_jumps):
+        return "REBAL-22"  # the lease clock jumped
+    gone = left.get(call.client)
+    if gone is not None and call.start <= gone <= at:
+        return "ORDER-17"  # shutdown unlocked the queues while the call still ran
     return None

@@ -20,7 +20,7 @@ import attrs
 
 from reference import sim_causes as causes
 from reference import sim_history as h
-from reference.sim_causes import NONE, BrokerQueue, ClientQueue, KeyInfo, PqInfo, Success
+from reference.sim_causes import NONE, BrokerQueue, Call, ClientQueue, KeyInfo, PqInfo, Success
 from spec import invariants as inv
 
 SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
@@ -66,16 +66,6 @@ class CheckResult:
         }
 
 
-@attrs.define
-class _Call:
-    """An orderly listener call: who, from when to when, and who was seen overlapping it."""
-
-    client: str
-    start: int
-    end: int
-    reported: set[str] = attrs.Factory(set)
-
-
 class Checker:
     """An incremental checker: `feed` each event in order, then `finish` once."""
 
@@ -92,7 +82,7 @@ class Checker:
         self.crashed: set[str] = set()
         self.truncated: dict[str, int] = {}
         self.moved_past: dict[str, int] = {}
-        self.open_calls: dict[str, list[_Call]] = {}
+        self.open_calls: dict[str, list[Call]] = {}
         self.left: dict[str, int] = {}
         self.pull_sent_seq: dict[tuple[str, str, int], int] = {}
         self.shown: dict[tuple[str, bool], int] = {}
@@ -233,23 +223,14 @@ class Checker:
                 call.reported.add(e.client)
                 self.report(
                     inv.ORDERLY_OVERLAP,
-                    self._overlap_rule(call, e),
+                    causes.overlap_cause(
+                        call, e.at, e.end, self._lease(), self.clock_jumps, self.left
+                    ),
                     e.at,
                     f"{e.queue}: {call.client} since {call.start}, {e.client} at {e.at}",
                 )
-        calls.append(_Call(e.client, e.at, max(e.end, e.at)))
+        calls.append(Call(e.client, e.at, max(e.end, e.at)))
         self.open_calls[e.queue] = calls
-
-    def _overlap_rule(self, call: _Call, e: h.Delivered) -> str | None:
-        lease = self.setup.client_lock_ms if self.setup else 30_000
-        if call.end - call.start > lease or e.end - e.at > lease:
-            return "REBAL-22"  # a call outlasted the client lease
-        if any(call.start - 2 * lease <= t <= e.at for t in self.clock_jumps):
-            return "REBAL-22"  # the lease clock jumped
-        left = self.left.get(call.client)
-        if left is not None and call.start <= left <= e.at:
-            return "ORDER-17"  # shutdown unlocked the queues while the call still ran
-        return None
 
     def _consumed(self, e: h.Consumed) -> None:
         if not e.success:
@@ -390,6 +371,9 @@ class Checker:
             counts["pending"] += pending
         self.result.stats = {**self.stats, **counts, "keys": len(self.keys)}
         return self.result
+
+    def _lease(self) -> int:
+        return self.setup.client_lock_ms if self.setup else 30_000
 
     def _loss_rule(self, queue: str, offset: int) -> str | None:
         if self.truncated.get(queue, NONE) > offset:

@@ -1,24 +1,30 @@
 """The broker side of a simulation: a master whose store reports every record it appends, an
 optional slave that replays the master's records `lag_ms` behind (HA replication, which copies
 commit-log bytes and so bypasses the slave's refusal of puts), the lease clock a clock-jump fault
-moves (only the broker's RebalanceLockManager reads it, LEASE-3), commit-log expiry (STORE-19)
-and a lock manager that reports grants and refusals."""
+moves (only the broker's RebalanceLockManager reads it, LEASE-3), commit-log expiry (STORE-19),
+a lock manager that reports grants and refusals, and `build_brokers`, which wires them up."""
 
 from __future__ import annotations
 
 import collections
 from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
 import attrs
 
 from reference.broker import ReferenceBroker
 from reference.lock_manager import ReferenceLockManager
+from reference.remoting import ReferenceRemoting
 from reference.store import HOUR_MS, ReferenceMessageStore
-from spec.clock import Clock
+from spec.clock import Clock, ManualClock
 from spec.code import PullMessageRequest, PullResponse
+from spec.config import BrokerConfig, StoreConfig, SubscriptionGroupConfig
 from spec.message import BrokerInnerMessage, MessageQueue, StoredMessage
 from spec.results import PutMessageResult
 from spec.status import BrokerRole
+
+if TYPE_CHECKING:
+    from reference.sim_config import SimConfig, SimHooks
 
 #: Called with each record the master appends.
 OnAppend = Callable[[StoredMessage], None]
@@ -159,3 +165,73 @@ def expire_oldest_files(store: ReferenceMessageStore, files: int) -> int:
         start += size
         aged += 1
     return store.delete_expired_files() if aged else 0
+
+
+@attrs.frozen
+class Brokers:
+    """The broker side of a run: the master, its slave (None without one), the lease clock."""
+
+    master: ReferenceBroker
+    slave: LaggingSlave | None
+    lease_clock: SkewedClock
+    master_addr: str
+
+
+def build_brokers(
+    config: SimConfig,
+    hooks: SimHooks,
+    clock: ManualClock,
+    remoting: ReferenceRemoting,
+    group: str,
+    topic: str,
+    *,
+    on_append: OnAppend,
+    on_lease: OnLease,
+    on_commit: Callable[[str, str, int, int], None],
+) -> Brokers:
+    """The master "broker-a:0" (reporting appends, leases and commits) and, if the config has
+    one, its slave "broker-a:1"; both know the topic and the group, the master's store counts
+    `memory_bytes` of RAM (the slave suggestion, CODE-6) and its slave may be read."""
+    profile = config.profile
+    store_config = StoreConfig(
+        mapped_file_size_commit_log=config.commit_log_file_size,
+        total_physical_memory_size=config.memory_bytes,
+    )
+    master_store = hooks.master_store(
+        config=store_config,
+        profile=profile,
+        clock=clock,
+        on_append=on_append,
+        replicating=config.slave,
+    )
+    master = ReferenceBroker(
+        master_store, BrokerConfig(slave_read_enable=config.slave), profile, clock=clock
+    )
+    lease_clock = SkewedClock(clock)
+    master.lock_manager = ObservedLockManager(lease_clock, on_lease, hooks.broker_lock_ms)
+    master.commit_listeners.append(on_commit)
+    brokers: list[ReferenceBroker] = [master]
+    slave: LaggingSlave | None = None
+    if config.slave:
+        slave_store = ReplicaStore(
+            config=attrs.evolve(store_config, broker_role=BrokerRole.SLAVE),
+            profile=profile,
+            clock=clock,
+        )
+        slave = LaggingSlave(
+            slave_store,
+            BrokerConfig(slave_read_enable=True),
+            profile,
+            clock=clock,
+            source=master_store,
+            lag_ms=config.slave_lag_ms,
+        )
+        brokers.append(slave)
+    group_config = SubscriptionGroupConfig(
+        group_name=group, retry_queue_nums=config.retry_queue_nums
+    )
+    for broker_id, broker in enumerate(brokers):
+        broker.create_topic(topic, config.queues)
+        broker.groups[group] = group_config
+        remoting.register_broker("broker-a", broker_id, broker)
+    return Brokers(master, slave, lease_clock, remoting.broker_addrs("broker-a")[0])

@@ -33,6 +33,7 @@ from spec.profiles import Profile
 
 if TYPE_CHECKING:
     from reference.sim_client import SimClient
+    from reference.sim_watch import ClientWatch
 
 T = TypeVar("T")
 
@@ -52,7 +53,7 @@ class ObservedList(list[T]):
 class ObservedProcessQueue(ReferenceProcessQueue):
     """A ReferenceProcessQueue numbered in the run, reporting each put to its owner."""
 
-    def __init__(self, clock: Clock, profile: Profile, owner: SimClient, pq_id: int) -> None:
+    def __init__(self, clock: Clock, profile: Profile, owner: ClientWatch, pq_id: int) -> None:
         super().__init__(clock, profile, lock_max_live_time_ms=owner.client_lock_ms)
         self.owner = owner
         self.pq_id = pq_id

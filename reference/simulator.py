@@ -26,106 +26,19 @@ import random
 import time
 from collections.abc import Callable, Iterator
 
-import attrs
-
 from reference import sim_history as h
-from reference.broker import ReferenceBroker
 from reference.remoting import ReferenceRemoting
 from reference.scheduler import Scheduler
 from reference.sim_apply import apply_fault
 from reference.sim_checker import Checker, CheckResult
 from reference.sim_client import SimClient
-from reference.sim_cluster import (
-    LaggingSlave,
-    ObservedLockManager,
-    RecordingStore,
-    ReplicaStore,
-    SkewedClock,
-    expire_oldest_files,
-)
-from reference.sim_faults import FAULT_KINDS, FaultStep, fault_stream, format_schedule
-from reference.sim_observe import ObservedOffsetStore, ObservedProcessQueue
+from reference.sim_cluster import RecordingStore, build_brokers, expire_oldest_files
+from reference.sim_config import SimConfig, SimHooks, SimResult
+from reference.sim_faults import FaultStep, fault_stream, format_schedule
 from spec.clock import ManualClock
-from spec.config import BrokerConfig, StoreConfig, SubscriptionGroupConfig
 from spec.consume_types import retry_topic
 from spec.consumer_config import ConsumeFromWhere, ConsumeMode, ConsumerConfig
 from spec.message import PROPERTY_UNIQ_KEY, BrokerInnerMessage, MessageQueue, StoredMessage
-from spec.profiles import Profile
-from spec.status import BrokerRole
-
-
-@attrs.frozen(kw_only=True)
-class SimConfig:
-    """Everything that determines a run (with `steps`)."""
-
-    seed: int = 1
-    consumers: int = 3
-    orderly: bool = False
-    profile: Profile = Profile.V4_9
-    queues: int = 4
-    slave: bool = True
-    slave_lag_ms: int = 1_000
-    #: Fault kinds the seed's schedule draws from; ignored when `schedule` is given.
-    faults: tuple[str, ...] = tuple(FAULT_KINDS)
-    schedule: tuple[FaultStep, ...] | None = None
-    mean_fault_gap_ms: int = 20_000
-    #: Mean gap between two produced messages (the producer sends one at a time).
-    produce_gap_ms: int = 40
-    #: Probability that a listener call fails on its own (RECONSUME_LATER / SUSPEND).
-    fail_rate: float = 0.02
-    #: Probability that a message is poison: every call with it fails, so it ends in the DLQ.
-    poison_rate: float = 0.002
-    latency_ms: int = 0
-    pull_threshold_for_queue: int = 64
-    pull_batch_size: int = 16
-    consume_batch_size: int = 1
-    max_reconsume_times: int = 3
-    retry_queue_nums: int = 1
-    commit_log_file_size: int = 64 * 1024
-    #: The broker's RAM as the slave suggestion sees it (40 % of it counts as in memory).
-    memory_bytes: int = 64 * 1024
-
-
-@attrs.define
-class SimHooks:
-    """Replaceable parts, for deliberately broken configurations in tests."""
-
-    process_queue: type[ObservedProcessQueue] = ObservedProcessQueue
-    offset_store: type[ObservedOffsetStore] = ObservedOffsetStore
-    master_store: type[RecordingStore] = RecordingStore
-    #: The client lease (PQ-15) and the broker lease (LEASE-1).
-    client_lock_ms: int = 30_000
-    broker_lock_ms: int = 60_000
-
-
-@attrs.frozen
-class SimResult:
-    """What a run produced: the checker's verdict and the run's counts."""
-
-    check: CheckResult
-    steps: int
-    virtual_ms: int
-    elapsed_s: float
-    history: dict[str, int]
-    schedule: str
-
-    def to_json(self) -> dict[str, object]:
-        """The `pullspec simulate --json` object."""
-        stats = self.check.stats
-        return {
-            "violations": dict(sorted(self.check.violations.items())),
-            "allowed": dict(sorted(self.check.allowed.items())),
-            "allowedByKind": self.check.to_json()["allowedByKind"],
-            "steps": self.steps,
-            "produced": stats.get("produced", 0),
-            "consumed": stats.get("consumed", 0),
-            "dlq": stats.get("dlq", 0),
-            "pending": stats.get("pending", 0),
-            "virtual_ms": self.virtual_ms,
-            "elapsed_s": round(self.elapsed_s, 2),
-            "history": self.history,
-            "faults": self.schedule,
-        }
 
 
 class Simulator:
@@ -205,53 +118,19 @@ class Simulator:
     # -- the brokers ----------------------------------------------------------------------------
 
     def _build_brokers(self) -> None:
-        cfg, profile, clock = self.config, self.config.profile, self.clock
-        store_config = StoreConfig(
-            mapped_file_size_commit_log=cfg.commit_log_file_size,
-            total_physical_memory_size=cfg.memory_bytes,
+        brokers = build_brokers(
+            self.config,
+            self.hooks,
+            self.clock,
+            self.remoting,
+            self.group,
+            self.topic,
+            on_append=self._on_append,
+            on_lease=self._on_lease,
+            on_commit=self._on_broker_commit,
         )
-        self.master = ReferenceBroker(
-            self.hooks.master_store(
-                config=store_config,
-                profile=profile,
-                clock=clock,
-                on_append=self._on_append,
-                replicating=cfg.slave,
-            ),
-            BrokerConfig(slave_read_enable=cfg.slave),
-            profile,
-            clock=clock,
-        )
-        self.lease_clock = SkewedClock(clock)
-        self.master.lock_manager = ObservedLockManager(
-            self.lease_clock, self._on_lease, self.hooks.broker_lock_ms
-        )
-        self.master.commit_listeners.append(self._on_broker_commit)
-        brokers: list[ReferenceBroker] = [self.master]
-        self.slave: LaggingSlave | None = None
-        if cfg.slave:
-            slave_store = ReplicaStore(
-                config=attrs.evolve(store_config, broker_role=BrokerRole.SLAVE),
-                profile=profile,
-                clock=clock,
-            )
-            self.slave = LaggingSlave(
-                slave_store,
-                BrokerConfig(slave_read_enable=True),
-                profile,
-                clock=clock,
-                source=self.master.store,  # type: ignore[arg-type]
-                lag_ms=cfg.slave_lag_ms,
-            )
-            brokers.append(self.slave)
-        group = SubscriptionGroupConfig(
-            group_name=self.group, retry_queue_nums=cfg.retry_queue_nums
-        )
-        for broker_id, broker in enumerate(brokers):
-            broker.create_topic(self.topic, cfg.queues)
-            broker.groups[self.group] = group
-            self.remoting.register_broker("broker-a", broker_id, broker)
-        self.master_addr = self.remoting.broker_addrs("broker-a")[0]
+        self.master, self.slave = brokers.master, brokers.slave
+        self.lease_clock, self.master_addr = brokers.lease_clock, brokers.master_addr
 
     def queues(self) -> list[str]:
         """The consumable queues: the topic's and the group's retry topic's."""
@@ -495,3 +374,6 @@ def simulate(
         sim.schedule_text(),
     )
     return result, sim
+
+
+__all__ = ["SimConfig", "SimHooks", "SimResult", "Simulator", "simulate"]

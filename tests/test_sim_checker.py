@@ -7,22 +7,10 @@ from __future__ import annotations
 import io
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
 from reference import sim_history as h
 from reference.sim_checker import CheckResult, check
-from reference.sim_faults import (
-    FAULT_KINDS,
-    FaultStep,
-    format_schedule,
-    generate,
-    parse_kinds,
-    parse_schedule,
-)
 from spec import invariants as inv
-from spec import rules
-from spec.contracts import check_call
 
 Q = "T:0"
 RETRY = "%RETRY%G:0"
@@ -390,53 +378,3 @@ def test_a_cache_beyond_threshold_plus_batch_needs_two_pull_requests() -> None:
     assert {} == run(setup(), assigned, cached(14)).violations
     assert {inv.FLOW_BOUND_EXCEEDED: 1} == run(setup(), assigned, cached(15)).violations
     assert {"RESULT-14": 1} == run(setup(), assigned, sent(1), sent(1), cached(15)).allowed
-
-
-# --- invariants and fault schedules ----------------------------------------------------------------
-
-
-def test_every_invariant_is_a_registered_rule_with_one_sentence() -> None:
-    ids = [r.id for r in rules.catalogue() if r.area == "INV"]
-    assert [f"INV-{n}" for n in range(1, 9)] == ids
-    for rule_id in ids:
-        r = rules.get(rule_id)
-        assert r.statement.endswith(".") and r.source
-
-
-@given(st.booleans(), st.booleans(), st.integers(-1, 9), st.integers(0, 9))
-def test_inv_1_contract(consumed: bool, back: bool, committed: int, offset: int) -> None:
-    check_call(inv.copy_not_lost, consumed, back, committed, offset)
-
-
-@given(st.none() | st.integers(-1, 9), st.integers(-1, 9), st.booleans())
-def test_inv_3_and_4_contracts(before: int | None, after: int, increase_only: bool) -> None:
-    check_call(inv.client_offset_monotone, before, after, increase_only)
-    check_call(inv.broker_commit_monotone, before, after)
-
-
-@given(st.integers(0, 3), st.integers(1, 9), st.integers(0, 30), st.integers(1, 9))
-def test_inv_2_6_7_contracts(successes: int, threshold: int, cached: int, batch: int) -> None:
-    check_call(inv.consumed_at_most_once, successes)
-    check_call(inv.within_flow_bound, cached, threshold, batch)
-    check_call(inv.orderly_in_order, threshold, batch, successes > 1)
-    check_call(inv.one_orderly_owner, frozenset(str(i) for i in range(successes)))
-    check_call(inv.dlq_accounted, successes > 0, threshold > 4, batch > 4)
-
-
-def test_a_schedule_round_trips_through_its_text_form() -> None:
-    steps = generate(7, 600_000, 3)
-    assert steps == parse_schedule(format_schedule(steps))
-    assert steps == generate(7, 600_000, 3)
-    assert {s.kind for s in steps} <= set(FAULT_KINDS)
-    assert (FaultStep(5, "crash", "c1", 100),) == parse_schedule("crash@5:c1=100")
-    assert () == parse_schedule("")
-
-
-def test_bad_fault_input_is_refused() -> None:
-    for text in ("crash", "boom@1", "crash@x"):
-        with pytest.raises(ValueError):
-            parse_schedule(text)
-    with pytest.raises(ValueError, match="unknown fault kinds"):
-        parse_kinds("crash,boom")
-    assert ("crash", "join") == parse_kinds("crash, join")
-    assert () == parse_kinds("none")

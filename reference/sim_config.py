@@ -1,0 +1,87 @@
+"""The inputs and the output of a simulation run (`reference.simulator`): `SimConfig` (what
+determines a run), `SimHooks` (replaceable parts, for deliberately broken configurations) and
+`SimResult` (the checker's verdict with the run's counts)."""
+
+from __future__ import annotations
+
+import attrs
+
+from reference.sim_checker import CheckResult
+from reference.sim_cluster import RecordingStore
+from reference.sim_faults import FAULT_KINDS, FaultStep
+from reference.sim_observe import ObservedOffsetStore, ObservedProcessQueue
+from spec.profiles import Profile
+
+
+@attrs.frozen(kw_only=True)
+class SimConfig:
+    """Everything that determines a run (with `steps`)."""
+
+    seed: int = 1
+    consumers: int = 3
+    orderly: bool = False
+    profile: Profile = Profile.V4_9
+    queues: int = 4
+    slave: bool = True
+    slave_lag_ms: int = 1_000
+    #: Fault kinds the seed's schedule draws from; ignored when `schedule` is given.
+    faults: tuple[str, ...] = tuple(FAULT_KINDS)
+    schedule: tuple[FaultStep, ...] | None = None
+    mean_fault_gap_ms: int = 20_000
+    #: Mean gap between two produced messages (the producer sends one at a time).
+    produce_gap_ms: int = 40
+    #: Probability that a listener call fails on its own (RECONSUME_LATER / SUSPEND).
+    fail_rate: float = 0.02
+    #: Probability that a message is poison: every call with it fails, so it ends in the DLQ.
+    poison_rate: float = 0.002
+    latency_ms: int = 0
+    pull_threshold_for_queue: int = 64
+    pull_batch_size: int = 16
+    consume_batch_size: int = 1
+    max_reconsume_times: int = 3
+    retry_queue_nums: int = 1
+    commit_log_file_size: int = 64 * 1024
+    #: The broker's RAM as the slave suggestion sees it (40 % of it counts as in memory).
+    memory_bytes: int = 64 * 1024
+
+
+@attrs.define
+class SimHooks:
+    """Replaceable parts, for deliberately broken configurations in tests."""
+
+    process_queue: type[ObservedProcessQueue] = ObservedProcessQueue
+    offset_store: type[ObservedOffsetStore] = ObservedOffsetStore
+    master_store: type[RecordingStore] = RecordingStore
+    #: The client lease (PQ-15) and the broker lease (LEASE-1).
+    client_lock_ms: int = 30_000
+    broker_lock_ms: int = 60_000
+
+
+@attrs.frozen
+class SimResult:
+    """What a run produced: the checker's verdict and the run's counts."""
+
+    check: CheckResult
+    steps: int
+    virtual_ms: int
+    elapsed_s: float
+    history: dict[str, int]
+    schedule: str
+
+    def to_json(self) -> dict[str, object]:
+        """The `pullspec simulate --json` object."""
+        stats = self.check.stats
+        return {
+            "violations": dict(sorted(self.check.violations.items())),
+            "allowed": dict(sorted(self.check.allowed.items())),
+            "allowedByKind": self.check.to_json()["allowedByKind"],
+            "steps": self.steps,
+            "produced": stats.get("produced", 0),
+            "consumed": stats.get("consumed", 0),
+            "dlq": stats.get("dlq", 0),
+            "pending": stats.get("pending", 0),
+            "virtual_ms": self.virtual_ms,
+            "elapsed_s": round(self.elapsed_s, 2),
+            "history": self.history,
+            "faults": self.schedule,
+        }
