@@ -160,6 +160,7 @@ MUTANTS: tuple[Mutant, ...] = (
                     ),
                 )
             },
+            "spec.scan": {},
             "spec.store": {},
         },
     ),
@@ -173,7 +174,10 @@ MUTANTS: tuple[Mutant, ...] = (
         "batch-stop-entry-counted",
         "STORE-11",
         "The entry that makes the batch full counts as examined, so nextBeginOffset skips it.",
-        {"spec.store": {"scan_entry": wrap("spec.store", "scan_entry", _stop_entry_counted)}},
+        {
+            "spec.scan": {"scan_entry": wrap("spec.scan", "scan_entry", _stop_entry_counted)},
+            "spec.store": {},
+        },
     ),
     _mutant(
         "untagged-passes-filters",
