@@ -48,9 +48,12 @@ DEFAULT_MASTER = "local[*]"
 SPARK_HINT = "install the spark extra: pip install -e '.[spark]' (pyspark and pyarrow)"
 #: Spark SQL DDL of a campaign row.
 SPARK_DDL = ", ".join(f"{name} {kind}" for name, kind, _ in COLUMNS)
-#: Seeds per task by default: a task of ~32 seeds × 5 areas × 200 ops runs for a few seconds,
-#: long enough to hide the task overhead, short enough for a live progress line.
-SEEDS_PER_TASK = 32
+#: Seconds of work a task gets by default: long enough to hide Spark's per-task cost, short
+#: enough for a live progress line (a task's counts reach the driver only when it ends).
+TASK_SECONDS = 5.0
+#: Rough single-core rates the task size is estimated from (measured: docs/using/campaigns.md).
+LOCKSTEP_OPS_PER_S = 8000.0
+SIM_STEPS_PER_S = 2400.0
 
 
 def spark_schema() -> Any:
@@ -160,9 +163,18 @@ def default_scratch() -> str | None:
     return str(shm) if shm.is_dir() and os.access(shm, os.W_OK) else None
 
 
-def partitions_for(seeds: int, parallelism: int) -> int:
-    """Tasks for `seeds`: SEEDS_PER_TASK seeds each, at least four per core, at most one per seed."""
-    return max(1, min(seeds, max(4 * parallelism, math.ceil(seeds / SEEDS_PER_TASK))))
+def seed_seconds(plan: Plan) -> float:
+    """Estimated single-core seconds of one seed of `plan` (every area and profile)."""
+    lockstep = sum(a != SIMULATION for a in plan.areas) * plan.steps / LOCKSTEP_OPS_PER_S
+    simulated = plan.sim_steps / SIM_STEPS_PER_S if SIMULATION in plan.areas else 0.0
+    return len(plan.profiles) * (lockstep + simulated)
+
+
+def partitions_for(seeds: int, parallelism: int, seconds_per_seed: float) -> int:
+    """Tasks for `seeds`: about TASK_SECONDS of work each, at least four per core (so that a
+    slow task does not leave cores idle at the end), at most one per seed."""
+    per_task = max(1, round(TASK_SECONDS / max(seconds_per_seed, 1e-6)))
+    return max(1, min(seeds, max(4 * parallelism, math.ceil(seeds / per_task))))
 
 
 def seed_ranges(first: int, count: int, parts: int) -> list[tuple[int, int]]:
@@ -234,7 +246,7 @@ def run_job(
 ) -> JobResult:
     """Run `seeds` seeds of `plan` and write their rows as Parquet in `out` (replacing it)."""
     sc = spark.sparkContext
-    parts = partitions or partitions_for(seeds, sc.defaultParallelism)
+    parts = partitions or partitions_for(seeds, sc.defaultParallelism, seed_seconds(plan))
     ranges = seed_ranges(first_seed, seeds, parts)
     counters = (sc.accumulator(0), sc.accumulator(0), sc.accumulator(0))
     rows = sc.parallelize(ranges, len(ranges)).mapPartitions(
@@ -245,7 +257,10 @@ def run_job(
 
     def write() -> None:
         try:
-            frame.write.mode("overwrite").partitionBy(*PARTITION_COLUMNS).parquet(out)
+            # Rows are small: one shuffle gathers each (area, verdict) into one file, instead of
+            # a file per task and folder (which would be many tiny files on a cluster).
+            rows_by_folder = frame.repartition(*PARTITION_COLUMNS)
+            rows_by_folder.write.mode("overwrite").partitionBy(*PARTITION_COLUMNS).parquet(out)
         except BaseException as exc:  # re-raised on the driver's thread below
             failure.append(exc)
 
