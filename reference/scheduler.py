@@ -14,12 +14,8 @@ from spec.errors import InvalidArgumentError, require_int, require_non_negative
 Task = Callable[[], None]
 
 
-@attrs.frozen(order=True)
-class _Event:
-    at: int
-    seq: int
-    name: str = attrs.field(order=False)
-    task: Task = attrs.field(order=False, eq=False)
+#: A heap entry: (time, submission number, name, task); plain tuples keep the heap fast.
+_Event = tuple[int, int, str, Task]
 
 
 @attrs.define
@@ -38,7 +34,7 @@ class Scheduler:
         if at < self.clock.now_ms():
             raise InvalidArgumentError("at", at, f"is before now ({self.clock.now_ms()})")
         self._seq += 1
-        heapq.heappush(self._queue, _Event(at, self._seq, name, task))
+        heapq.heappush(self._queue, (at, self._seq, name, task))
         return self._seq
 
     def call_later(self, delay_ms: int, task: Task, name: str = "task") -> int:
@@ -59,27 +55,29 @@ class Scheduler:
     def next_time(self) -> int | None:
         """When the next live task is due, or None when nothing is scheduled."""
         self._drop_cancelled()
-        return self._queue[0].at if self._queue else None
+        return self._queue[0][0] if self._queue else None
 
     def pending(self) -> list[str]:
         """The names of the live scheduled tasks, in run order."""
-        return [e.name for e in sorted(self._queue) if e.seq not in self._cancelled]
+        return [
+            e[2] for e in sorted(self._queue, key=lambda e: e[:2]) if e[1] not in self._cancelled
+        ]
 
     def _drop_cancelled(self) -> None:
-        while self._queue and self._queue[0].seq in self._cancelled:
-            self._cancelled.discard(heapq.heappop(self._queue).seq)
+        while self._queue and self._queue[0][1] in self._cancelled:
+            self._cancelled.discard(heapq.heappop(self._queue)[1])
 
     def run_next(self) -> str | None:
         """Advance the clock to the next task and run it; return its name (None when idle)."""
         self._drop_cancelled()
         if not self._queue:
             return None
-        event = heapq.heappop(self._queue)
-        if event.at > self.clock.now_ms():
-            self.clock.jump_to(event.at)
+        at, _seq, name, task = heapq.heappop(self._queue)
+        if at > self.clock.now_ms():
+            self.clock.jump_to(at)
         self.executed += 1
-        event.task()
-        return event.name
+        task()
+        return name
 
     def run_until(self, until: int, max_tasks: int | None = None) -> int:
         """Run every task due at or before `until`, then set the clock to `until`; return the count."""
