@@ -66,8 +66,9 @@ verify-quick: $(VENV)/.installed-test
 bench: $(VENV)/.installed-test
 	$(BIN)/pullspec bench --json
 
+# Long fuzzing: every Hypothesis test at the fuzz budget and 200 kill -9 trials of a fast writer.
 fuzz: $(VENV)/.installed-test
-	HYPOTHESIS_PROFILE=fuzz $(BIN)/python -m pytest -x tests
+	HYPOTHESIS_PROFILE=fuzz PULLSPEC_KILL_TRIALS=200 $(BIN)/python -m pytest -x tests
 
 # The reviewers' spec site: rule pages generated from spec/, built strict (warnings fail).
 docs: $(VENV)/.installed-test
