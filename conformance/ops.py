@@ -24,6 +24,10 @@ from spec.errors import ErrorKind, InvalidArgumentError, PullspecError, require_
 #: The vector areas, in the order the suite runs them.
 AREAS: tuple[str, ...] = ("store", "pull_code", "process_queue", "lock_manager", "send_back")
 
+#: Every area with a lockstep machine: AREAS plus the reference-generated areas that have one
+#: (their vectors come from conformance.client_vectors, not from `pullspec vectors export`).
+MACHINE_AREAS: tuple[str, ...] = (*AREAS, "offset_store")
+
 #: Observation keys that report state after the call (the rest are the call's result).
 STATE_FIELDS: Mapping[str, frozenset[str]] = {
     "store": frozenset(
@@ -35,6 +39,7 @@ STATE_FIELDS: Mapping[str, frozenset[str]] = {
     "process_queue": frozenset({"state", "now"}),
     "lock_manager": frozenset({"table", "now"}),
     "send_back": frozenset({"queues", "commitLogMinOffset", "commitLogMaxOffset"}),
+    "offset_store": frozenset({"kind", "table", "sent", "files", "persistSteps"}),
 }
 
 _STORE_PUT = ("STORE-18", "STORE-20", "LAYOUT-4", "LAYOUT-5", "LAYOUT-7", "LAYOUT-9", "FILTER-1")
@@ -81,6 +86,22 @@ OP_RULES: Mapping[str, Mapping[str, tuple[str, ...]]] = {
         "create": (),
         "put": (*_STORE_PUT, "RETRY-7", "RETRY-8"),
         "send_back": tuple(f"RETRY-{n}" for n in range(1, 9)),
+    },
+    "offset_store": {
+        "create": ("OFFSET-1", "OFFSET-9"),
+        "update_offset": ("OFFSET-2",),
+        "update_by": ("OFFSET-2", "OFFSET-3"),
+        "read_offset": ("OFFSET-4", "OFFSET-5", "OFFSET-10"),
+        "persist": ("OFFSET-6", "OFFSET-12"),
+        "persist_all": ("OFFSET-6", "OFFSET-11"),
+        "remove_offset": ("OFFSET-12",),
+        "update_to_broker": ("OFFSET-12",),
+        "persist_consumer_offset": ("OFFSET-6", "OFFSET-8", "OFFSET-11"),
+        "rebalance_reset": ("OFFSET-5", "OFFSET-10", "OFFSET-13"),
+        "broker_state": (),
+        "write_file": (),
+        "load": ("OFFSET-10",),
+        "broker_address": ("OFFSET-7",),
     },
 }
 
@@ -136,6 +157,20 @@ FIELD_RULES: Mapping[str, Mapping[str, tuple[str, ...]]] = {
         "delayLevel": ("RETRY-4", "RETRY-5", "RETRY-8"),
         "error": ("RETRY-3",),
     },
+    "offset_store": {
+        "kind": ("OFFSET-1",),
+        "table": ("OFFSET-2", "OFFSET-3", "OFFSET-4", "OFFSET-5", "OFFSET-10", "OFFSET-13"),
+        "increaseOnly": ("OFFSET-3",),
+        "result": ("OFFSET-4", "OFFSET-5", "OFFSET-10", "OFFSET-13"),
+        "memory": ("OFFSET-13",),
+        "sent": ("OFFSET-6",),
+        "noOp": ("OFFSET-12",),
+        "targets": ("OFFSET-8",),
+        "files": ("OFFSET-11",),
+        "persistSteps": ("OFFSET-11",),
+        "exception": ("OFFSET-10",),
+        "address": ("OFFSET-7",),
+    },
 }
 
 #: Rule IDs that decide the next offset and the response code of each store status: a
@@ -179,9 +214,9 @@ def error_kind(value: object) -> ErrorKind:
 
 
 def check_area(area: object) -> str:
-    """`area` if it is one of AREAS, else InvalidArgumentError."""
-    if area not in AREAS:
-        raise InvalidArgumentError("area", area, f"expected one of {', '.join(AREAS)}")
+    """`area` if it is one of MACHINE_AREAS, else InvalidArgumentError."""
+    if area not in MACHINE_AREAS:
+        raise InvalidArgumentError("area", area, f"expected one of {', '.join(MACHINE_AREAS)}")
     return str(area)
 
 

@@ -29,11 +29,11 @@ from conformance.machines.lockstep import (
 )
 from conformance.machines.minimize import minimize
 from conformance.observe import CandidateTimeoutError, Session, Verdict
-from conformance.ops import AREAS
+from conformance.ops import AREAS, MACHINE_AREAS
 from spec.errors import UnsupportedError
 from spec.profiles import Profile
 
-__all__ = ["AREAS", "MachineReport", "Step", "run_machine"]
+__all__ = ["AREAS", "MACHINE_AREAS", "MachineReport", "Step", "run_machine"]
 
 #: The budget `make test` and `pullspec conform` use by default.
 DEFAULT_EXAMPLES = 40

@@ -88,12 +88,16 @@ class Context:
     queues: dict[str, tuple[int, int]] = attrs.Factory(dict)
     offsets: list[int] = attrs.Factory(list)
     wrote: list[int] = attrs.Factory(list)
+    #: offset_store: whether the store is the local file one (BROADCASTING).
+    local: bool = False
 
     @classmethod
     def start(cls, area: str, config: dict[str, Any]) -> Context:
         """The context of a fresh instance made from `config`."""
         fields = tuple(config.get("stateFields", DEFAULT_STATE_FIELDS))
-        return cls(check_area(area), fields, int(config.get("clockStart", 0)))
+        ctx = cls(check_area(area), fields, int(config.get("clockStart", 0)))
+        ctx.local = config.get("messageModel") == "BROADCASTING"
+        return ctx
 
     def note(self, op: Op, seen: Observation) -> None:
         """Learn from the reference's observation of `op`."""
@@ -115,6 +119,8 @@ class Context:
         for r in seen.fields.get("results") or ():
             if "wroteOffset" in r:
                 self.wrote.append(int(r["wroteOffset"]))
+        if self.area == "offset_store" and isinstance(seen.state.get("table"), list):
+            self.offsets = sorted({int(e["offset"]) for e in seen.state["table"]})
 
 
 # -- configs -------------------------------------------------------------------------------------
@@ -162,6 +168,12 @@ def config(area: str, d: Draw) -> dict[str, Any]:
             "topic": "T",
             "brokerName": "b",
             "queueIds": [0, 1, 2, 3, 4],
+        }
+    if area == "offset_store":
+        return {
+            "messageModel": d.choice(("CLUSTERING", "BROADCASTING")),
+            "clientId": "10.0.0.9@DEFAULT",
+            "consumerGroup": "G",
         }
     return {
         "group": "G",
@@ -279,8 +291,102 @@ def _send_back_op(d: Draw, ctx: Context) -> Op:
     )
 
 
+OFFSET_READ_TYPES = ("READ_FROM_MEMORY", "READ_FROM_STORE", "MEMORY_FIRST_THEN_STORE")
+OFFSET_WRITERS = (
+    "CONCURRENT_RESULT",
+    "CORRECT_TAGS_OFFSET",
+    "ORDERLY_RESULT",
+    "OFFSET_ILLEGAL_FIX_UP",
+    "READ_FROM_STORE",
+    "UPDATE_CONSUME_OFFSET",
+)
+OFFSET_FILES = ("offsets.json", "offsets.json.bak")
+
+
+def _mq(queue_id: int) -> dict[str, Any]:
+    return {"topic": "T", "brokerName": "b", "queueId": queue_id}
+
+
+def _some_mqs(d: Draw) -> list[dict[str, Any]]:
+    return [_mq(q) for q in dict.fromkeys(d.integer(0, 2) for _ in range(d.integer(0, 3)))]
+
+
+def _stored_offset(d: Draw, ctx: Context) -> int:
+    # Offsets equal to, just below and just above what the table holds hit OFFSET-2's edges.
+    aimed: bool = bool(ctx.offsets) and d.choice((True, True, False))
+    if aimed:
+        return d.choice(ctx.offsets) + d.choice((-1, 0, 1, -5))
+    return d.choice((5, 0, -1, 6, 4, 20)) if d.boolean() else d.integer(-1, 30)
+
+
+def _offset_store_op(d: Draw, ctx: Context) -> Op:
+    # Writes come often so that later writes meet an entry (OFFSET-2's increase-only edges).
+    names = [
+        "update_offset",
+        "read_offset",
+        "update_offset",
+        "persist_all",
+        "update_offset",
+        "read_offset",
+        "update_by",
+        "update_offset",
+        "update_by",
+        "persist",
+        "remove_offset",
+        "update_to_broker",
+        "persist_consumer_offset",
+        "rebalance_reset",
+        "load",
+        "broker_state",
+        "broker_address",
+    ]
+    if ctx.local:
+        names.append("write_file")
+    name = d.choice(names)
+    # Queue 0 most often, so that ops meet each other's entries.
+    queue = _mq(d.choice((0, 1, 0, 2)))
+    if name == "update_offset":
+        args: dict[str, Any] = {
+            "mq": queue,
+            "offset": _stored_offset(d, ctx),
+            "increaseOnly": d.boolean(),
+        }
+        return Op(name, args)
+    if name == "update_by":
+        writer = d.choice(OFFSET_WRITERS)
+        return Op(name, {"writer": writer, "mq": queue, "offset": _stored_offset(d, ctx)})
+    if name == "read_offset":
+        return Op(name, {"mq": queue, "readType": d.choice(OFFSET_READ_TYPES)})
+    if name in ("persist", "remove_offset", "rebalance_reset"):
+        return Op(name, {"mq": queue})
+    if name == "update_to_broker":
+        return Op(name, {"mq": queue, "offset": _stored_offset(d, ctx), "oneway": d.boolean()})
+    if name == "persist_all":
+        return Op(name, {"mqs": None if d.choice((False, True, False)) else _some_mqs(d)})
+    if name == "persist_consumer_offset":
+        return Op(name, {"running": d.choice((True, False)), "processQueueMqs": _some_mqs(d)})
+    if name == "broker_state":
+        offset = d.choice((None, 0, 5)) if d.boolean() else d.integer(0, 30)
+        fails = d.choice((None, None, "MQBrokerException", "RemotingTimeoutException"))
+        return Op(name, {"mq": queue, "offset": offset, "fails": fails})
+    if name == "broker_address":
+        addrs = [[i, f"{'ms'[min(i, 1)]}:{i}"] for i in range(3) if d.boolean()]
+        return Op(name, {"brokerAddrs": addrs, "refreshed": d.boolean()})
+    if name == "write_file":
+        kind = d.choice(("table", "delete", "corrupt"))
+        offsets: Any = None
+        if kind == "table":
+            offsets = [{"mq": q, "offset": _stored_offset(d, ctx)} for q in _some_mqs(d)]
+        elif kind == "corrupt":
+            offsets = d.choice(("{not json", "garbage", ""))
+        return Op(name, {"name": d.choice(OFFSET_FILES), "offsets": offsets})
+    return Op(name, {})
+
+
 def op(area: str, d: Draw, ctx: Context) -> Op:
     """The next op of `area` given what the reference showed so far."""
+    if area == "offset_store":
+        return _offset_store_op(d, ctx)
     if area in ("store", "pull_code"):
         return _store_op(d, ctx, pull=area == "pull_code")
     if area == "process_queue":
