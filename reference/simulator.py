@@ -347,6 +347,8 @@ class Simulator:
         ]
         if cfg.orderly:
             parts.append("--orderly")
+        if not cfg.slave:
+            parts.append("--no-slave")
         parts.append(f'--schedule "{self.schedule_text()}"')
         return " ".join(parts)
 
