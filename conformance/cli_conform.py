@@ -22,7 +22,7 @@ import click
 from conformance import export, vectors
 from conformance.machines import DEFAULT_EXAMPLES, DEFAULT_STEPS, MachineReport, run_machine
 from conformance.observe import Verdict, case_rules, resolve_candidate, rule_sort_key, verdict_of
-from conformance.ops import AREAS, MACHINE_AREAS, OP_RULES
+from conformance.ops import MACHINE_AREAS, OP_RULES
 from spec import rules
 from spec.errors import PullspecError
 from spec.profiles import Profile
@@ -124,7 +124,7 @@ def run_conformance(
     impl: str,
     *,
     profile: Profile = Profile.V4_9,
-    areas: Iterable[str] = AREAS,
+    areas: Iterable[str] = MACHINE_AREAS,
     examples: int = DEFAULT_EXAMPLES,
     steps: int = DEFAULT_STEPS,
     seed: int = 0,
@@ -253,7 +253,7 @@ def conform_command(
     vector_dirs: tuple[Path, ...], replay_dir: Path, timeout: float, as_json: bool,
 ) -> None:  # fmt: skip
     """Run the vectors and the lockstep machines against a candidate and summarise."""
-    areas = [a.strip() for a in area.split(",")] if area else list(AREAS)
+    areas = [a.strip() for a in area.split(",")] if area else list(MACHINE_AREAS)
     for a in areas:
         if a not in MACHINE_AREAS:
             raise click.BadParameter(f"unknown area {a!r}", param_hint="--area")

@@ -10,7 +10,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from conformance.cli import main
-from conformance.ops import AREAS
+from conformance.ops import MACHINE_AREAS as AREAS
 
 SMALL = ["--examples", "6", "--steps", "12"]
 
