@@ -16,7 +16,7 @@ from typing import Any
 
 import click
 
-from conformance import candidates, vectors
+from conformance import candidates, docs_diagrams, vectors
 from conformance.docs_coverage import profile_folder
 from conformance.docs_facts import PROJECT, Facts
 from conformance.docs_render import code, escape, fenced, page_of
@@ -234,6 +234,7 @@ FRAGMENTS: dict[str, Callable[[Facts, str], str]] = {
     "fast-api": lambda facts, _: fast_api(facts),
     "command": command_status,
     "impl-cmd": lambda facts, _: impl_cmd_status(facts),
+    "diagram": lambda _, name: docs_diagrams.diagram(name),
 }
 
 

@@ -160,3 +160,43 @@ def test_browser_shows_the_rule_index_and_a_rule(served: str, tmp_path: Path) ->
     dom = _dump_dom(f"{served}/rules/{rule.area.lower()}/#{rule.id}", tmp_path)
     assert f'id="{rule.id}"' in dom
     assert _plain(rule.statement) in _text(dom)
+
+
+#: Each narrative diagram: its page and labels that must be drawn in it.
+DIAGRAM_LABELS = {
+    "flow-control": ("take PullRequest", "request dies — FLOW-1", "send the pull"),
+    "offset-correction": ("OFFSET_TOO_SMALL", "next = corr(offset, min)"),
+    "pull-loop": ("RebalanceImpl", "PULLQ-9", "loop"),
+    "retry-dlq": ("RECONSUME_LATER", "%DLQ%group", "alt"),
+}
+
+
+def _diagram(page: str) -> str:
+    """The page's generated diagram (the inline <svg>), or "" when it has none."""
+    found = re.search(r'<svg[^>]*class="pullspec-diagram".*?</svg>', page, re.S)
+    return found.group(0) if found else ""
+
+
+def test_no_page_uses_mermaid() -> None:
+    # mkdocs-material loads mermaid from a CDN: offline, the reader would see the source text.
+    pages = sorted(docs.DOCS.rglob("*.md"))
+    assert [] == [p.name for p in pages if "```mermaid" in p.read_text(encoding="utf-8")]
+
+
+def test_narrative_diagrams_are_drawn_in_the_build(site: Path) -> None:
+    for name, labels in DIAGRAM_LABELS.items():
+        page = (site / "narrative" / name / "index.html").read_text(encoding="utf-8")
+        svg = _diagram(page)
+        assert svg, name
+        assert "mermaid" not in page, name
+        drawn = {html.unescape(t) for t in re.findall(r"<text[^>]*>([^<]*)</text>", svg)}
+        assert set(labels) <= drawn, (name, set(labels) - drawn)
+
+
+def test_browser_shows_a_narrative_diagram_as_a_picture(served: str, tmp_path: Path) -> None:
+    dom = _dump_dom(f"{served}/narrative/flow-control/", tmp_path)
+    svg = _diagram(dom)
+    assert svg, "no diagram drawn on the flow-control page"
+    assert "request dies — FLOW-1" in _text(svg)
+    assert "flowchart LR" not in _text(dom)
+    assert 'class="mermaid"' not in dom
