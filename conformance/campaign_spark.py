@@ -259,7 +259,7 @@ def run_job(
         try:
             # Rows are small: one shuffle gathers each (area, verdict) into one file, instead of
             # a file per task and folder (which would be many tiny files on a cluster).
-            rows_by_folder = frame.repartition(*PARTITION_COLUMNS)
+            rows_by_folder = frame.repartition(len(plan.areas), *PARTITION_COLUMNS)
             rows_by_folder.write.mode("overwrite").partitionBy(*PARTITION_COLUMNS).parquet(out)
         except BaseException as exc:  # re-raised on the driver's thread below
             failure.append(exc)

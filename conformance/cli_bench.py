@@ -35,8 +35,10 @@ def measure(
         spark_master = spark.sparkContext.master
         fail(f"error: a Spark session ({spark_master}) is already active; bench needs its own")
     try:
-        warm = attrs.evolve(plan, steps=min(plan.steps, 5))
-        campaign_spark.run_job(spark, warm, 10**9, cores, str(folder / f"warm-{cores}"), cores)
+        # Warm-up: fork the workers, import, and let the JVM compile the job's code paths.
+        warm_seeds = 4 * cores
+        warm_out = str(folder / f"warm-{cores}")
+        campaign_spark.run_job(spark, plan, 10**9, warm_seeds, warm_out, warm_seeds)
         out = folder / f"cores-{cores}"
         job = campaign_spark.run_job(spark, plan, 0, seeds, str(out), partitions)
     finally:
