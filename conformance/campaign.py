@@ -10,17 +10,15 @@ observed, stopping at the first difference. It answers one row per trace in the 
 The loop is the lockstep machine's (conformance.machines.lockstep.Pair) with the same
 verdicts, but without Hypothesis and without building an Observation for the candidate when
 both sides answered exactly the same thing: that is where a campaign spends its time. The
-driver replays a divergent trace through `Pair` itself (`trace_report`), so the vector it
-writes is checked by the same code as `pullspec conform`.
+driver replays a divergent trace through `Pair` itself (conformance.campaign_shrink), so the
+vector it writes is checked by the same code as `pullspec conform`.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
-import json
 import random
-import shlex
 import shutil
 import tempfile
 import time
@@ -32,8 +30,6 @@ import attrs
 
 from conformance import vectors
 from conformance.machines import gen
-from conformance.machines.lockstep import LockstepError, MachineReport, Pair
-from conformance.machines.minimize import minimize
 from conformance.observe import (
     CandidateTimeoutError,
     Verdict,
@@ -103,7 +99,7 @@ class Plan:
 
 
 @functools.cache
-def _candidates(impl: str, timeout: float) -> tuple[Any, Any]:
+def candidates_for(impl: str, timeout: float) -> tuple[Any, Any]:
     """(reference, candidate), resolved once per process: Spark reuses its Python workers."""
     import reference.factories as reference
 
@@ -285,7 +281,7 @@ def _warm_up(plan: Plan, reference: Any, candidate: Any) -> None:
 
 def run_seeds(plan: Plan, seeds: Iterable[int]) -> Iterator[Row]:
     """Every row of `seeds`: for each seed, each profile, each area of `plan`."""
-    reference, candidate = _candidates(plan.impl, plan.timeout)
+    reference, candidate = candidates_for(plan.impl, plan.timeout)
     profiles = [Profile.parse(p) for p in plan.profiles]
     with _scratch(plan.scratch):
         _warm_up(plan, reference, candidate)
@@ -304,7 +300,7 @@ def run_seeds(plan: Plan, seeds: Iterable[int]) -> Iterator[Row]:
 
 def unsupported_areas(plan: Plan) -> dict[str, str]:
     """The areas of `plan` the candidate (or the reference) has no interface for, with why."""
-    reference, candidate = _candidates(plan.impl, plan.timeout)
+    reference, candidate = candidates_for(plan.impl, plan.timeout)
     profile = Profile.parse(plan.profiles[0])
     why: dict[str, str] = {}
     for area in plan.areas:
@@ -322,95 +318,3 @@ def unsupported_areas(plan: Plan) -> dict[str, str]:
                 why[area] = f"{name}: {exc}"
                 break
     return why
-
-
-def trace_report(
-    reference: Any, candidate: Any, impl: str, area: str, seed: int, profile: Profile, steps: int
-) -> MachineReport:
-    """The trace of (`area`, `seed`, `profile`) replayed through the lockstep machine's Pair: its
-    MachineReport (PASS, or the failure with the trace up to it), ready for minimize()."""
-    draw = gen.RandomDraw(random.Random(trace_key(area, seed, profile)))
-    config = gen.config(area, draw)
-    ctx = gen.Context.start(area, config)
-    try:
-        pair = Pair.open(area, reference, candidate, impl, profile, seed, config)
-        for _ in range(steps):
-            op = gen.op(area, draw, ctx)
-            ctx.note(op, pair.step(op))
-    except LockstepError as failure:
-        return failure.report
-    return MachineReport(area, impl, profile, Verdict.PASS, seed, config)
-
-
-@attrs.frozen
-class Replay:
-    """A failing trace shrunk on the driver and saved as a vector case."""
-
-    area: str
-    profile: str
-    seed: int
-    verdict: str
-    #: Ops in the minimal trace (the campaign's trace was cut at its first failing op).
-    steps: int
-    path: str
-    command: str
-    field: str | None
-    rules: tuple[str, ...]
-
-    def to_json(self) -> dict[str, Any]:
-        """The JSON form in the campaign's summary."""
-        return {**attrs.asdict(self), "rules": list(self.rules)}
-
-
-def pick_failures(rows: Iterable[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
-    """At most `limit` failing rows to shrink: one per distinct failure (area, profile, verdict,
-    kind, op, field) first, earliest divergence first, then the others in the same order."""
-    ordered = sorted(
-        (r for r in rows if r["verdict"] in FAILING),
-        key=lambda r: (r["first_divergent_step"] or 0, r["area"], r["seed"]),
-    )
-    seen: set[tuple[Any, ...]] = set()
-    first: list[dict[str, Any]] = []
-    rest: list[dict[str, Any]] = []
-    for r in ordered:
-        key = tuple(r[k] for k in ("area", "profile", "verdict", "divergence_kind", "divergent_op"))
-        key += (r["divergent_field"],)
-        (rest if key in seen else first).append(r)
-        seen.add(key)
-    return (first + rest)[: max(limit, 0)]
-
-
-def shrink(
-    row: dict[str, Any], impl: str, steps: int, directory: Path, timeout: float = 10.0
-) -> Replay | None:
-    """Replay the failing trace of `row` on this process, shrink it (minimize) and write it as a
-    vector case under `directory/<profile>/`; None when the replay does not fail the same way
-    (a candidate that is not deterministic)."""
-    reference, candidate = _candidates(impl, timeout)
-    profile = Profile.parse(row["profile"])
-    area, seed = row["area"], int(row["seed"])
-    report = trace_report(reference, candidate, impl, area, seed, profile, steps)
-    if report.verdict.value != row["verdict"]:
-        return None
-    report = minimize(report, reference, candidate)
-    case = {**report.case(), "id": f"campaign-{area}-{profile.value}-{seed}"}
-    folder = directory / profile.value
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{case['id']}.jsonl"
-    path.write_text(json.dumps(case) + "\n", encoding="utf-8")
-    command = (
-        f"pullspec vectors check {shlex.quote(str(path))} --impl {shlex.quote(impl)} "
-        f"--profile {profile.value}"
-    )
-    field = report.divergence.field if report.divergence else None
-    return Replay(
-        area,
-        profile.value,
-        seed,
-        report.verdict.value,
-        len(report.steps),
-        str(path),
-        command,
-        field,
-        report.rules,
-    )

@@ -14,7 +14,8 @@ from typing import Any
 import attrs
 
 from conformance import campaign_svg
-from conformance.campaign import SIMULATION, Replay
+from conformance.campaign import SIMULATION
+from conformance.campaign_shrink import Replay
 from conformance.observe import rule_sort_key
 from conformance.ops import OP_RULES
 

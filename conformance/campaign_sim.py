@@ -14,7 +14,8 @@ import time
 from importlib.util import find_spec
 from typing import Any
 
-from conformance.campaign import SIMULATION, Replay, Row
+from conformance.campaign import SIMULATION, Row
+from conformance.campaign_shrink import Replay
 from conformance.observe import rule_sort_key
 from spec.profiles import Profile
 

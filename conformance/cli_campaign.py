@@ -20,7 +20,14 @@ from typing import Any
 import attrs
 import click
 
-from conformance import campaign, campaign_report, campaign_rows, campaign_sim, campaign_spark
+from conformance import (
+    campaign,
+    campaign_report,
+    campaign_rows,
+    campaign_shrink,
+    campaign_sim,
+    campaign_spark,
+)
 from conformance.ops import AREAS
 from spec.errors import PullspecError
 from spec.profiles import ALL_PROFILES
@@ -257,14 +264,14 @@ def _run(
 
 def _shrink(
     failures: tuple[Any, ...], plan: campaign.Plan, folder: Path, limit: int
-) -> tuple[campaign.Replay, ...]:
+) -> tuple[campaign_shrink.Replay, ...]:
     """Shrink up to `limit` distinct failures on the driver into replayable vector cases."""
     found = []
-    for row in campaign.pick_failures(failures, limit):
+    for row in campaign_shrink.pick_failures(failures, limit):
         if row["area"] == campaign.SIMULATION:
             found.append(campaign_sim.replay(row))
             continue
-        replay = campaign.shrink(row, plan.impl, plan.steps, folder, plan.timeout)
+        replay = campaign_shrink.shrink(row, plan.impl, plan.steps, folder, plan.timeout)
         if replay is not None:
             found.append(replay)
     return tuple(found)

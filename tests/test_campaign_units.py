@@ -15,7 +15,7 @@ from xml.etree import ElementTree
 import attrs
 import pytest
 
-from conformance import campaign, campaign_report, campaign_spark, campaign_svg
+from conformance import campaign, campaign_report, campaign_shrink, campaign_spark, campaign_svg
 from conformance.cli_campaign import (
     known_areas,
     local_path,
@@ -31,7 +31,7 @@ DOC = Path(__file__).resolve().parents[1] / "docs" / "using" / "campaigns.md"
 
 
 def _row(impl: str, area: str, seed: int, steps: int = 30) -> dict[str, Any]:
-    reference, candidate = campaign._candidates(impl, 10.0)
+    reference, candidate = campaign.candidates_for(impl, 10.0)
     row = campaign.run_trace(reference, candidate, impl, area, seed, Profile.V4_9, steps)
     return dict(zip(campaign.COLUMN_NAMES, row, strict=True))
 
@@ -62,8 +62,8 @@ def test_statuses_hit_name_store_statuses_codes_and_error_kinds() -> None:
 
 def test_the_campaign_row_agrees_with_the_lockstep_machine_on_a_mutant() -> None:
     row = _row(MUTANT, "process_queue", 5)
-    reference, candidate = campaign._candidates(MUTANT, 10.0)
-    report = campaign.trace_report(
+    reference, candidate = campaign.candidates_for(MUTANT, 10.0)
+    report = campaign_shrink.trace_report(
         reference, candidate, MUTANT, "process_queue", 5, Profile.V4_9, 30
     )
     assert ("DIVERGED", "STATE", ["PQ-6"]) == (
@@ -107,8 +107,8 @@ def test_pick_failures_takes_distinct_failures_first() -> None:
         }
 
     rows = [failing(1, 5, "a"), failing(2, 3, "a"), failing(3, 9, "b"), {"verdict": "PASS"}]
-    assert [2, 3] == [r["seed"] for r in campaign.pick_failures(rows, 2)]
-    assert [2, 3, 1] == [r["seed"] for r in campaign.pick_failures(rows, 5)]
+    assert [2, 3] == [r["seed"] for r in campaign_shrink.pick_failures(rows, 2)]
+    assert [2, 3, 1] == [r["seed"] for r in campaign_shrink.pick_failures(rows, 5)]
 
 
 def test_seed_ranges_cover_every_seed_once() -> None:
