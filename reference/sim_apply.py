@@ -18,6 +18,8 @@ if TYPE_CHECKING:
     from reference.sim_client import SimClient
     from reference.simulator import Simulator
 
+#: How long a pull-delay fault lasts.
+PULL_DELAY_WINDOW_MS = 30_000
 ClientFault = Callable[["Simulator", "SimClient", int], None]
 BrokerFault = Callable[["Simulator", int], None]
 
@@ -128,6 +130,10 @@ def _pull_drop(sim: Simulator, value: int) -> None:
     )
 
 
+def _pull_delay(sim: Simulator, value: int) -> None:
+    sim.remoting.delay_answers(value, PULL_DELAY_WINDOW_MS)
+
+
 def _broker_down(sim: Simulator, value: int) -> None:
     sim.remoting.set_broker_down(sim.master_addr, True)
     sim.later(max(value, 1), lambda: sim.remoting.set_broker_down(sim.master_addr, False), "up")
@@ -148,5 +154,6 @@ _BROKER_FAULTS: dict[str, BrokerFault] = {
     "slave-lag": _slave_lag,
     "clock-jump": _clock_jump,
     "pull-drop": _pull_drop,
+    "pull-delay": _pull_delay,
     "broker-down": _broker_down,
 }

@@ -16,8 +16,8 @@ The explanations are inferences from the history alone, in this order of precede
 - another copy of the key consumed again: the cleaner sent back a message still being consumed
   (PQ-18), or a send-back stored a copy the client believed failed, after which the fallback
   stored another (CONC-11) or the message was retried locally (CONC-8), or a copy already
-  consumed was delivered again (for one of the reasons above), failed there and was handed
-  back;
+  consumed or handed back was delivered again (for one of the reasons above) and so led to
+  another copy;
 - a broker commit going back: RESULT-10's fix-up, a stale writer (COMMIT-1: another client, or
   a pull that left before a higher commit and arrived after it), or the writer's own offset
   set back (ORDER-11, RESULT-10);
@@ -100,7 +100,8 @@ class KeyInfo:
     sent_back: list[tuple[str, bool, str | None]] = attrs.Factory(list)
     #: True when a hand-back reported OK but stored nothing.
     vanished: bool = False
-    #: Why the message reached a listener again after it was consumed (its first such time).
+    #: Why a copy of the message reached a listener again after it had been consumed or handed
+    #: back (the first such time).
     redelivered: str | None = None
 
 

@@ -16,11 +16,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-import attrs
-
 from reference import sim_causes as causes
 from reference import sim_history as h
 from reference.sim_causes import NONE, BrokerQueue, Call, ClientQueue, KeyInfo, PqInfo, Success
+from reference.sim_verdict import Anomaly, CheckResult
 from spec import invariants as inv
 
 SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
@@ -28,42 +27,7 @@ DLQ_PREFIX = "%DLQ%"
 #: Details kept per anomaly kind (counts are always complete).
 DETAILS_PER_KIND = 20
 
-
-@attrs.frozen
-class Anomaly:
-    """One failed invariant: its kind, the rule that allows it (None: a violation), when, what."""
-
-    kind: str
-    rule: str | None
-    at: int
-    detail: str
-
-
-@attrs.define
-class CheckResult:
-    """The checker's verdict: violations by kind, allowed anomalies by rule, a few details of
-    each kind, and counts of what the history holds."""
-
-    violations: dict[str, int] = attrs.Factory(dict)
-    allowed: dict[str, int] = attrs.Factory(dict)
-    allowed_by_kind: dict[str, dict[str, int]] = attrs.Factory(dict)
-    details: list[Anomaly] = attrs.Factory(list)
-    stats: dict[str, int] = attrs.Factory(dict)
-
-    @property
-    def ok(self) -> bool:
-        """True when nothing is a violation."""
-        return not self.violations
-
-    def to_json(self) -> dict[str, object]:
-        """{"violations": {kind: n}, "allowed": {rule: n}, "allowedByKind", "stats", "details"}."""
-        return {
-            "violations": dict(sorted(self.violations.items())),
-            "allowed": dict(sorted(self.allowed.items())),
-            "allowedByKind": {k: dict(sorted(v.items())) for k, v in self.allowed_by_kind.items()},
-            "stats": dict(self.stats),
-            "details": [attrs.asdict(a) for a in self.details],
-        }
+__all__ = ["Anomaly", "CheckResult", "Checker", "check"]
 
 
 class Checker:
@@ -74,7 +38,6 @@ class Checker:
         self.setup: h.Setup | None = None
         self.snapshot: h.Snapshot | None = None
         self.keys: dict[str, KeyInfo] = {}
-        self.copies: dict[causes.Copy, str] = {}
         self.copy_successes: dict[causes.Copy, list[Success]] = {}
         self.pqs: dict[int, PqInfo] = {}
         self.brokers: dict[str, BrokerQueue] = {}
@@ -85,6 +48,9 @@ class Checker:
         self.open_calls: dict[str, list[Call]] = {}
         self.left: dict[str, int] = {}
         self.pull_sent_seq: dict[tuple[str, str, int], int] = {}
+        #: The last delivery of each copy, and the last one that consumed it or handed it back.
+        self.last_delivery: dict[causes.Copy, Success] = {}
+        self.handled: dict[causes.Copy, Success] = {}
         self.shown: dict[tuple[str, bool], int] = {}
         self.orderly_high: dict[tuple[str, str], int] = {}
         self.clock_jumps: list[int] = []
@@ -140,7 +106,6 @@ class Checker:
 
     def _copy(self, key: str, queue: str, offset: int, topic: str) -> None:
         info = self.keys.setdefault(key, KeyInfo())
-        self.copies[(queue, offset)] = key
         if topic.startswith(DLQ_PREFIX):
             info.dlq = True
         else:
@@ -204,10 +169,13 @@ class Checker:
     def _delivered(self, e: h.Delivered) -> None:
         self.stats["deliveries"] += 1
         for offset, key in zip(e.offsets, e.keys, strict=True):
-            # A consumed message delivered again: remember why, for the copies it may spawn
-            info = self.keys.get(key)
-            if info is not None and info.successes > 0 and info.redelivered is None:
-                info.redelivered = self._again_cause(e.pq, (e.queue, offset), info)
+            copy = (e.queue, offset)
+            # A copy consumed or handed back already, delivered again: remember why, for the
+            # copies of the message this delivery may lead to
+            prev, info = self.handled.get(copy), self.keys.get(key)
+            if prev is not None and info is not None and info.redelivered is None:
+                info.redelivered = self._redelivery_cause(e.pq, copy, prev)
+            self.last_delivery[copy] = Success(e.at, e.client, e.pq)
         if not e.orderly:
             return
         # A call still open at e.at, of a live process, by another client is an overlap; each
@@ -255,7 +223,16 @@ class Checker:
             cause = self._again_cause(e.pq, copy, info)
             self.report(inv.DUPLICATE, cause, e.at, f"{key} at {copy} by {e.client} pq{e.pq}")
         earlier.append(success)
+        self.handled[copy] = success
         return cause
+
+    def _redelivery_cause(self, pq_id: int, copy: causes.Copy, prev: Success) -> str | None:
+        pq = self.pqs.get(pq_id)
+        if pq is None:
+            return None
+        if prev.pq == pq_id:
+            return causes.same_pq_cause(pq, copy[1], prev.at)
+        return causes.new_pq_cause(pq, copy[1], prev, self.pqs)
 
     def _again_cause(self, pq_id: int, copy: causes.Copy, info: KeyInfo) -> str | None:
         """Why a copy of a message already consumed reached a listener in ProcessQueue `pq_id`."""
@@ -287,7 +264,11 @@ class Checker:
         info = self.keys.setdefault(e.key, KeyInfo())
         info.sent_back.append((e.via, e.ok, e.stored))
         if e.ok:
-            info.handed_back.add((e.queue, e.offset))
+            copy = (e.queue, e.offset)
+            info.handed_back.add(copy)
+            last = self.last_delivery.get(copy)
+            if last is not None and last.client == e.client:
+                self.handled[copy] = last
             if e.stored is None:
                 info.vanished = True
 

@@ -2,11 +2,13 @@
 optional slave that replays the master's records `lag_ms` behind (HA replication, which copies
 commit-log bytes and so bypasses the slave's refusal of puts), the lease clock a clock-jump fault
 moves (only the broker's RebalanceLockManager reads it, LEASE-3), commit-log expiry (STORE-19),
-a lock manager that reports grants and refusals, and `build_brokers`, which wires them up."""
+a lock manager that reports grants and refusals, a network that can delay pull answers, and
+`build_brokers`, which wires the brokers up."""
 
 from __future__ import annotations
 
 import collections
+import random
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
@@ -14,12 +16,14 @@ import attrs
 
 from reference.broker import ReferenceBroker
 from reference.lock_manager import ReferenceLockManager
-from reference.remoting import ReferenceRemoting
+from reference.remoting import OnException, OnResponse, ReferenceRemoting
+from reference.scheduler import Scheduler
 from reference.store import HOUR_MS, ReferenceMessageStore
 from spec.clock import Clock, ManualClock
 from spec.code import PullMessageRequest, PullResponse
 from spec.config import BrokerConfig, StoreConfig, SubscriptionGroupConfig
 from spec.message import BrokerInnerMessage, MessageQueue, StoredMessage
+from spec.pull_request import PullMessageRequestHeader
 from spec.results import PutMessageResult
 from spec.status import BrokerRole
 
@@ -111,6 +115,43 @@ class LaggingSlave(ReferenceBroker):
         """Catch up, then run the due hold checks (a slave does not notify on arrival, HOLD-5)."""
         self.catch_up()
         return super().run_hold_checks()
+
+
+class DelayingRemoting(ReferenceRemoting):
+    """The network, with a fault window during which each pull answer reaches its callback a
+    random extra delay late (answers of different queues then arrive reordered). The answer has
+    reached the client: its timeout no longer fires, only the callback's run is delayed."""
+
+    def __init__(self, scheduler: Scheduler, latency_ms: int, rng: random.Random) -> None:
+        super().__init__(scheduler, latency_ms)
+        self.world = scheduler
+        self.rng = rng
+        self.delay_until = -1
+        self.max_delay_ms = 0
+
+    def delay_answers(self, max_delay_ms: int, window_ms: int) -> None:
+        """From now on for `window_ms`, delay each answer by up to `max_delay_ms`."""
+        self.max_delay_ms = max_delay_ms
+        self.delay_until = self.world.clock.now_ms() + window_ms
+
+    def pull_message_async(
+        self,
+        addr: str,
+        header: PullMessageRequestHeader,
+        timeout_ms: int,
+        on_response: OnResponse,
+        on_exception: OnException,
+    ) -> int:
+        """invokeAsync of a PULL_MESSAGE, its answer possibly delayed."""
+
+        def answered(response: PullResponse) -> None:
+            if self.world.clock.now_ms() >= self.delay_until or self.max_delay_ms <= 0:
+                on_response(response)
+                return
+            extra = self.rng.randrange(self.max_delay_ms + 1)
+            self.world.call_later(extra, lambda: on_response(response), "pull-response-delayed")
+
+        return super().pull_message_async(addr, header, timeout_ms, answered, on_exception)
 
 
 class ObservedLockManager(ReferenceLockManager):

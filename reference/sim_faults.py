@@ -30,6 +30,7 @@ FAULT_KINDS: dict[str, tuple[bool, str]] = {
     "slave-lag": (False, "ms the slave lags the master"),
     "clock-jump": (False, "ms the broker lease clock jumps forward"),
     "pull-drop": (False, "ms during which the master's pull answers are lost"),
+    "pull-delay": (False, "most ms each pull answer is late, for the next 30 s (reordered)"),
     "broker-down": (False, "ms during which the master refuses connections"),
 }
 _STEP = re.compile(r"^(?P<kind>[a-z-]+)@(?P<at>\d+)(?::(?P<target>[\w#-]+))?(?:=(?P<value>\d+))?$")
@@ -145,4 +146,6 @@ def _value(rng: random.Random, kind: str) -> int:
         return rng.choice([5_000, 30_000, 61_000])
     if kind in ("pull-drop", "broker-down"):
         return rng.randrange(500, 40_000)
+    if kind == "pull-delay":
+        return rng.choice([200, 2_000, 10_000])
     return 0

@@ -27,12 +27,16 @@ import time
 from collections.abc import Callable, Iterator
 
 from reference import sim_history as h
-from reference.remoting import ReferenceRemoting
 from reference.scheduler import Scheduler
 from reference.sim_apply import apply_fault
 from reference.sim_checker import Checker, CheckResult
 from reference.sim_client import SimClient
-from reference.sim_cluster import RecordingStore, build_brokers, expire_oldest_files
+from reference.sim_cluster import (
+    DelayingRemoting,
+    RecordingStore,
+    build_brokers,
+    expire_oldest_files,
+)
 from reference.sim_config import SimConfig, SimHooks, SimResult
 from reference.sim_faults import FaultStep, fault_stream, format_schedule
 from spec.clock import ManualClock
@@ -56,7 +60,9 @@ class Simulator:
         self.checker = Checker()
         self.clock = ManualClock(0)
         self.scheduler = Scheduler(self.clock)
-        self.remoting = ReferenceRemoting(self.scheduler, config.latency_ms)
+        self.remoting = DelayingRemoting(
+            self.scheduler, config.latency_ms, random.Random(f"{config.seed}:network")
+        )
         self.steps = 0
         #: (client, via) of the broker commits being made, None for a pull's commit.
         self.writer: tuple[str, str] | None = None

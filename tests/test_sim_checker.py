@@ -284,6 +284,54 @@ def test_a_duplicate_of_another_copy_needs_a_send_back_that_stored_a_copy() -> N
     assert {"PQ-18": 1} == run(base, back("cleaner", True), again).allowed
 
 
+def delivered(at: int, client: str, pq: int, offset: int) -> h.Delivered:
+    return h.Delivered(
+        at=at,
+        client=client,
+        pq=pq,
+        queue=Q,
+        offsets=(offset,),
+        keys=(f"k{offset}",),
+        reconsume_times=(0,),
+        orderly=False,
+        end=at,
+    )
+
+
+def test_a_handed_back_copy_delivered_again_explains_the_duplicate_of_its_retry() -> None:
+    # c0 fails offset 0 and hands it back; c1's new ProcessQueue starts below it (c0's commit
+    # never reached the broker) and consumes it; then the retry copy is consumed too.
+    retry = h.Stored(at=3, key="k0", topic="%RETRY%G", queue_id=0, offset=0, reconsume_times=1)
+    back = h.SentBack(
+        at=2, client="c0#1", key="k0", queue=Q, offset=0, via="rpc", ok=True, stored="%RETRY%G"
+    )
+    again = h.Consumed(
+        at=9,
+        client="c1#1",
+        pq=3,
+        queue=RETRY,
+        offsets=(0,),
+        keys=("k0",),
+        status="CONSUME_SUCCESS",
+        success=True,
+    )
+    result = run(
+        setup(),
+        produce(1),
+        h.Assigned(at=1, client="c0#1", pq=1, queue=Q, start=0),
+        delivered(2, "c0#1", 1, 0),
+        consumed(2, "c0#1", 1, [0], ok=False),
+        back,
+        memory(2, "c0#1", 1, None),
+        retry,
+        h.Assigned(at=5, client="c1#1", pq=2, queue=Q, start=0),
+        delivered(6, "c1#1", 2, 0),
+        consumed(6, "c1#1", 2, [0]),
+        again,
+    )
+    assert ({}, {"REBAL-9": 1}) == (result.violations, result.allowed)
+
+
 # --- nonmonotonic-commit ---------------------------------------------------------------------------
 
 
