@@ -74,7 +74,7 @@ class SimulationMachine(RuleBasedStateMachine):
 
 
 #: CI-sized: a few schedules per run (HYPOTHESIS_PROFILE=fuzz explores many more).
-EXAMPLES = 300 if os.environ.get("HYPOTHESIS_PROFILE") == "fuzz" else 6
+EXAMPLES = 300 if os.environ.get("HYPOTHESIS_PROFILE") == "fuzz" else 10
 SimulationMachine.TestCase.settings = settings(
     max_examples=EXAMPLES, stateful_step_count=8, deadline=None
 )
