@@ -28,7 +28,13 @@ DETAILS_SHOWN = 5
     show_default=True,
     help="Scheduler events and fault steps to run.",
 )
-@click.option("--consumers", type=click.IntRange(1, 64), default=3, show_default=True)
+@click.option(
+    "--consumers",
+    type=click.IntRange(1, 64),
+    default=3,
+    show_default=True,
+    help="Push consumers of the group at the start (join faults add more).",
+)
 @click.option("--orderly", is_flag=True, help="Orderly consumers (default: concurrent).")
 @click.option(
     "--faults",
@@ -41,7 +47,13 @@ DETAILS_SHOWN = 5
     default=None,
     help="Explicit fault steps kind@ms[:consumer][=value],… (a replay); replaces --faults.",
 )
-@click.option("--profile", type=click.Choice(["4.7", "4.9"]), default="4.9", show_default=True)
+@click.option(
+    "--profile",
+    type=click.Choice(["4.7", "4.9"]),
+    default="4.9",
+    show_default=True,
+    help="The RocketMQ version whose rules the model follows.",
+)
 @click.option("--no-slave", is_flag=True, help="Run the master alone.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.option(
