@@ -21,6 +21,7 @@ import click
 
 from conformance import export, vectors
 from conformance.machines import DEFAULT_EXAMPLES, DEFAULT_STEPS, MachineReport, run_machine
+from conformance.machines.simulation import SimulationReport, run_simulation
 from conformance.observe import Verdict, case_rules, resolve_candidate, rule_sort_key, verdict_of
 from conformance.ops import MACHINE_AREAS, OP_RULES
 from spec import rules
@@ -74,14 +75,16 @@ class ConformReport:
     ops: int = 0
     covered: set[str] = attrs.Factory(set)
     seconds: float = 0.0
+    #: The whole-system lockstep ("simulation" interface), None when not run.
+    simulation: SimulationReport | None = None
 
     def count(self, verdict: Verdict) -> int:
-        """Vector cases plus machine runs with `verdict`."""
+        """Vector cases plus machine runs (and the simulation lockstep) with `verdict`."""
         return sum(
             i.cases.get(verdict.value, 0)
             + int(i.machine is not None and i.machine.verdict is verdict)
             for i in self.interfaces.values()
-        )
+        ) + int(self.simulation is not None and self.simulation.verdict is verdict)
 
     def to_json(self) -> dict[str, Any]:
         """The JSON form `pullspec conform --json` prints."""
@@ -100,6 +103,7 @@ class ConformReport:
                 "seconds": round(self.seconds, 2),
             },
             "interfaces": {a: i.to_json() for a, i in self.interfaces.items()},
+            "simulation": self.simulation.to_json() if self.simulation else None,
             "rules": {
                 "covered": sorted(self.covered, key=rule_sort_key),
                 "count": len(self.covered),
@@ -133,6 +137,7 @@ def run_conformance(
     replay_dir: Path = DEFAULT_REPLAY_DIR,
     timeout: float = 10.0,
     progress: Callable[[str], None] = lambda _: None,
+    simulation: bool = False,
 ) -> ConformReport:
     """Run the exported vectors, any extra vector directories and the machines on `impl`."""
     start = time.perf_counter()
@@ -172,6 +177,9 @@ def run_conformance(
             report.ops += machine.ops
             if machine.verdict is not Verdict.UNSUPPORTED:
                 report.covered.update(machine.covered)
+        if simulation:
+            progress("machine: simulation")
+            report.simulation = run_simulation(candidate, impl=impl, profile=profile)
     finally:
         close = getattr(candidate, "close", None)
         if callable(close):
@@ -198,6 +206,19 @@ def _print_report(report: ConformReport) -> None:
             click.echo(f"      replay: {failure['replay']}")
         if machine is not None and machine.verdict not in (Verdict.PASS, Verdict.UNSUPPORTED):
             click.echo("    " + machine.describe().replace("\n", "\n    "))
+    sim = report.simulation
+    if sim is not None:
+        click.echo(
+            f"  {'simulation':<14} {sim.verdict.value:<11} seeds {list(sim.seeds)} x "
+            f"{sim.steps} steps, {sim.events} events"
+        )
+        if sim.divergence is not None:
+            d = sim.divergence
+            click.echo(f"    event {d.index} (seed {d.seed}, rules {', '.join(d.rules) or '-'})")
+            click.echo(f"      expected {d.expected}\n      actual   {d.actual}")
+            click.echo(f"      replay: {d.replay}")
+        elif sim.detail:
+            click.echo(f"    {sim.detail}")
     r = data["rules"]
     click.echo(
         f"{s['ops']} ops diffed; {s['divergences']} divergences, {s['crashed']} crashed, "
@@ -217,7 +238,7 @@ def _print_report(report: ConformReport) -> None:
 @click.option(
     "--area",
     default=None,
-    help="Comma-separated areas (default: the vector areas; offset_store runs when named).",
+    help="Comma-separated areas (default: the vector areas and the simulation lockstep).",
 )
 @click.option(
     "--examples",
@@ -254,6 +275,8 @@ def conform_command(
 ) -> None:  # fmt: skip
     """Run the vectors and the lockstep machines against a candidate and summarise."""
     areas = [a.strip() for a in area.split(",")] if area else list(MACHINE_AREAS)
+    simulation = "simulation" in areas or not area
+    areas = [a for a in areas if a != "simulation"]
     for a in areas:
         if a not in MACHINE_AREAS:
             raise click.BadParameter(f"unknown area {a!r}", param_hint="--area")
@@ -261,6 +284,7 @@ def conform_command(
         report = run_conformance(
             impl, profile=Profile.parse(profile), areas=areas, examples=examples, steps=steps,
             seed=seed, vector_dirs=vector_dirs, replay_dir=replay_dir, timeout=timeout,
+            simulation=simulation,
         )  # fmt: skip
     except PullspecError as exc:
         raise click.UsageError(str(exc)) from exc
