@@ -1,9 +1,11 @@
 """`pullspec bench-campaign`: a campaign's diffed ops per second on 1 and on 2 local cores.
 
 The same seeds, split into the same tasks, run on `local[1]` and then on `local[2]` in one
-process; each session first runs a small warm-up job (Python workers forked, modules imported,
-the JVM's Parquet writer compiled) that is not counted. The figure is diffed ops over the job's
-wall time, Parquet writing included, Spark start-up excluded. The issue's targets: at least
+process; each session first runs a warm-up job (Python workers forked, modules imported, the
+JVM's code paths compiled) that is not counted, then the job `--repeat` times, keeping the
+fastest run: other processes on the machine only ever slow a run down. The figure is diffed ops
+over the job's wall time, Parquet writing included, Spark start-up excluded; `ops_per_core_s`
+is diffed ops per CPU second of the traces, which other processes disturb much less. The issue's targets: at least
 2 M diffed ops per minute on 2 cores and a speed-up of at least 1.8 from 1 to 2 cores.
 """
 
@@ -27,9 +29,11 @@ TARGET_SPEEDUP = 1.8
 
 
 def measure(
-    plan: campaign.Plan, cores: int, seeds: int, partitions: int, folder: Path
+    plan: campaign.Plan, cores: int, seeds: int, partitions: int, folder: Path, repeat: int = 1
 ) -> dict[str, Any]:
-    """Run `seeds` seeds of `plan` on a fresh `local[cores]` session; answer its figures."""
+    """Run `seeds` seeds of `plan` `repeat` times on a fresh `local[cores]` session; answer the
+    figures of the fastest run (the one other processes on the machine disturbed least) and
+    every run's ops/s."""
     spark, owned = campaign_spark.start_session(f"local[{cores}]", "pullspec-bench-campaign")
     if not owned:
         spark_master = spark.sparkContext.master
@@ -39,10 +43,13 @@ def measure(
         warm_seeds = 4 * cores
         warm_out = str(folder / f"warm-{cores}")
         campaign_spark.run_job(spark, plan, 10**9, warm_seeds, warm_out, warm_seeds)
-        out = folder / f"cores-{cores}"
-        job = campaign_spark.run_job(spark, plan, 0, seeds, str(out), partitions)
+        runs = []
+        for i in range(repeat):
+            out = folder / f"cores-{cores}-{i}"
+            runs.append((campaign_spark.run_job(spark, plan, 0, seeds, str(out), partitions), out))
     finally:
         spark.stop()
+    job, out = min(runs, key=lambda run: run[0].wall_s)
     counts = campaign_rows.aggregates(out)
     ops = sum(int(g["ops"]) for g in counts["groups"])
     cpu = sum(float(g["cpu_s"]) for g in counts["groups"])
@@ -56,16 +63,18 @@ def measure(
         "ops_per_s": round(ops / job.wall_s, 1),
         "ops_per_min": round(ops * 60 / job.wall_s),
         "ops_per_core_s": round(ops / cpu, 1) if cpu else 0.0,
+        "runs_ops_per_s": [round(ops / j.wall_s, 1) for j, _ in runs],
     }
 
 
 @click.command("bench-campaign")
 @click.option("--impl", default="fast", show_default=True, help="Candidate implementation.")
-@click.option("--seeds", type=click.IntRange(min=1), default=48, show_default=True)
+@click.option("--seeds", type=click.IntRange(min=1), default=256, show_default=True)
 @click.option("--steps", type=click.IntRange(min=1), default=200, show_default=True)
 @click.option("--area", "areas", multiple=True, help="Areas [default: the lockstep areas].")
 @click.option("--cores", default="1,2", show_default=True, help="Local core counts to run.")
 @click.option("--partitions", type=click.IntRange(min=1), default=None, help="Default 8/core.")
+@click.option("--repeat", type=click.IntRange(min=1), default=3, show_default=True, help="Best of.")
 @click.option("--scratch", default=None, help="Candidates' scratch folder (default /dev/shm).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def bench_campaign_command(
@@ -75,6 +84,7 @@ def bench_campaign_command(
     areas: tuple[str, ...],
     cores: str,
     partitions: int | None,
+    repeat: int,
     scratch: str | None,
     as_json: bool,
 ) -> None:
@@ -92,7 +102,7 @@ def bench_campaign_command(
         fail(f"error: {impl} supports none of the areas {', '.join(chosen)}")
     parts = partitions or 8 * counts[-1]
     with tempfile.TemporaryDirectory(prefix="pullspec-bench-") as tmp:
-        runs = {str(n): measure(plan, n, seeds, parts, Path(tmp)) for n in counts}
+        runs = {str(n): measure(plan, n, seeds, parts, Path(tmp), repeat) for n in counts}
     report: dict[str, Any] = {
         "impl": impl,
         "areas": list(plan.areas),
@@ -100,6 +110,7 @@ def bench_campaign_command(
         "seeds": seeds,
         "steps": steps,
         "partitions": parts,
+        "repeat": repeat,
         "runs": runs,
     }
     if "1" in runs and "2" in runs:
