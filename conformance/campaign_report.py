@@ -180,6 +180,10 @@ def summarise(aggregated: Mapping[str, Any], areas: tuple[str, ...], **fields: A
     return Summary(areas=tuple(lines), failures=tuple(aggregated.get("failures", ())), **fields)
 
 
+def _ops(n: int) -> str:
+    return f"{n} op" if n == 1 else f"{n} ops"
+
+
 def _seeds(s: Summary) -> str:
     return f"{s.first_seed}…{s.first_seed + s.seeds - 1}" if s.seeds else "none"
 
@@ -225,7 +229,7 @@ def text(s: Summary) -> str:
             f"{f['divergent_field'] or f['detail'] or ''} [{', '.join(f['divergence_rules'])}]"
         )
     for r in s.replays:
-        lines.append(f"  minimal trace ({r.steps} ops): {r.command}")
+        lines.append(f"  minimal trace ({_ops(r.steps)}): {r.command}")
     if s.out:
         lines.append(f"rows: {s.out} (Parquet, area=…/verdict=…); report: {s.report_dir}")
     return "\n".join(lines)
@@ -247,7 +251,7 @@ def markdown(s: Summary) -> str:
     out += ["", "![Rule coverage and throughput](campaign.svg)", ""]
     if s.replays:
         out += ["## Minimal failing traces", ""]
-        out += [f"- {r.area} seed {r.seed} ({r.steps} ops): `{r.command}`" for r in s.replays]
+        out += [f"- {r.area} seed {r.seed} ({_ops(r.steps)}): `{r.command}`" for r in s.replays]
         out.append("")
     return "\n".join(out)
 
@@ -281,7 +285,7 @@ def page(s: Summary, svg: str) -> str:
         for area, why in s.unsupported.items()
     ]
     replays = "".join(
-        f"<li>{html.escape(r.area)} seed {r.seed} ({r.steps} ops): "
+        f"<li>{html.escape(r.area)} seed {r.seed} ({_ops(r.steps)}): "
         f"<code>{html.escape(r.command)}</code></li>"
         for r in s.replays
     )
