@@ -314,3 +314,11 @@ def test_a_simulation_violation_is_a_divergence_with_its_replay_command(
     assert row["detail"].startswith("pullspec simulate --seed 4 --steps 100 ")
     replay = campaign_sim.replay(row)
     assert (row["detail"], "loss", 100) == (replay.command, replay.field, replay.steps)
+
+
+def test_every_profile_gets_its_own_trace() -> None:
+    plan = campaign.Plan("reference", ("lock_manager",), ("4.7", "4.9"), steps=10)
+    rows = [(r[0], r[2], r[5]) for r in campaign.run_seeds(plan, [1, 2])]
+    assert [(1, "4.7", "PASS"), (1, "4.9", "PASS"), (2, "4.7", "PASS"), (2, "4.9", "PASS")] == rows
+    keys = {campaign.trace_key("lock_manager", 1, p) for p in (Profile.V4_7, Profile.V4_9)}
+    assert 2 == len(keys)
