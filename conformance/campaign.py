@@ -37,7 +37,7 @@ from conformance.observe import (
     resolve_candidate,
     rule_sort_key,
 )
-from conformance.ops import AREAS, OP_RULES, Observation, Op, error_kind, rules_for
+from conformance.ops import MACHINE_AREAS, OP_RULES, Observation, Op, error_kind, rules_for
 from spec.errors import PullspecError, UnsupportedError
 from spec.profiles import Profile
 
@@ -70,10 +70,10 @@ FAILING: frozenset[str] = frozenset({"DIVERGED", "CRASHED", "TIMEOUT"})
 
 #: One row: values in COLUMN_NAMES order.
 Row = tuple[Any, ...]
-#: The whole-system simulator's area (conformance.campaign_sim): reference only, no lockstep.
+#: The whole-system lockstep's area (conformance.campaign_sim): the simulator run with the
+#: reference's parts and with the candidate's, histories compared event by event.
 SIMULATION = "simulation"
-#: Simulator steps per seed by default: about 20 s of virtual time, in which the seed's fault
-#: schedule draws a fault every 20 s on average.
+#: Simulator steps per seed by default (as `pullspec conform`'s simulation lockstep).
 DEFAULT_SIM_STEPS = 2000
 
 
@@ -87,7 +87,7 @@ class Plan:
     """What every task of one campaign runs: the candidate, areas, profiles and trace length."""
 
     impl: str
-    areas: tuple[str, ...] = AREAS
+    areas: tuple[str, ...] = MACHINE_AREAS
     profiles: tuple[str, ...] = ("4.9",)
     steps: int = 200
     #: Directory for the candidates' scratch files (fast stores); None: the system default.
@@ -291,7 +291,7 @@ def run_seeds(plan: Plan, seeds: Iterable[int]) -> Iterator[Row]:
                     if area == SIMULATION:
                         from conformance.campaign_sim import run_simulation
 
-                        yield run_simulation(seed, profile, plan.sim_steps)
+                        yield run_simulation(candidate, plan.impl, seed, profile, plan.sim_steps)
                         continue
                     yield run_trace(
                         reference, candidate, plan.impl, area, seed, profile, plan.steps
@@ -305,10 +305,12 @@ def unsupported_areas(plan: Plan) -> dict[str, str]:
     why: dict[str, str] = {}
     for area in plan.areas:
         if area == SIMULATION:
-            from conformance.campaign_sim import available
+            from conformance import campaign_sim
 
-            if not available():
-                why[area] = "this build has no simulator (reference.simulator)"
+            if not campaign_sim.available():
+                why[area] = "this build has no whole-system lockstep"
+            elif (reason := campaign_sim.unsupported(candidate)) is not None:
+                why[area] = reason
             continue
         config = gen.config(area, gen.RandomDraw(random.Random(0)))
         for name, impl in (("reference", reference), ("candidate", candidate)):

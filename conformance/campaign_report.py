@@ -50,17 +50,14 @@ class AreaLine:
 
     @property
     def rules_hit(self) -> tuple[str, ...]:
-        """In-scope rules at least one trace of this area exercised (for the simulation, the
-        rules whose allowed anomalies its runs showed)."""
-        if self.area == SIMULATION:
-            return tuple(sorted(self.rules, key=rule_sort_key))
+        """In-scope rules at least one trace of this area exercised."""
         return tuple(r for r in in_scope(self.area) if self.rules.get(r))
 
     def rules_shown(self, sep: str) -> str:
-        """Rules hit out of those in scope (`12/16`), or the count of rules the simulation's
-        allowed anomalies named (`3 seen`)."""
+        """Rules hit out of those in scope (`12/16`); `–` for the simulation, whose rows name
+        rules only when they diverge."""
         if self.area == SIMULATION:
-            return f"{len(self.rules_hit)} seen"
+            return "–"
         return f"{len(self.rules_hit)}{sep}{len(in_scope(self.area))}"
 
     def to_json(self) -> dict[str, Any]:
@@ -106,7 +103,7 @@ class Summary:
 
     @property
     def diffed(self) -> tuple[AreaLine, ...]:
-        """The lockstep areas (all but the simulation, whose ops are simulator steps)."""
+        """The lockstep areas (all but the simulation, whose ops are history events)."""
         return tuple(a for a in self.areas if a.area != SIMULATION)
 
     @property
@@ -139,7 +136,7 @@ class Summary:
                 "partitions": self.partitions,
                 "traces": sum(a.traces for a in self.areas),
                 "ops": self.ops,
-                "sim_steps": sum(a.ops for a in self.areas if a.area == SIMULATION),
+                "sim_events": sum(a.ops for a in self.areas if a.area == SIMULATION),
                 "divergences": self.count("DIVERGED"),
                 "crashed": self.count("CRASHED"),
                 "timeouts": self.count("TIMEOUT"),
@@ -218,8 +215,8 @@ def text(s: Summary) -> str:
     lines.extend(f"{area:<14}UNSUPPORTED: {why}" for area, why in s.unsupported.items())
     if len(s.diffed) < len(s.areas):
         lines.append(
-            "(simulation: whole-system runs of the reference, checked for anomalies; its ops "
-            "are simulator steps and its rules the allowed anomalies seen)"
+            "(simulation: the simulator run with the reference's parts and with the "
+            "candidate's, histories compared event by event; its ops are events)"
         )
     lines.append(_throughput(s))
     for f in s.failures[:10]:

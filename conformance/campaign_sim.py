@@ -1,11 +1,12 @@
-"""The campaign's `simulation` area: one whole-system simulator run per seed (issue 5).
+"""The campaign's `simulation` area: the whole-system lockstep, one seed per row.
 
-Unlike the lockstep areas there is no candidate: `reference.simulator.simulate` runs a consumer
-group of the reference model under the seed's fault schedule and its checker reports the
-anomalies of the history. A run with a violation is DIVERGED (from what RocketMQ 4.x allows),
-with the violation kind as `divergent_field` and the `pullspec simulate` command that replays it
-as `detail`; anomalies the rules allow are counted as hit rule IDs. `ops` is the simulator's
-steps, not diffed ops, so the summary keeps them apart.
+Each seed runs the simulator (reference.simulator: a consumer group under the seed's fault
+schedule) twice — with the reference parts, then with the candidate's message store and process
+queue substituted where it has them — and compares the two histories event by event
+(conformance.machines.simulation.lockstep, as `pullspec conform` does for a few seeds). A row's
+`ops` are the events compared, which the summary keeps apart from the lockstep areas' diffed
+ops; a divergence names the differing event, the rule IDs it mentions and, as `detail`, the
+command that replays the seed.
 """
 
 from __future__ import annotations
@@ -16,65 +17,74 @@ from typing import Any
 
 from conformance.campaign import SIMULATION, Row
 from conformance.campaign_shrink import Replay
-from conformance.observe import rule_sort_key
+from conformance.observe import Verdict
 from spec.profiles import Profile
 
 
 def available() -> bool:
-    """True when this build has the simulator."""
-    return find_spec("reference.simulator") is not None
+    """True when this build has the whole-system lockstep (and so the simulator)."""
+    return find_spec("conformance.machines.simulation") is not None
 
 
-def run_simulation(seed: int, profile: Profile, steps: int) -> Row:
-    """Simulate `steps` steps of the seed's world and answer the row (conformance.campaign)."""
-    from reference.simulator import SimConfig, simulate
+def unsupported(candidate: Any) -> str | None:
+    """Why `candidate` cannot run in the simulation (it substitutes no part), else None."""
+    from conformance.machines.simulation import PARTS, candidate_hooks
+
+    if candidate_hooks(candidate) is None:
+        return f"candidate: provides none of {', '.join(PARTS)}"
+    return None
+
+
+def _event_name(event: dict[str, Any] | None) -> str | None:
+    """The type of a history event (its JSON form's `type`, `kind` or `event`)."""
+    if event is None:
+        return "<end of history>"
+    for key in ("type", "kind", "event"):
+        if isinstance(event.get(key), str):
+            return str(event[key])
+    return None
+
+
+def run_simulation(candidate: Any, impl: str, seed: int, profile: Profile, steps: int) -> Row:
+    """The whole-system lockstep of `seed` and its row (conformance.campaign.COLUMNS)."""
+    from conformance.machines.simulation import DEFAULT_FAULT_GAP_MS, lockstep
+    from reference.sim_config import SimConfig
 
     started, cpu = time.perf_counter(), time.process_time()
+    config = SimConfig(seed=seed, profile=profile, mean_fault_gap_ms=DEFAULT_FAULT_GAP_MS)
     try:
-        result, sim = simulate(SimConfig(seed=seed, profile=profile), steps)
-    except Exception as exc:  # a simulator bug is a verdict too
-        detail = f"{type(exc).__name__}: {exc}"
-        return _row(seed, profile, 0, "CRASHED", None, [], [], detail, started, cpu)
-    check = result.check
-    statuses = [f"allowed:{k}" for k in check.allowed_by_kind]
-    statuses += [f"violation:{k}" for k in check.violations]
-    rules = sorted(check.allowed, key=rule_sort_key)
-    if check.ok:
-        return _row(seed, profile, result.steps, "PASS", None, rules, statuses, None, started, cpu)
-    first = min((a for a in check.details if a.rule is None), key=lambda a: a.at, default=None)
-    kind = first.kind if first is not None else sorted(check.violations)[0]
-    replay = sim.replay_command()
-    return _row(
-        seed, profile, result.steps, "DIVERGED", kind, rules, statuses, replay, started, cpu
-    )
-
-
-def _row(
-    seed: int,
-    profile: Profile,
-    steps: int,
-    verdict: str,
-    kind: str | None,
-    rules: list[str],
-    statuses: list[str],
-    detail: str | None,
-    started: float,
-    cpu: float,
-) -> Row:
+        verdict, events, divergence, detail = lockstep(candidate, config, steps, impl=impl)
+    except Exception as exc:  # the reference run failing is a crash of the simulation itself
+        verdict, events, divergence, detail = (
+            Verdict.CRASHED,
+            0,
+            None,
+            f"{type(exc).__name__}: {exc}",
+        )
+    step = op = field = None
+    rules: list[str] = []
+    if divergence is not None:
+        events = divergence.index + 1
+        step, op = events, _event_name(divergence.expected) or _event_name(divergence.actual)
+        field, rules, detail = (
+            f"history[{divergence.index}]",
+            list(divergence.rules),
+            divergence.replay,
+        )
     return (
         seed,
         SIMULATION,
         profile.value,
-        "reference",
-        steps,
-        verdict,
+        impl,
+        events,
+        verdict.value,
         None,
-        None,
-        None,
-        kind,
-        [],
+        step,
+        op,
+        field,
         rules,
-        sorted(statuses),
+        [],
+        [],
         detail,
         time.perf_counter() - started,
         time.process_time() - cpu,
@@ -82,8 +92,8 @@ def _row(
 
 
 def replay(row: dict[str, Any]) -> Replay:
-    """A failing simulation's replay: the `pullspec simulate` command its row holds (the
-    simulator replays a seed exactly, so there is nothing to shrink into a vector)."""
+    """A failing simulation's replay: the command its row holds (the simulator replays a seed
+    exactly; there is no vector case to shrink into)."""
     return Replay(
         SIMULATION,
         row["profile"],
@@ -93,5 +103,5 @@ def replay(row: dict[str, Any]) -> Replay:
         "",
         str(row["detail"] or ""),
         row["divergent_field"],
-        (),
+        tuple(row["divergence_rules"] or ()),
     )

@@ -21,7 +21,7 @@ import click
 
 from conformance import campaign, campaign_rows, campaign_spark
 from conformance.cli_campaign import check_environment, fail, parse_areas
-from conformance.ops import AREAS
+from conformance.ops import MACHINE_AREAS
 
 #: The issue's throughput targets.
 TARGET_OPS_PER_MIN_2_CORES = 2_000_000
@@ -93,8 +93,8 @@ def bench_campaign_command(
     counts = sorted({int(c) for c in cores.split(",") if c.strip()})
     if not counts or counts[0] < 1:
         raise click.BadParameter("expected core counts like 1,2", param_hint="--cores")
-    # Diffed ops are the lockstep areas' (the simulation runs the reference alone).
-    chosen = parse_areas(areas) if areas else AREAS
+    # Diffed ops are the lockstep areas' (the simulation's are history events).
+    chosen = parse_areas(areas) if areas else MACHINE_AREAS
     plan = campaign.Plan(impl, chosen, ("4.9",), steps, scratch or campaign_spark.default_scratch())
     unsupported = campaign.unsupported_areas(plan)
     plan = attrs.evolve(plan, areas=tuple(a for a in chosen if a not in unsupported))

@@ -28,7 +28,7 @@ from conformance import (
     campaign_sim,
     campaign_spark,
 )
-from conformance.ops import AREAS
+from conformance.ops import MACHINE_AREAS
 from spec.errors import PullspecError
 from spec.profiles import ALL_PROFILES
 
@@ -40,7 +40,7 @@ _URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 def known_areas() -> tuple[str, ...]:
     """The areas a campaign can run: the lockstep areas, then the simulation when this build
     has the simulator."""
-    return (*AREAS, campaign.SIMULATION) if campaign_sim.available() else AREAS
+    return (*MACHINE_AREAS, campaign.SIMULATION) if campaign_sim.available() else MACHINE_AREAS
 
 
 def parse_areas(values: tuple[str, ...]) -> tuple[str, ...]:

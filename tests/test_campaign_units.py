@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree
 
-import attrs
 import pytest
 
 from conformance import campaign, campaign_report, campaign_shrink, campaign_spark, campaign_svg
@@ -23,7 +22,7 @@ from conformance.cli_campaign import (
     parse_profiles,
     resolve_report_dir,
 )
-from conformance.ops import AREAS
+from conformance.ops import MACHINE_AREAS
 from spec.profiles import Profile
 
 MUTANT = "conformance.mutants.impl:max_span_off_by_one"
@@ -44,7 +43,7 @@ def test_a_trace_is_the_same_every_time_but_for_its_elapsed_time() -> None:
 
 
 def test_reference_against_itself_passes_every_area() -> None:
-    rows = [_row("reference", area, 3) for area in AREAS]
+    rows = [_row("reference", area, 3) for area in MACHINE_AREAS]
     assert [("PASS", 30)] * len(rows) == [(r["verdict"], r["ops"]) for r in rows]
     assert all(r["rule_ids"] for r in rows)
 
@@ -263,57 +262,43 @@ def test_default_scratch_is_shared_memory_when_writable() -> None:
     assert (str(shm) if writable else None) == campaign_spark.default_scratch()
 
 
-def test_simulation_rows_run_the_reference_alone() -> None:
+def test_simulation_rows_diff_the_candidates_parts_in_the_simulator() -> None:
     from conformance import campaign_sim
 
     plan = campaign.Plan("fast", (campaign.SIMULATION,), sim_steps=300)
     [row] = [
         dict(zip(campaign.COLUMN_NAMES, r, strict=True)) for r in campaign.run_seeds(plan, [2])
     ]
-    assert (2, "simulation", "reference", 300, "PASS") == (
+    assert (2, "simulation", "fast", "PASS", None) == (
         row["seed"],
         row["area"],
         row["impl"],
-        row["ops"],
         row["verdict"],
+        row["detail"],
     )
+    assert 300 < row["ops"]  # events compared: more than one per step
     assert campaign_sim.available() and campaign.SIMULATION in known_areas()
     assert {} == campaign.unsupported_areas(plan)
+    lock_only = campaign.Plan("conformance.mutants.impl:lease_inclusive", (campaign.SIMULATION,))
+    assert {"simulation"} == set(campaign.unsupported_areas(lock_only))
 
 
-def test_a_simulation_violation_is_a_divergence_with_its_replay_command(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_a_simulation_divergence_names_the_event_and_its_replay_command() -> None:
     from conformance import campaign_sim
-    from reference import simulator
-    from reference.sim_checker import Anomaly, CheckResult
 
-    real = simulator.simulate
-
-    def broken(config: Any, steps: int) -> Any:
-        result, sim = real(config, steps)
-        check = CheckResult(
-            violations={"loss": 1},
-            allowed={"REBAL-9": 2},
-            allowed_by_kind={"duplicate": {"REBAL-9": 2}},
-            details=[Anomaly("loss", None, 1500, "k7 never consumed")],
-        )
-        return attrs.evolve(result, check=check), sim
-
-    monkeypatch.setattr(simulator, "simulate", broken)
-    row = dict(
-        zip(campaign.COLUMN_NAMES, campaign_sim.run_simulation(4, Profile.V4_9, 100), strict=True)
-    )
-    expected = ("DIVERGED", "loss", ["REBAL-9"], ["allowed:duplicate", "violation:loss"])
-    assert expected == (
+    mutant = "conformance.mutants.impl:remove_emptied_returns_offset_max"
+    plan = campaign.Plan(mutant, (campaign.SIMULATION,), sim_steps=500)
+    [row] = [
+        dict(zip(campaign.COLUMN_NAMES, r, strict=True)) for r in campaign.run_seeds(plan, [1])
+    ]
+    assert ("DIVERGED", row["ops"], f"history[{row['ops'] - 1}]") == (
         row["verdict"],
+        row["first_divergent_step"],
         row["divergent_field"],
-        row["rule_ids"],
-        row["statuses_hit"],
     )
-    assert row["detail"].startswith("pullspec simulate --seed 4 --steps 100 ")
+    assert row["detail"].startswith("python -m conformance.machines.simulation --impl ")
     replay = campaign_sim.replay(row)
-    assert (row["detail"], "loss", 100) == (replay.command, replay.field, replay.steps)
+    assert (row["detail"], tuple(row["divergence_rules"])) == (replay.command, replay.rules)
 
 
 def test_every_profile_gets_its_own_trace() -> None:
