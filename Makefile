@@ -15,14 +15,14 @@ $(BIN)/python:
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet -e '.[test,spark]'
 	@touch $@
 
 java-check:
 	@if ! command -v java >/dev/null 2>&1; then \
 	  echo "error: Java 17 is required by PySpark and was not found."; \
 	  echo "       install it with: apt-get install openjdk-17-jre-headless"; exit 1; fi
-	@v=$$(java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -1); \
+	@v=$$(java -version 2>&1 | sed -n 's/.*version "\(1\.\)\{0,1\}\([0-9]*\).*/\2/p' | head -1); \
 	if [ -z "$$v" ] || [ "$$v" -lt 17 ]; then \
 	  echo "error: Java $$v found; PySpark needs Java 17."; \
 	  echo "       install it with: apt-get install openjdk-17-jre-headless"; exit 1; fi
@@ -37,10 +37,11 @@ browser:
 	      || echo "warning: could not install chromium; the browser test will be skipped"; \
 	  else echo "note: chromium missing (apt-get install chromium); the browser test will be skipped"; fi; }
 
-# The main job: the rule catalogue, then a demo of pulls against the reference broker.
+# The main job: a campaign of a few minutes on local Spark — fast against the reference over every
+# area (those fast does not implement are listed as unsupported) — printing the summary; it exits
+# non-zero on any divergence. Rows and report: build/campaign.
 run: $(VENV)/.installed-test java-check
-	$(BIN)/pullspec rules
-	$(BIN)/pullspec demo
+	$(BIN)/pullspec campaign --impl fast --master 'local[*]' --seeds 600 --steps 500 --sim-steps 1000 --out build/campaign
 
 lint: $(VENV)/.installed-test
 	$(BIN)/ruff check spec reference fast conformance tests
@@ -49,7 +50,7 @@ lint: $(VENV)/.installed-test
 typecheck: $(VENV)/.installed-test
 	$(BIN)/mypy
 
-pytest: $(VENV)/.installed-test browser
+pytest: $(VENV)/.installed-test java-check browser
 	@$(BIN)/python -m pytest; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "error: pytest collected no tests"; exit 1; fi; exit $$rc
 
@@ -63,8 +64,9 @@ verify-quick: $(VENV)/.installed-test
 	$(BIN)/pullspec verify --quick
 
 # Speed figures as JSON, each ratio measured in one run (fast vs reference, then the campaign).
-bench: $(VENV)/.installed-test
+bench: $(VENV)/.installed-test java-check
 	$(BIN)/pullspec bench --json
+	$(BIN)/pullspec bench-campaign --json
 
 # Long fuzzing: every Hypothesis test at the fuzz budget and 200 kill -9 trials of a fast writer.
 fuzz: $(VENV)/.installed-test
