@@ -12,6 +12,7 @@ from conformance.machines.simulation import candidate_hooks, lockstep, run_simul
 from conformance.observe import Verdict
 from reference.process_queue import ReferenceProcessQueue
 from reference.sim_config import SimConfig
+from reference.sim_faults import parse_schedule
 from spec.clock import Clock
 from spec.message import StoredMessage
 from spec.profiles import Profile
@@ -59,3 +60,18 @@ def test_broken_process_queue_is_caught() -> None:
     assert d is not None and d.seed == 1 and d.index >= 0
     assert d.expected != d.actual
     assert "--impl broken" in d.replay and "--seed 1" in d.replay
+
+
+def test_a_divergence_is_shrunk_to_a_minimal_replay() -> None:
+    broken = types.SimpleNamespace(process_queue=_broken_pq)
+    report = run_simulation(broken, impl="broken", seeds=(1,), steps=STEPS)
+    d = report.divergence
+    assert d is not None
+    # The shrunk run is no longer than the original and still diverges at the reported event…
+    assert report.steps <= STEPS
+    config = SimConfig(seed=1, schedule=parse_schedule(d.schedule), mean_fault_gap_ms=2_000)
+    verdict, _events, again, _detail = lockstep(broken, config, report.steps, impl="broken")
+    assert (Verdict.DIVERGED, d.index) == (verdict, again.index if again else None)
+    # …and one step fewer no longer does: the bisection found the boundary.
+    fewer = lockstep(broken, config, report.steps - 1, impl="broken")[0]
+    assert Verdict.PASS == fewer

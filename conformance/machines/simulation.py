@@ -28,7 +28,7 @@ from reference import sim_history as h
 from reference.process_queue import ReferenceProcessQueue
 from reference.sim_cluster import RecordingStore
 from reference.sim_config import SimConfig, SimHooks
-from reference.sim_faults import format_schedule
+from reference.sim_faults import format_schedule, parse_schedule
 from reference.sim_observe import ObservedProcessQueue
 from reference.simulator import Simulator
 from reference.store import ReferenceMessageStore
@@ -271,6 +271,44 @@ def lockstep(
     return Verdict.PASS, len(expected), None, None
 
 
+def shrink(
+    candidate: Any, config: SimConfig, steps: int, divergence: SimDivergence, *, impl: str
+) -> tuple[int, SimDivergence]:
+    """A minimal replay of a divergence: the fewest steps that still diverge (bisection: a run of
+    fewer steps is a prefix of a longer one), then each fault dropped while it still diverges."""
+
+    def diverges(cfg: SimConfig, n: int) -> SimDivergence | None:
+        verdict, _events, found, _detail = lockstep(candidate, cfg, n, impl=impl)
+        return found if verdict is Verdict.DIVERGED else None
+
+    def fewest_steps(cfg: SimConfig, high: int, best: SimDivergence) -> tuple[int, SimDivergence]:
+        low = 1
+        while low < high:  # the smallest step count that still diverges
+            mid = (low + high) // 2
+            found = diverges(cfg, mid)
+            if found is None:
+                low = mid + 1
+            else:
+                best, high = found, mid
+        return high, best
+
+    cfg = attrs.evolve(config, schedule=parse_schedule(divergence.schedule))
+    steps, best = fewest_steps(cfg, steps, divergence)
+    kept = list(cfg.schedule or ())
+    for fault in list(kept):  # greedy one-at-a-time removal (delta debugging, granularity 1)
+        trial = [f for f in kept if f is not fault]
+        found = diverges(attrs.evolve(cfg, schedule=tuple(trial)), steps)
+        if found is not None:
+            kept, best = trial, found
+    final = attrs.evolve(cfg, schedule=tuple(kept))
+    steps, best = fewest_steps(final, steps, best)  # fewer faults may diverge sooner
+    return steps, attrs.evolve(
+        best,
+        schedule=format_schedule(kept),
+        replay=replay_command(impl, final, steps, format_schedule(kept)),
+    )
+
+
 def run_simulation(
     candidate: Any,
     *,
@@ -291,6 +329,9 @@ def run_simulation(
         )
         report.seeds += (seed,)
         report.events += events
+        if divergence is not None:
+            config = SimConfig(seed=seed, profile=profile, mean_fault_gap_ms=DEFAULT_FAULT_GAP_MS)
+            report.steps, divergence = shrink(candidate, config, steps, divergence, impl=impl)
         if verdict is not Verdict.PASS:
             report.verdict, report.divergence, report.detail = verdict, divergence, detail
             break
