@@ -27,13 +27,12 @@ from spec.results import PutMessageResult
 from spec.retry import (
     RETRY_GROUP_TOPIC_PREFIX,
     SendBackResponse,
-    plain_send_target_v47,
-    plain_send_target_v49,
     profile_request_version,
     put_response,
     retry_topic_config,
     retry_topic_name,
 )
+from spec.retry_send import plain_send_target_v47, plain_send_target_v49
 from spec.status import ResponseCode
 
 #: ClientHousekeepingService: a client whose last heartbeat is older than this (strictly) is

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from spec import retry
+from spec import retry, retry_send
 from spec.config import DEFAULT_MESSAGE_DELAY_LEVEL, PERM_READ, PERM_WRITE
 from spec.contracts import check_call
 from spec.delay import delay_rewrite, parse_delay_levels
@@ -23,8 +23,8 @@ from spec.retry import (
     DeadLetterTarget,
     SendBackRequest,
     SendBackResponse,
-    SendTarget,
 )
+from spec.retry_send import SendTarget
 from spec.rules import function
 from spec.status import PutMessageStatus, ResponseCode
 
@@ -263,23 +263,23 @@ def test_retry_10_timetable() -> None:
 
 
 def test_retry_11_plain_send_to_a_retry_topic() -> None:
-    assert check_call(retry.plain_send_target_v49, "T", 2, None, None, None, V497) == SendTarget(
-        "T", 2
-    )
-    missing = check_call(retry.plain_send_target_v49, "%RETRY%G", 0, None, None, 3, V497)
+    assert check_call(
+        retry_send.plain_send_target_v49, "T", 2, None, None, None, V497
+    ) == SendTarget("T", 2)
+    missing = check_call(retry_send.plain_send_target_v49, "%RETRY%G", 0, None, None, 3, V497)
     assert isinstance(missing, SendBackResponse)
     assert missing.code is ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST
-    assert check_call(retry.plain_send_target_v49, "%RETRY%G", 0, 16, None, 16, V497) == SendTarget(
-        "%DLQ%G", 0, RW
-    )
-    assert check_call(retry.plain_send_target_v49, "%RETRY%G", 0, 16, 3, None, V497) == SendTarget(
-        "%RETRY%G", 0
-    )
-    assert check_call(retry.plain_send_target_v47, "%RETRY%G", 0, 16, 3, 3, V471) == SendTarget(
-        "%DLQ%G", 0, PERM_WRITE
-    )
+    assert check_call(
+        retry_send.plain_send_target_v49, "%RETRY%G", 0, 16, None, 16, V497
+    ) == SendTarget("%DLQ%G", 0, RW)
+    assert check_call(
+        retry_send.plain_send_target_v49, "%RETRY%G", 0, 16, 3, None, V497
+    ) == SendTarget("%RETRY%G", 0)
+    assert check_call(
+        retry_send.plain_send_target_v47, "%RETRY%G", 0, 16, 3, 3, V471
+    ) == SendTarget("%DLQ%G", 0, PERM_WRITE)
     with pytest.raises(NullPointerError):
-        retry.plain_send_target_v47("%RETRY%G", 0, 16, None, 3, V471)
+        retry_send.plain_send_target_v47("%RETRY%G", 0, 16, None, 3, V471)
 
 
 def test_request_types_are_checked() -> None:
