@@ -1,0 +1,128 @@
+"""Compiled loops for the per-record work numpy cannot vectorize: the body CRC of many records.
+
+LAYOUT-8's BODYCRC is one CRC-32 per record; called once per record from Python it costs more
+than the rest of an append or a recovery. With numba installed (the `accel` extra) the loop runs
+compiled (slicing-by-8 tables, several records per thread); without it, or with
+PULLSPEC_NO_NUMBA=1, the same answers come from `zlib.crc32` record by record. The kernels are
+compiled on first use and cached on disk, so `import fast` stays light.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import zlib
+from collections.abc import Callable
+from typing import Any, cast
+
+import numpy as np
+
+from fast.gather import I64, U8
+
+#: Environment variable that, when set to 1, keeps the kernels on the pure-Python fallback.
+NO_NUMBA_ENV = "PULLSPEC_NO_NUMBA"
+#: Records per call below which the fallback is used anyway (compiled dispatch costs ~µs).
+SMALL = 16
+
+_POLY = 0xEDB88320
+
+CrcKernel = Callable[[U8, I64, I64, Any], Any]
+
+
+def crc_tables() -> Any:
+    """The 8 × 256 slicing-by-8 tables of CRC-32 (IEEE, reflected): row 0 is the byte table,
+    row s advances a CRC by s more zero bytes."""
+    t = np.zeros((8, 256), dtype=np.uint32)
+    for i in range(256):
+        c = i
+        for _ in range(8):
+            c = (_POLY ^ (c >> 1)) if c & 1 else c >> 1
+        t[0, i] = c
+    for s in range(1, 8):
+        t[s] = (t[s - 1] >> 8) ^ t[0][t[s - 1] & 0xFF]
+    return t
+
+
+@functools.cache
+def _compiled() -> CrcKernel | None:
+    """The compiled CRC kernel, or None when numba is missing or disabled."""
+    if os.environ.get(NO_NUMBA_ENV) == "1":
+        return None
+    try:
+        import numba
+    except ImportError:
+        return None
+
+    def crcs(data: Any, starts: Any, lengths: Any, t: Any) -> Any:  # pragma: no cover - compiled
+        out = np.empty(len(starts), dtype=np.int64)
+        for k in numba.prange(len(starts)):
+            c = np.uint32(0xFFFFFFFF)
+            i = starts[k]
+            end = i + lengths[k]
+            while i + 8 <= end:
+                one = c ^ (
+                    np.uint32(data[i])
+                    | (np.uint32(data[i + 1]) << 8)
+                    | (np.uint32(data[i + 2]) << 16)
+                    | (np.uint32(data[i + 3]) << 24)
+                )
+                two = (
+                    np.uint32(data[i + 4])
+                    | (np.uint32(data[i + 5]) << 8)
+                    | (np.uint32(data[i + 6]) << 16)
+                    | (np.uint32(data[i + 7]) << 24)
+                )
+                c = (
+                    t[7, one & 0xFF]
+                    ^ t[6, (one >> 8) & 0xFF]
+                    ^ t[5, (one >> 16) & 0xFF]
+                    ^ t[4, one >> 24]
+                    ^ t[3, two & 0xFF]
+                    ^ t[2, (two >> 8) & 0xFF]
+                    ^ t[1, (two >> 16) & 0xFF]
+                    ^ t[0, two >> 24]
+                )
+                i += 8
+            while i < end:
+                c = t[0, (c ^ data[i]) & 0xFF] ^ (c >> np.uint32(8))
+                i += 1
+            out[k] = np.int64((c ^ np.uint32(0xFFFFFFFF)) & np.uint32(0x7FFFFFFF))
+        return out
+
+    jit = numba.njit(cache=True, nogil=True, parallel=True)
+    return cast(CrcKernel, jit(crcs))
+
+
+@functools.cache
+def _tables() -> Any:
+    return crc_tables()
+
+
+def accelerated() -> bool:
+    """Whether the compiled kernels are in use (numba importable and not disabled)."""
+    return _compiled() is not None
+
+
+def body_crcs(data: U8, starts: I64, lengths: I64) -> I64:
+    """LAYOUT-8 for many records: CRC-32 & 0x7FFFFFFF of data[starts[k] : starts[k] +
+    lengths[k]] for every k, as int64. Every range must lie inside `data`."""
+    starts = np.ascontiguousarray(starts, dtype=np.int64)
+    lengths = np.ascontiguousarray(lengths, dtype=np.int64)
+    if len(starts) != len(lengths):
+        raise ValueError(f"{len(starts)} starts but {len(lengths)} lengths")
+    if len(starts) and (
+        int(starts.min()) < 0 or int(lengths.min()) < 0 or int((starts + lengths).max()) > len(data)
+    ):
+        raise ValueError("a CRC range lies outside the data")
+    kernel = _compiled() if len(starts) >= SMALL else None
+    if kernel is None:
+        view = np.ascontiguousarray(data).data.cast("B") if len(data) else memoryview(b"")
+        crc = zlib.crc32
+        return np.array(
+            [
+                crc(view[s : s + n]) & 0x7FFFFFFF
+                for s, n in zip(starts.tolist(), lengths.tolist(), strict=True)
+            ],
+            dtype=np.int64,
+        )
+    return cast(I64, kernel(data, starts, lengths, _tables()))
