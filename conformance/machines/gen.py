@@ -12,14 +12,14 @@ around each queue's min and max, offsets that are cached, clock steps onto lease
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
 import attrs
 from hypothesis import strategies as st
 
 from conformance.adapters.process_queue import DEFAULT_STATE_FIELDS
-from conformance.ops import Observation, Op, check_area
+from conformance.ops import STATE_FIELDS, Observation, Op, check_area
 
 T = TypeVar("T")
 
@@ -59,23 +59,46 @@ class HypothesisDraw:
         return self.data.draw(st.booleans())
 
 
-@attrs.define
 class RandomDraw:
-    """Draws from a seeded `random.Random`: deterministic traces without Hypothesis."""
+    """Draws from a seeded `random.Random`: deterministic traces without Hypothesis.
 
-    rng: random.Random
+    The draws are exactly `rng.randint(low, high)`, `options[rng.randrange(len(options))]` and
+    `rng.random() < 0.5`; the first two skip randrange's argument checks (CPython's
+    `_randbelow_with_getrandbits`, inlined), which were a fifth of a campaign's generator time."""
+
+    __slots__ = ("_bits", "_random", "rng")
+
+    def __init__(self, rng: random.Random) -> None:
+        self.rng = rng
+        self._bits = rng.getrandbits
+        self._random = rng.random
+
+    def __repr__(self) -> str:
+        return f"RandomDraw(rng={self.rng!r})"
+
+    def _below(self, n: int) -> int:
+        """A uniform int in [0, n), n > 0, drawing the same bits as Random._randbelow."""
+        k = n.bit_length()
+        r = self._bits(k)
+        while r >= n:
+            r = self._bits(k)
+        return r
 
     def integer(self, low: int, high: int) -> int:
         """An int in [low, high]."""
-        return self.rng.randint(low, high)
+        if high < low:
+            raise ValueError(f"empty range for integer({low}, {high})")
+        return low + self._below(high - low + 1)
 
     def choice(self, options: Sequence[T]) -> T:
         """One of `options`."""
-        return options[self.rng.randrange(len(options))]
+        if not options:
+            raise IndexError("cannot choose from an empty sequence")
+        return options[self._below(len(options))]
 
     def boolean(self) -> bool:
         """True or False."""
-        return self.rng.random() < 0.5
+        return self._random() < 0.5
 
 
 @attrs.define
@@ -101,26 +124,33 @@ class Context:
 
     def note(self, op: Op, seen: Observation) -> None:
         """Learn from the reference's observation of `op`."""
-        if "now" in seen.state:
-            self.now = int(seen.state["now"])
-        for qid, bounds in (seen.state.get("queues") or {}).items():
+        self.note_raw(op, {**seen.fields, **seen.state})
+
+    def note_raw(self, op: Op, raw: Mapping[str, Any]) -> None:
+        """Learn from the reference's flat observation of `op`, as Observation.from_json reads
+        it: only the area's STATE_FIELDS keys are state. The campaign's loop calls this one,
+        so that a trace whose sides agree never builds an Observation."""
+        state_keys = STATE_FIELDS[self.area]
+        if "now" in state_keys and "now" in raw:
+            self.now = int(raw["now"])
+        queues = raw.get("queues") if "queues" in state_keys else None
+        for qid, bounds in (queues or {}).items():
             self.queues[str(qid)] = (int(bounds["minOffset"]), int(bounds["maxOffset"]))
-        if seen.fields.get("maxOffset") is not None and "queueId" in op.args:
-            self.queues[str(op.args["queueId"])] = (
-                int(seen.fields["minOffset"]),
-                int(seen.fields["maxOffset"]),
-            )
-        state = seen.state.get("state")
+        # maxOffset, minOffset and results are result fields in every area.
+        if raw.get("maxOffset") is not None and "queueId" in op.args:
+            self.queues[str(op.args["queueId"])] = (int(raw["minOffset"]), int(raw["maxOffset"]))
+        state = raw.get("state") if "state" in state_keys else None
         if isinstance(state, list):
             named = dict(zip(self.state_fields, state, strict=False))
             self.offsets = sorted(
                 {*named.get("cachedOffsets", ()), *named.get("consumingOffsets", ())}
             )
-        for r in seen.fields.get("results") or ():
+        for r in raw.get("results") or ():
             if "wroteOffset" in r:
                 self.wrote.append(int(r["wroteOffset"]))
-        if self.area == "offset_store" and isinstance(seen.state.get("table"), list):
-            self.offsets = sorted({int(e["offset"]) for e in seen.state["table"]})
+        table = raw.get("table") if "table" in state_keys else None
+        if self.area == "offset_store" and isinstance(table, list):
+            self.offsets = sorted({int(e["offset"]) for e in table})
 
 
 # -- configs -------------------------------------------------------------------------------------
