@@ -7,6 +7,7 @@ property the pull path sets. The observed `state` is positional, in `config.stat
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -67,31 +68,51 @@ class Instance:
     queue: ProcessQueue
     clock: ManualClock
     state_fields: tuple[str, ...]
+    #: The readers of `state_fields`, looked up once: `state()` runs after every op.
+    readers: tuple[Callable[[ProcessQueue], Any], ...] = attrs.field(init=False)
+
+    @readers.default
+    def _readers(self) -> tuple[Callable[[ProcessQueue], Any], ...]:
+        return tuple(_STATE_READERS[f] for f in self.state_fields)
 
     def state(self) -> list[Any]:
         """The positional state observation."""
-        return [_STATE_READERS[f](self.queue) for f in self.state_fields]
+        q = self.queue
+        return [read(q) for read in self.readers]
 
 
 def to_message(spec: object) -> StoredMessage:
     """A vector message `[offset, bodySize(, maxOffset)]` as a StoredMessage."""
     if not isinstance(spec, list) or len(spec) not in (2, 3):
         raise InvalidArgumentError("msg", spec, "expected [offset, bodySize(, maxOffset)]")
-    offset = require_int("offset", spec[0])
-    size = require_int("bodySize", spec[1])
+    if all(type(x) is int for x in spec) and 0 <= spec[1] <= _MAX_SHARED_BODY:
+        return _shared_message(*spec)
+    return _message(*spec)
+
+
+def _message(offset: object, size: object, *max_offset: object) -> StoredMessage:
+    queue_offset = require_int("offset", offset)
+    body = bytes(require_int("bodySize", size))
     props = (
-        () if len(spec) == 2 else ((PROPERTY_MAX_OFFSET, str(require_int("maxOffset", spec[2]))),)
+        ((PROPERTY_MAX_OFFSET, str(require_int("maxOffset", max_offset[0]))),) if max_offset else ()
     )
     return StoredMessage(
         topic="T",
         queue_id=0,
-        queue_offset=offset,
+        queue_offset=queue_offset,
         commitlog_offset=0,
         size=0,
         tags_code=0,
-        body=bytes(size),
+        body=body,
         properties=props,
     )
+
+
+#: Messages (frozen, bodies of zeros) are built once per distinct `[offset, bodySize(,
+#: maxOffset)]` and then shared by every op and both sides that use an equal one: inputs, never
+#: anything observed. Only lists of exact ints are keyed (so True never stands for 1).
+_MAX_SHARED_BODY = 4096
+_shared_message = functools.lru_cache(maxsize=8192)(_message)
 
 
 def to_messages(specs: object) -> list[StoredMessage]:
