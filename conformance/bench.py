@@ -80,23 +80,47 @@ def _median_time(fn: Callable[[], Any], passes: int) -> tuple[float, Any]:
 
 def pull_loop(store: Any, queues: Sequence[int], filt: Any, batched: bool = False) -> list[int]:
     """The bench driver: from offset 0, pull 32 at a time until nextBeginOffset ≥ maxOffset,
-    round robin over `queues`; returns [calls, messages, bytes, entries scanned]."""
+    round robin over `queues`; returns [calls, messages, bytes, entries scanned]. Batched, each
+    round is one get_messages call whose columns are read without building result objects."""
+    if batched:
+        return _pull_loop_batched(store, queues, filt)
     offsets = dict.fromkeys(queues, 0)
     maxima = {q: store.get_max_offset_in_queue("T", q) for q in queues}
     calls = msgs = size = scanned = 0
     active = [q for q in queues if offsets[q] < maxima[q]]
     while active:
-        if batched:
-            results = store.get_messages([("G", "T", q, offsets[q], 32, filt) for q in active])
-        else:
-            results = [store.get_message("G", "T", q, offsets[q], 32, filt) for q in active]
-        for q, r in zip(active, results, strict=True):
+        for q in active:
+            r = store.get_message("G", "T", q, offsets[q], 32, filt)
             calls += 1
             msgs += r.message_count
             size += r.buffer_total_size
             scanned += r.next_begin_offset - offsets[q]
             offsets[q] = r.next_begin_offset
         active = [q for q in active if offsets[q] < maxima[q]]
+    return [calls, msgs, size, scanned]
+
+
+def _pull_loop_batched(store: Any, queues: Sequence[int], filt: Any) -> list[int]:
+    qs = np.array(queues, dtype=np.int64)
+    offsets = np.zeros(len(qs), dtype=np.int64)
+    maxima = np.array([store.get_max_offset_in_queue("T", q) for q in queues], dtype=np.int64)
+    calls = msgs = size = scanned = 0
+    active = np.flatnonzero(offsets < maxima)
+    while len(active):
+        at = offsets[active]
+        res = store.get_messages(
+            [
+                ("G", "T", q, o, 32, filt)
+                for q, o in zip(qs[active].tolist(), at.tolist(), strict=True)
+            ]
+        )
+        calls += len(active)
+        msgs += int(res.message_counts.sum())
+        size += int(res.buffer_total_sizes.sum())
+        nexts = res.next_begin_offsets
+        scanned += int((nexts - at).sum())
+        offsets[active] = nexts
+        active = active[nexts < maxima[active]]
     return [calls, msgs, size, scanned]
 
 

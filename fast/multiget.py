@@ -11,16 +11,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-import attrs
 import numpy as np
 import numpy.typing as npt
 
 from fast.consumequeue import Block
 from fast.gather import I64, member_of
-from fast.getpath import GetPath
+from fast.multiget_compiled import CompiledMultiGet, GetRequest, as_request
+from fast.multiget_kernel import scan_kernel
+from fast.results import MultiGetResult
 from fast.scan import ScanOutcome, batch_full_mask, tag_mask
-from spec.errors import InvalidTypeError, ReadOnlyStoreError, require_int, require_str
-from spec.filter import ExpressionMessageFilter
+from spec.errors import InvalidTypeError, ReadOnlyStoreError
 from spec.protocols import MessageFilter
 from spec.results import GetMessageResult
 from spec.status import GetMessageStatus
@@ -28,62 +28,36 @@ from spec.status import GetMessageStatus
 if TYPE_CHECKING:
     from fast.consumequeue import ConsumeQueue
 
-
-@attrs.frozen
-class GetRequest:
-    """One pull of a get_messages batch: the arguments of get_message."""
-
-    group: str
-    topic: str
-    queue_id: int
-    offset: int
-    max_msg_nums: int
-    message_filter: MessageFilter | None = None
-
-
-def _as_request(item: Any) -> GetRequest:
-    if type(item) is GetRequest:
-        request = item
-    elif isinstance(item, tuple | list) and len(item) in (5, 6):
-        request = GetRequest(*item)
-    elif isinstance(item, GetRequest):
-        request = item
-    else:
-        raise InvalidTypeError("request", item, "GetRequest or a get_message argument tuple")
-    require_str("group", request.group)
-    require_str("topic", request.topic)
-    require_int("queue_id", request.queue_id)
-    require_int("offset", request.offset)
-    require_int("max_msg_nums", request.max_msg_nums)
-    f = request.message_filter
-    if (
-        f is not None
-        and type(f) is not ExpressionMessageFilter
-        and not isinstance(f, MessageFilter)
-    ):
-        raise InvalidTypeError("message_filter", f, "MessageFilter or None")
-    return request
+__all__ = ["GetRequest", "MultiGetPath"]
 
 
 Pending = tuple[int, Block, int, int, int]
 """(request number, native entries of its first chunk, window entries, min, max)."""
 
 
-class MultiGetPath(GetPath):
+class MultiGetPath(CompiledMultiGet):
     """Mixin: the batched pull of MmapMessageStore."""
 
     if TYPE_CHECKING:
         _closed: bool
+        queues: dict[tuple[str, int], ConsumeQueue]
 
         def _queue(self, topic: str, queue_id: int) -> ConsumeQueue: ...
 
-    def get_messages(
-        self, requests: Sequence[GetRequest | tuple[Any, ...]]
-    ) -> list[GetMessageResult]:
-        """Answer many pulls at once; result i equals get_message(*requests[i])."""
-        reqs = [_as_request(r) for r in requests]
+    def get_messages(self, requests: Sequence[GetRequest | tuple[Any, ...]]) -> MultiGetResult:
+        """Answer many pulls at once; result i equals get_message(*requests[i]). The answer is
+        also columnar (MultiGetResult.next_begin_offsets, message_counts, …)."""
+        if isinstance(requests, str | bytes) or not isinstance(requests, Sequence):
+            raise InvalidTypeError("requests", requests, "a sequence of get_message requests")
         if self._closed:
             raise ReadOnlyStoreError("get_messages on a closed store")
+        kernel = scan_kernel()
+        if kernel is None:
+            return MultiGetResult.of(self._get_many([as_request(r) for r in requests]))
+        return self._get_compiled(kernel, requests)
+
+    def _get_many(self, reqs: list[GetRequest]) -> list[GetMessageResult]:
+        """get_messages by numpy alone (no compiled scan)."""
         max_offset_py = self.commit_log.max_offset()
         results: list[GetMessageResult | None] = [None] * len(reqs)
         pending: list[Pending] = []

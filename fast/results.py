@@ -7,16 +7,18 @@ benchmarks do) never pays for decoding; the first access to a message decodes it
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any, overload
+from typing import Any, cast, overload
 
 import attrs
 import numpy as np
+import numpy.typing as npt
 
 from fast.gather import I64, U8
 from spec.message import StoredMessage
 from spec.profiles import Profile
 from spec.record import decode_record
 from spec.results import GetMessageResult
+from spec.status import GetMessageStatus
 
 
 class LazyMessages(Sequence[StoredMessage]):
@@ -128,3 +130,164 @@ class FastGetMessageResult(GetMessageResult):
 def offsets_tuple(first: int, rel: np.ndarray) -> tuple[int, ...]:
     """Queue offsets first + rel, as a tuple of Python ints."""
     return tuple((rel + first).tolist())
+
+
+@attrs.frozen
+class ScannedRows:
+    """What the compiled batch scan found for the requests it answered (row r of each array)."""
+
+    offset: I64
+    min_offset: I64
+    max_offset: I64
+    found: npt.NDArray[np.bool_]
+    #: Requests the compiled scan left to get_message's path.
+    bail: npt.NDArray[np.bool_]
+    scanned: I64
+    count: I64
+    total: I64
+    suggest: npt.NDArray[np.bool_]
+    picked_start: I64
+    picked_pos: I64
+    picked_phys: I64
+    #: (start, data) of every commit-log file when the scan ran: the views pin the mappings.
+    log_files: tuple[tuple[int, U8], ...]
+    log_file_size: int
+    profile: Profile
+    delay_levels: tuple[int, ...]
+
+    def result(self, r: int) -> FastGetMessageResult:
+        """Row r as a result object, its records decoded lazily."""
+        lo = int(self.picked_start[r])
+        phys = self.picked_phys[lo : lo + int(self.count[r])]
+        files: list[U8] | U8 = []
+        positions: list[int] | I64 = []
+        if len(phys):
+            base = self.log_files[0][0]
+            numbers = (phys - base) // self.log_file_size
+            if numbers[0] == numbers[-1]:
+                start, files = self.log_files[int(numbers[0])]
+                positions = phys - start
+            else:
+                files, positions = [], []
+                for p, k in zip(phys.tolist(), numbers.tolist(), strict=True):
+                    start, data = self.log_files[k]
+                    files.append(data)
+                    positions.append(p - start)
+        offset = int(self.offset[r])
+        status = GetMessageStatus.FOUND if self.found[r] else GetMessageStatus.NO_MATCHED_MESSAGE
+        return FastGetMessageResult(
+            status,
+            offset + int(self.scanned[r]),
+            int(self.min_offset[r]),
+            int(self.max_offset[r]),
+            cast(
+                tuple[StoredMessage, ...],
+                LazyMessages(files, positions, self.profile, self.delay_levels),
+            ),
+            bool(self.suggest[r]),
+            total_size=int(self.total[r]),
+            offsets=offsets_tuple(offset, self.picked_pos[lo : lo + int(self.count[r])]),
+        )
+
+
+class MultiGetResult(Sequence[GetMessageResult]):
+    """The answers of get_messages, in request order: a sequence of GetMessageResult built on
+    first access, and the columns a batched consumer reads without building any of them
+    (`next_begin_offsets`, `message_counts`, `buffer_total_sizes`, `statuses`, …)."""
+
+    __slots__ = (
+        "_items",
+        "_row",
+        "_rows",
+        "buffer_total_sizes",
+        "message_counts",
+        "next_begin_offsets",
+    )
+
+    def __init__(
+        self, items: list[GetMessageResult | None], row: I64, rows: ScannedRows | None
+    ) -> None:
+        # items[i] is set for a request answered by get_message's path; otherwise row[i] is its
+        # row in `rows`.
+        self._items = items
+        self._row = row
+        self._rows = rows
+        n = len(items)
+        nexts = np.zeros(n, dtype=np.int64)
+        counts = np.zeros(n, dtype=np.int64)
+        sizes = np.zeros(n, dtype=np.int64)
+        kernel = row >= 0
+        if rows is not None and kernel.any():
+            r = row[kernel]
+            nexts[kernel] = rows.offset[r] + rows.scanned[r]
+            counts[kernel] = rows.count[r]
+            sizes[kernel] = rows.total[r]
+        for i in np.flatnonzero(~kernel).tolist():
+            item = items[i]
+            if item is not None:
+                nexts[i] = item.next_begin_offset
+                counts[i] = item.message_count
+                sizes[i] = item.buffer_total_size
+        #: nextBeginOffset of each answer.
+        self.next_begin_offsets: I64 = nexts
+        #: getMessageCount() of each answer.
+        self.message_counts: I64 = counts
+        #: getBufferTotalSize() of each answer.
+        self.buffer_total_sizes: I64 = sizes
+
+    @classmethod
+    def of(cls, results: Sequence[GetMessageResult]) -> MultiGetResult:
+        """A MultiGetResult holding already built results."""
+        return cls(list(results), np.full(len(results), -1, dtype=np.int64), None)
+
+    @property
+    def statuses(self) -> list[GetMessageStatus]:
+        """The status of each answer."""
+        found, none = GetMessageStatus.FOUND, GetMessageStatus.NO_MATCHED_MESSAGE
+        out = []
+        for i, item in enumerate(self._items):
+            if item is not None:
+                out.append(item.status)
+            else:
+                assert self._rows is not None
+                out.append(found if self._rows.found[int(self._row[i])] else none)
+        return out
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def _item(self, i: int) -> GetMessageResult:
+        item = self._items[i]
+        if item is None:
+            assert self._rows is not None
+            item = self._items[i] = self._rows.result(int(self._row[i]))
+        return item
+
+    @overload
+    def __getitem__(self, index: int) -> GetMessageResult: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[GetMessageResult]: ...
+
+    def __getitem__(self, index: int | slice) -> GetMessageResult | list[GetMessageResult]:
+        if isinstance(index, slice):
+            return [self._item(i) for i in range(len(self))[index]]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError(index)
+        return self._item(index)
+
+    def __iter__(self) -> Iterator[GetMessageResult]:
+        return (self._item(i) for i in range(len(self)))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence) or isinstance(other, str | bytes):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+    def __repr__(self) -> str:
+        return f"MultiGetResult({len(self)} results)"
