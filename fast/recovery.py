@@ -2,9 +2,11 @@
 consume-queue entries beyond it and rebuild the ones missing (CommitLog.recoverNormally /
 recoverAbnormally, ConsumeQueue.recover, ReputMessageService).
 
-Header checks run vectorized over the record positions the consume queues already name (a chain
-of TOTALSIZEs is confirmed with one numpy pass); only records the queues do not name are walked
-one by one. BODYCRC is checked per record when check_crc_on_recover is set.
+With numba (fast.recovery_kernels) each file is walked record by record in one compiled pass;
+without it, header checks run vectorized over the positions the consume queues already name and
+only the records they do not name are walked in Python. BODYCRCs, when check_crc_on_recover is
+set, are computed for all the walked records at once (fast.kernels.body_crcs). Records to
+dispatch are grouped by topic and properties bytes, so each distinct string is decoded once.
 """
 
 from __future__ import annotations
@@ -13,12 +15,14 @@ from collections.abc import Callable, Iterable
 
 import attrs
 import numpy as np
+import numpy.typing as npt
 
 from fast.commitlog import CommitLog
 from fast.consumequeue import ConsumeQueue
 from fast.gather import I64, gather_be, member_of, sorted_unique
 from fast.mapped import MappedFile
-from fast.validate import check_crcs, dispatch_fields, walk_file
+from fast.recovery_kernels import group_ranges
+from fast.validate import dispatch_fields, scan_file
 from spec.delay import SCHEDULE_TOPIC
 from spec.errors import CorruptStoreError
 from spec.filter import tags_string_to_tags_code
@@ -76,7 +80,10 @@ def queue_hints(queues: Iterable[ConsumeQueue], lo: int) -> I64:
                 break
     if not parts:
         return np.zeros(0, dtype=np.int64)
-    return sorted_unique(np.concatenate(parts))
+    hints = np.concatenate(parts[::-1])
+    if len(hints) > 1 and (hints[1:] > hints[:-1]).all():
+        return hints  # one queue's entries in order: nothing to sort (the common case)
+    return sorted_unique(hints)
 
 
 def recover(
@@ -119,13 +126,8 @@ def recover(
         f = log.files[i]
         limit = log.file_size
         pos0 = max(start - f.start, 0)
-        local = hints[(hints >= f.start) & (hints < f.end)] - f.start
-        found, stop, blank = walk_file(f, pos0, limit, local)
-        if check_crc and len(found):
-            ok = check_crcs(f, found)
-            if ok < len(found):
-                stop, blank = int(found[ok]), False
-                found = found[:ok]
+        lo, hi = np.searchsorted(hints, (f.start, f.end))
+        found, stop, blank = scan_file(f, pos0, limit, hints[lo:hi] - f.start, check_crc)
         positions.append((f, found))
         end = f.start + stop
         if not blank or i == len(log.files) - 1:
@@ -184,6 +186,76 @@ def _truncate(
     return before - sum(q.min_max()[1] for q in queues.values())
 
 
+def _missing(phys: I64, hints: I64) -> npt.NDArray[np.bool_]:
+    """Which of the sorted record offsets `phys` no consume-queue entry names."""
+    lo, hi = np.searchsorted(hints, (phys[0], phys[-1] + 1)) if len(phys) else (0, 0)
+    if hi - lo == len(phys) and np.array_equal(hints[lo:hi], phys):
+        return np.zeros(len(phys), dtype=bool)  # every record named: the clean reopen
+    return ~member_of(phys, hints[lo:hi])
+
+
+def _first_appearance(key: I64) -> tuple[I64, I64]:
+    """Group equal keys: (group of each key, first index of each group), groups numbered in order
+    of first appearance."""
+    if len(key) == 0 or (key == key[0]).all():
+        return np.zeros(len(key), dtype=np.int64), np.zeros(min(len(key), 1), dtype=np.int64)
+    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    order = np.argsort(first)
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order))
+    return rank[inverse.reshape(-1)], first[order]
+
+
+class _Dispatch:
+    """Queue numbers and tags codes of the records to dispatch, each distinct topic string and
+    each distinct properties string decoded once."""
+
+    def __init__(self, profile: Profile, delay_levels: tuple[int, ...]) -> None:
+        self.profile = profile
+        self.delay_levels = delay_levels
+        self.numbers: dict[tuple[bytes, int], int] = {}  # (raw topic, queue id) → queue number
+        self.names: list[tuple[str, int]] = []
+        self.codes: dict[bytes, int] = {}  # raw properties → tags code
+
+    def queue_numbers(self, f: MappedFile, fields: dict[str, I64]) -> I64:
+        """The queue number of every record, queues numbered in order of first appearance."""
+        topic, _ = group_ranges(f.data, fields["topic_at"], fields["topic_len"])
+        qid = fields["queue_id"]
+        inverse, first = _first_appearance((topic << 32) | (qid & 0xFFFFFFFF))
+        lut = np.empty(len(first), dtype=np.int64)
+        for g, k in enumerate(first.tolist()):
+            at, n = int(fields["topic_at"][k]), int(fields["topic_len"][k])
+            raw = (bytes(f.mm[at : at + n]), int(qid[k]))
+            number = self.numbers.get(raw)
+            if number is None:
+                number = self.numbers[raw] = len(self.names)
+                self.names.append((raw[0].decode("utf-8", "replace"), raw[1]))
+            lut[g] = number
+        return lut[inverse]
+
+    def tags_codes(self, f: MappedFile, pos: I64, fields: dict[str, I64], numbers: I64) -> I64:
+        """The tags code of every record (RETRY-8: a delivery time on the schedule topic)."""
+        props, first = group_ranges(f.data, fields["props_at"], fields["props_len"])
+        lut = np.empty(len(first), dtype=np.int64)
+        for g, k in enumerate(first.tolist()):
+            at, n = int(fields["props_at"][k]), int(fields["props_len"][k])
+            raw = bytes(f.mm[at : at + n])
+            code = self.codes.get(raw)
+            if code is None:
+                text = string_to_message_properties(raw.decode("utf-8", "replace"), self.profile)
+                code = self.codes[raw] = tags_string_to_tags_code(dict(text).get("TAGS"))
+            lut[g] = code
+        tags = lut[props]
+        schedule = [n for n, (topic, _) in enumerate(self.names) if topic == SCHEDULE_TOPIC]
+        if schedule:
+            for k in np.flatnonzero(np.isin(numbers, schedule)).tolist():
+                stored = parse_record(f.mm, int(pos[k])).to_stored_message(
+                    self.profile, self.delay_levels
+                )
+                tags[k] = stored.tags_code
+        return tags
+
+
 def _rebuild(
     log: CommitLog,
     queues: dict[tuple[str, int], ConsumeQueue],
@@ -194,91 +266,55 @@ def _rebuild(
     delay_levels: tuple[int, ...],
 ) -> int:
     """Dispatch the validated records no consume-queue entry names (ReputMessageService)."""
-    keys: dict[tuple[bytes, int], int] = {}  # (raw topic, queue id) → queue number
-    names: list[tuple[str, int]] = []
-    codes: dict[bytes, int] = {}
+    dispatch = _Dispatch(profile, delay_levels)
     columns: list[tuple[I64, ...]] = []
     for f, pos in positions:
-        missing = pos[~member_of(pos + f.start, hints)]
+        missing = pos[_missing(pos + f.start, hints)]
         fields = dispatch_fields(f, missing)
         # Prepared and rolled-back records take no queue entry (STORE-18).
         kept = (fields["sys_flag"] & 0xC) % 8 == 0
-        missing = missing[kept]
-        fields = {k: v[kept] for k, v in fields.items()}
+        if not kept.all():
+            missing = missing[kept]
+            fields = {k: v[kept] for k, v in fields.items()}
         if len(missing) == 0:
             continue
-        mm = f.mm
-        numbers: list[int] = []
-        tags: list[int] = []
-        for p, qid, ta, tl, pa, pl in zip(
-            missing.tolist(),
-            fields["queue_id"].tolist(),
-            fields["topic_at"].tolist(),
-            fields["topic_len"].tolist(),
-            fields["props_at"].tolist(),
-            fields["props_len"].tolist(),
-            strict=True,
-        ):
-            raw = (mm[ta : ta + tl], qid)
-            number = keys.get(raw)
-            if number is None:
-                number = keys[raw] = len(names)
-                names.append((raw[0].decode("utf-8", "replace"), qid))
-            numbers.append(number)
-            if names[number][0] == SCHEDULE_TOPIC:  # the code is a delivery time (RETRY-8)
-                tags.append(parse_record(mm, p).to_stored_message(profile, delay_levels).tags_code)
-                continue
-            raw_props = mm[pa : pa + pl]
-            code = codes.get(raw_props)
-            if code is None:
-                props = string_to_message_properties(raw_props.decode("utf-8", "replace"), profile)
-                code = codes[raw_props] = tags_string_to_tags_code(dict(props).get("TAGS"))
-            tags.append(code)
-        columns.append(
-            (
-                np.array(numbers, dtype=np.int64),
-                fields["queue_offset"],
-                missing + f.start,
-                fields["size"],
-                np.array(tags, dtype=np.int64),
-            )
-        )
+        numbers = dispatch.queue_numbers(f, fields)
+        tags = dispatch.tags_codes(f, missing, fields, numbers)
+        columns.append((numbers, fields["queue_offset"], missing + f.start, fields["size"], tags))
     if not columns:
         return 0
     number_col, offset_col, phys_col, size_col, tags_col = (
         np.concatenate([c[k] for c in columns]) for k in range(5)
     )
-    order = np.argsort(number_col, kind="stable")
-    bounds = np.searchsorted(number_col[order], np.arange(len(names) + 1))
-    pending = {
-        names[n]: np.stack(
-            [
-                col[order[bounds[n] : bounds[n + 1]]]
-                for col in (offset_col, phys_col, size_col, tags_col)
-            ],
-            axis=1,
-        )
-        for n in range(len(names))
-    }
+    names = dispatch.names
+    if len(names) == 1:
+        order, bounds = None, np.array([0, len(number_col)])
+    else:
+        order = np.argsort(number_col, kind="stable")
+        bounds = np.searchsorted(number_col[order], np.arange(len(names) + 1))
     rebuilt = 0
-    for key, table in pending.items():
+    for n, key in enumerate(names):
+        part = slice(int(bounds[n]), int(bounds[n + 1]))
+        sel = order[part] if order is not None else part
+        index, phys, size, tags = (col[sel] for col in (offset_col, phys_col, size_col, tags_col))
         q = queues.get(key)
         if q is None:
             q = queues[key] = make_queue(*key)
-        table = table[table[:, 1] + table[:, 2] > q.max_physic_offset]
+        keep = phys + size > q.max_physic_offset
         _, max_offset = q.min_max()
         if q.files:
-            table = table[table[:, 0] >= max_offset]
-        if len(table) == 0:
+            keep &= index >= max_offset
+        if not keep.all():
+            index, phys, size, tags = index[keep], phys[keep], size[keep], tags[keep]
+        if len(index) == 0:
             continue
-        index = table[:, 0]
         expected = max_offset if q.files else int(index[0])
         if index[0] != expected or not np.all(np.diff(index) == 1):
             raise CorruptStoreError(
                 str(q.directory),
-                f"records from {int(table[0, 1])} do not continue the queue at offset "
+                f"records from {int(phys[0])} do not continue the queue at offset "
                 f"{expected}: consume-queue entries are missing",
             )
-        q.append(expected, table[:, 1], table[:, 2], table[:, 3])
-        rebuilt += len(table)
+        q.append(expected, phys, size, tags)
+        rebuilt += len(index)
     return rebuilt

@@ -1,16 +1,18 @@
-"""Record checks for recovery: walking the commit log record by record or, along the positions
-the consume queues name, in bulk with numpy (LAYOUT-5, LAYOUT-6, LAYOUT-8)."""
+"""Record checks for recovery: walking the commit log record by record (compiled when
+fast.recovery_kernels is, in Python otherwise) or, along the positions the consume queues name,
+in bulk with numpy; BODYCRCs of many records at once (LAYOUT-5, LAYOUT-6, LAYOUT-8)."""
 
 from __future__ import annotations
 
 import mmap
 import struct
-import zlib
 
 import numpy as np
 import numpy.typing as npt
 
+from fast import recovery_kernels
 from fast.gather import I64, U8, gather_be
+from fast.kernels import body_crcs
 from fast.mapped import MappedFile
 from spec.layout import (
     BLANK_MAGIC_CODE,
@@ -18,7 +20,7 @@ from spec.layout import (
     SYSFLAG_BORNHOST_V6,
     SYSFLAG_STOREHOST_V6,
 )
-from spec.record import MIN_RECORD_LENGTH, OFF_PHYSICAL_OFFSET, OFF_SYS_FLAG
+from spec.record import MIN_RECORD_LENGTH, OFF_BODY_CRC, OFF_PHYSICAL_OFFSET, OFF_SYS_FLAG
 
 
 def validate_headers(data: U8, pos: I64, file_start: int, limit: int) -> npt.NDArray[np.bool_]:
@@ -80,6 +82,8 @@ def walk_records(
         flags = unpack_int(mm, pos + OFF_SYS_FLAG)[0]
         at = pos + 84 + (12 if flags & SYSFLAG_BORNHOST_V6 else 0)
         at += 12 if flags & SYSFLAG_STOREHOST_V6 else 0
+        if at + 4 > pos + size:
+            return out, pos, -1
         body = unpack_int(mm, at)[0]
         if body < 0 or at + 4 + body >= pos + size:
             return out, pos, -1
@@ -133,31 +137,61 @@ def _concat(parts: list[I64]) -> I64:
     return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
 
-def check_crcs(f: MappedFile, positions: I64) -> int:
-    """How many leading records of `positions` carry a BODYCRC matching their body (LAYOUT-8)."""
-    if len(positions) == 0:
-        return 0
-    data = f.data
+def body_ranges(data: U8, positions: I64) -> tuple[I64, I64]:
+    """Where the bodies of the records at `positions` start and how long they are."""
     sys_flag = gather_be(data, positions + OFF_SYS_FLAG, 4)
     v6 = ((sys_flag & SYSFLAG_BORNHOST_V6) != 0).astype(np.int64) + (
         (sys_flag & SYSFLAG_STOREHOST_V6) != 0
     ).astype(np.int64)
     body_at = positions + 88 + 12 * v6
-    body_end = body_at + gather_be(data, body_at - 4, 4)
-    stored = gather_be(data, positions + 8, 4)
-    mv = memoryview(f.mm)
-    crc32 = zlib.crc32
-    crcs = np.array(
-        [crc32(mv[a:b]) for a, b in zip(body_at.tolist(), body_end.tolist(), strict=True)],
-        dtype=np.int64,
-    )
-    bad = (crcs & 0x7FFFFFFF) != stored
-    return int(np.argmax(bad)) if bad.any() else len(positions)
+    return body_at, gather_be(data, body_at - 4, 4)
+
+
+def first_bad_crc(data: U8, stored: I64, body_at: I64, body_len: I64) -> int:
+    """How many leading records (bodies at `body_at`, `body_len` long) carry a BODYCRC `stored`
+    matching their body (LAYOUT-8)."""
+    if len(stored) == 0:
+        return 0
+    bad = body_crcs(data, body_at, body_len) != stored
+    return int(np.argmax(bad)) if bad.any() else len(stored)
+
+
+def check_crcs(f: MappedFile, positions: I64) -> int:
+    """How many leading records of `positions` carry a BODYCRC matching their body (LAYOUT-8)."""
+    if len(positions) == 0:
+        return 0
+    stored = gather_be(f.data, positions + OFF_BODY_CRC, 4)
+    return first_bad_crc(f.data, stored, *body_ranges(f.data, positions))
+
+
+def scan_file(
+    f: MappedFile, start: int, limit: int, hints: I64, check_crc: bool
+) -> tuple[I64, int, bool]:
+    """The records of `f` from byte `start` that pass the header checks and, when `check_crc`,
+    the BODYCRC check: (positions, end, ended_on_blank). The scan ends at the first record that
+    fails either. Compiled, one sequential walk; else `walk_file` along the hinted positions."""
+    walked = recovery_kernels.walk(f.data, start, limit, f.start)
+    if walked is None:
+        found, stop, blank = walk_file(f, start, limit, hints)
+        if not check_crc or len(found) == 0:
+            return found, stop, blank
+        ok = check_crcs(f, found)
+    else:
+        found, stop, blank = walked.positions, walked.end, walked.how == 1
+        if not check_crc or len(found) == 0:
+            return found, stop, blank
+        ok = first_bad_crc(f.data, walked.body_crc, walked.body_at, walked.body_len)
+    if ok < len(found):
+        return found[:ok], int(found[ok]), False
+    return found, stop, blank
 
 
 def dispatch_fields(f: MappedFile, pos: I64) -> dict[str, I64]:
     """The fields dispatch reads from the records at `pos` of `f`, gathered in one pass."""
     data = f.data
+    compiled = recovery_kernels.record_fields(data, pos)
+    if compiled is not None:
+        return compiled
     sys_flag = gather_be(data, pos + OFF_SYS_FLAG, 4)
     v6 = ((sys_flag & SYSFLAG_BORNHOST_V6) != 0).astype(np.int64) + (
         (sys_flag & SYSFLAG_STOREHOST_V6) != 0
