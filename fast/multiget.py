@@ -16,8 +16,9 @@ import numpy.typing as npt
 
 from fast.consumequeue import Block
 from fast.gather import I64, member_of
-from fast.multiget_compiled import CompiledMultiGet, GetRequest, as_request
+from fast.multiget_compiled import GetRequest, as_request
 from fast.multiget_kernel import scan_kernel
+from fast.pull_through import PullThroughPath
 from fast.results import MultiGetResult
 from fast.scan import ScanOutcome, batch_full_mask, tag_mask
 from spec.errors import InvalidTypeError, ReadOnlyStoreError
@@ -35,7 +36,7 @@ Pending = tuple[int, Block, int, int, int]
 """(request number, native entries of its first chunk, window entries, min, max)."""
 
 
-class MultiGetPath(CompiledMultiGet):
+class MultiGetPath(PullThroughPath):
     """Mixin: the batched pull of MmapMessageStore."""
 
     if TYPE_CHECKING:

@@ -44,7 +44,7 @@ _BIG = 1 << 40
 _BUDGETS: dict[int, int] = {}
 
 
-def _filter_table(filters: list[MessageFilter | None]) -> tuple[I64, I64, list[int]]:
+def filter_table(filters: list[MessageFilter | None]) -> tuple[I64, I64, list[int]]:
     """The kernel's filter rows: (codes, code counts with ALL for match-everything, rows the
     kernel cannot evaluate — any filter but a tag-type ExpressionMessageFilter)."""
     width = 1
@@ -186,7 +186,7 @@ class CompiledMultiGet(GetPath):
         rows_at = np.array(row, dtype=np.int64)
         rows: ScannedRows | None = None
         if m:
-            codes, counts, unknown = _filter_table(rows_of_filter)
+            codes, counts, unknown = filter_table(rows_of_filter)
             a = np.array(flat, dtype=np.int64).reshape(m, 9).T
             rows = self._scan_compiled(kernel, a, codes, counts)
             redo = rows.bail | np.isin(a[5], unknown) if unknown else rows.bail
@@ -201,17 +201,15 @@ class CompiledMultiGet(GetPath):
             items[i] = self._get(q, req.offset, req.max_msg_nums, req.message_filter)
         return MultiGetResult(items, rows_at, rows)
 
-    def _scan_compiled(self, kernel: Any, a: I64, codes: I64, counts: I64) -> ScannedRows:
-        """Run the compiled scan over the requests' columns `a` (address, file bytes, first, n,
-        max nums, filter row, offset, min, max)."""
+    def _kernel_facts(self) -> tuple[I64, I64]:
+        """The commit-log facts (min, last file start, written, file size, max, memory share)
+        and the four BATCH-2 limits (bytes and count on disk, bytes and count in memory)."""
         log = self.commit_log
-        m = a.shape[1]
         if log.files:
             log_facts = (log.files[0].start, log.files[-1].start, log.wrote, log.file_size)
         else:  # nothing is readable: any returned entry bails
             log_facts = (1 << 62, 1 << 62, 0, log.file_size)
-        max_offset_py = log.max_offset()
-        facts = np.array((*log_facts, max_offset_py, self._memory), dtype=np.int64)
+        facts = np.array((*log_facts, log.max_offset(), self._memory), dtype=np.int64)
         limits = self._limits
         lim = np.array(
             (
@@ -222,6 +220,15 @@ class CompiledMultiGet(GetPath):
             ),
             dtype=np.int64,
         )
+        return facts, lim
+
+    def _scan_compiled(self, kernel: Any, a: I64, codes: I64, counts: I64) -> ScannedRows:
+        """Run the compiled scan over the requests' columns `a` (address, file bytes, first, n,
+        max nums, filter row, offset, min, max)."""
+        log = self.commit_log
+        m = a.shape[1]
+        facts, lim = self._kernel_facts()
+        max_offset_py = int(facts[4])
         caps = np.minimum(a[3], np.maximum(a[4], 1) + 1)
         picked_start = np.zeros(m, dtype=np.int64)
         np.cumsum(caps[:-1], out=picked_start[1:])
@@ -235,7 +242,6 @@ class CompiledMultiGet(GetPath):
         picked_phys = np.empty(total_cap, dtype=np.int64)
         kernel(
             a[0],
-            a[1],
             a[2],
             a[3],
             a[4],

@@ -16,7 +16,7 @@ from fast.results import MultiGetResult
 from fast.store import MmapMessageStore
 from spec.clock import ManualClock
 from spec.config import StoreConfig
-from spec.errors import InvalidTypeError, PullspecError
+from spec.errors import InvalidArgumentError, InvalidTypeError, PullspecError
 from spec.filter import tag_filter
 from spec.message import BrokerInnerMessage, StoredMessage
 from spec.profiles import Profile
@@ -160,3 +160,74 @@ def test_columns_are_read_without_building_results(store: MmapMessageStore) -> N
 def test_bad_requests_are_named(store: MmapMessageStore, request_: Any, name: str) -> None:
     with pytest.raises(InvalidTypeError, match=name):
         store.get_messages([("G", "T", 0, 0, 4, None), request_])
+
+
+def _pull_loop(
+    s: MmapMessageStore, queue_id: int, offset: int, nums: int, f: Any, max_calls: int | None
+) -> list[Any]:
+    """pull_through's contract, one get_message at a time."""
+    scans = (
+        GetMessageStatus.FOUND,
+        GetMessageStatus.NO_MATCHED_MESSAGE,
+        GetMessageStatus.MESSAGE_WAS_REMOVING,
+    )
+    out: list[Any] = []
+    max_offset = s.get_max_offset_in_queue("T", queue_id)
+    while (max_calls is None or len(out) < max_calls) and offset < max_offset:
+        r = s.get_message("G", "T", queue_id, offset, nums, f)
+        out.append(r)
+        if r.status not in scans or r.next_begin_offset <= offset:
+            break
+        offset = r.next_begin_offset
+    return out
+
+
+@pytest.mark.parametrize("compiled", [True, False], ids=["compiled", "numpy"])
+@given(
+    queue_id=st.integers(0, 4),
+    offset=st.integers(-2, 110),
+    nums=st.integers(-1, 40),
+    f=st.sampled_from(range(len(FILTERS))).map(lambda k: FILTERS[k]),
+    max_calls=st.none() | st.integers(0, 5),
+)
+@settings(max_examples=60, deadline=None)
+def test_pull_through_equals_consecutive_pulls(
+    store: MmapMessageStore,
+    compiled: bool,
+    queue_id: int,
+    offset: int,
+    nums: int,
+    f: Any,
+    max_calls: int | None,
+) -> None:
+    try:
+        expected = _pull_loop(store, queue_id, offset, nums, f, max_calls)
+    except PullspecError as exc:
+        with pytest.raises(type(exc)):
+            store.pull_through("G", "T", queue_id, offset, nums, f, max_calls)
+        return
+    kernel = fast.multiget_kernel.chain_kernel if compiled else (lambda: None)
+    with mock.patch("fast.pull_through.chain_kernel", kernel):
+        actual = store.pull_through("G", "T", queue_id, offset, nums, f, max_calls)
+    assert expected == actual
+    assert [r.msg_offsets for r in expected] == [r.msg_offsets for r in actual]
+    assert [r.next_begin_offset for r in expected] == actual.next_begin_offsets.tolist()
+    assert [r.buffer_total_size for r in expected] == actual.buffer_total_sizes.tolist()
+
+
+def test_pull_through_crosses_consume_queue_files(tmp_path: Any) -> None:
+    # 3 entries per consume-queue file: every pull ends at a file end, as getIndexBuffer does.
+    cfg = StoreConfig(mapped_file_size_consume_queue=60)
+    s = MmapMessageStore(tmp_path, cfg, Profile.V4_9, ManualClock(0))
+    s.put_messages([BrokerInnerMessage(topic="T", queue_id=0, body=b"x") for _ in range(10)])
+    actual = s.pull_through("G", "T", 0, 1, 32)
+    assert [3, 6, 9, 10] == actual.next_begin_offsets.tolist()
+    assert [2, 3, 3, 1] == actual.message_counts.tolist()
+    s.close()
+
+
+def test_pull_through_refuses_bad_arguments(store: MmapMessageStore) -> None:
+    with pytest.raises(InvalidArgumentError, match="max_calls"):
+        store.pull_through("G", "T", 0, 0, 32, None, -1)
+    with pytest.raises(InvalidTypeError, match="offset"):
+        store.pull_through("G", "T", 0, 1.5, 32)  # type: ignore[arg-type]

@@ -1,0 +1,203 @@
+"""pull_through: the pulls a consumer makes through one queue — each at the previous answer's
+nextBeginOffset — answered in one compiled pass (the filtered scan of a whole queue).
+
+Pull k equals get_message(group, topic, queue_id, offsets[k], max_msg_nums, filter). The run
+stops once nextBeginOffset reaches the queue's max offset (the caught-up OFFSET_OVERFLOW_ONE pull
+is not made), after a pull that was not a window scan (its answer included), or after
+`max_calls` pulls. A pull the compiled scan does not model is answered by
+get_message's path and the run goes on after it; without numba every pull is.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from fast.gather import I64
+from fast.multiget_compiled import CompiledMultiGet, filter_table
+from fast.multiget_kernel import BAIL, FOUND, STOP_ASK, STOP_DONE, chain_kernel
+from fast.results import MultiGetResult, ScannedRows
+from spec.batch import max_filter_message_count
+from spec.errors import (
+    InvalidArgumentError,
+    InvalidTypeError,
+    ReadOnlyStoreError,
+    require_int,
+    require_str,
+)
+from spec.filter import ExpressionMessageFilter
+from spec.layout import CQ_STORE_UNIT_SIZE
+from spec.profiles import Profile
+from spec.protocols import MessageFilter
+from spec.results import GetMessageResult
+from spec.status import GetMessageStatus
+
+if TYPE_CHECKING:
+    from fast.consumequeue import ConsumeQueue
+
+#: Statuses after which the run goes on at nextBeginOffset (a scan answered the pull).
+_SCANNED = (
+    GetMessageStatus.FOUND,
+    GetMessageStatus.NO_MATCHED_MESSAGE,
+    GetMessageStatus.MESSAGE_WAS_REMOVING,
+)
+#: Rows and picked slots the first buffers hold; they double when a run needs more.
+_FIRST_ROWS = 4096
+
+Columns = tuple[I64, I64, I64, I64, I64, I64, I64, I64, I64]
+
+
+class PullThroughPath(CompiledMultiGet):
+    """Mixin: consecutive pulls of one queue in one pass."""
+
+    if TYPE_CHECKING:
+        _closed: bool
+
+    def pull_through(
+        self,
+        group: str,
+        topic: str,
+        queue_id: int,
+        offset: int,
+        max_msg_nums: int,
+        message_filter: MessageFilter | None = None,
+        max_calls: int | None = None,
+    ) -> MultiGetResult:
+        """The pulls from `offset` on, each at the previous nextBeginOffset, until one reaches
+        the queue's max offset, one is not a window scan (FOUND, NO_MATCHED_MESSAGE or
+        MESSAGE_WAS_REMOVING), or `max_calls` were made; the answers in order, columnar."""
+        require_str("group", group)
+        require_str("topic", topic)
+        require_int("queue_id", queue_id)
+        require_int("offset", offset)
+        require_int("max_msg_nums", max_msg_nums)
+        if max_calls is not None and (require_int("max_calls", max_calls) < 0):
+            raise InvalidArgumentError("max_calls", max_calls, "must be at least 0")
+        if (
+            message_filter is not None
+            and type(message_filter) is not ExpressionMessageFilter
+            and not isinstance(message_filter, MessageFilter)
+        ):
+            raise InvalidTypeError("message_filter", message_filter, "MessageFilter or None")
+        if self._closed:
+            raise ReadOnlyStoreError("pull_through on a closed store")
+        q = self._queue(topic, queue_id)
+        limit = (1 << 62) if max_calls is None else max_calls
+        kernel = chain_kernel()
+        codes, counts, unknown = filter_table([message_filter])
+        # 4.9 refuses a negative maxMsgNums once a window exists: get_message's path raises it.
+        usable = (
+            kernel is not None
+            and not unknown
+            and -(1 << 26) < max_msg_nums < 1 << 26
+            and (max_msg_nums >= 0 or self.profile is Profile.V4_7)
+        )
+        _, max_offset = q.min_max()
+        min_offset = q.min_logic_offset // CQ_STORE_UNIT_SIZE
+        cols = _new_columns(_FIRST_ROWS)
+        rows = out = 0
+        order: list[GetMessageResult | int] = []
+        facts, lim = self._kernel_facts()
+        budget = -(-max_filter_message_count(max_msg_nums) // CQ_STORE_UNIT_SIZE)
+        while len(order) < limit and offset < max_offset:
+            if usable and q.files and offset >= min_offset:
+                before = rows
+                rows, out, offset, why = _run(
+                    kernel, q, offset, max_offset, max_msg_nums, budget, int(counts[0]),
+                    codes[0], facts, lim, rows, out, cols, limit - len(order),
+                )  # fmt: skip
+                order.extend(range(before, rows))
+                if why == STOP_DONE or len(order) >= limit:
+                    break
+                if why != STOP_ASK:
+                    cols = _grow(cols, rows, out)
+                    continue
+            r = self._get(q, offset, max_msg_nums, message_filter)
+            order.append(r)
+            if r.status not in _SCANNED or r.next_begin_offset <= offset:
+                break
+            offset = r.next_begin_offset
+        return _assemble(self, order, cols, rows, min_offset, max_offset, facts)
+
+
+def _new_columns(n: int) -> Columns:
+    """Empty row columns (offset, status, scanned, count, total, last, picked start) for n rows
+    and picked columns (positions, phys) for 32 n slots."""
+    rows = tuple(np.empty(n, dtype=np.int64) for _ in range(7))
+    picked = tuple(np.empty(32 * n, dtype=np.int64) for _ in range(2))
+    return (*rows, *picked)  # type: ignore[return-value]
+
+
+def _grow(cols: Columns, rows: int, out: int) -> Columns:
+    """Columns twice as large holding the first `rows` rows and `out` picked slots."""
+    bigger = _new_columns(2 * len(cols[0]))
+    for old, new, used in zip(cols, bigger, (rows,) * 7 + (out, out), strict=True):
+        new[:used] = old[:used]
+    return bigger
+
+
+def _run(
+    kernel: Any,
+    q: ConsumeQueue,
+    offset: int,
+    max_offset: int,
+    nums: int,
+    budget: int,
+    wanted: int,
+    codes: I64,
+    facts: I64,
+    lim: I64,
+    rows: int,
+    out: int,
+    cols: Columns,
+    calls_left: int,
+) -> tuple[int, int, int, int]:
+    """One kernel run from `offset`, writing rows from `rows` on, capped at `calls_left`."""
+    starts = np.array([f.start for f in q.files], dtype=np.int64)
+    readable = np.array([q.readable(i) for i in range(len(q.files))], dtype=np.int64)
+    addresses = np.array(q.addresses, dtype=np.int64)
+    cap = min(len(cols[0]), rows + calls_left)
+    r, o, at, why = kernel(
+        addresses, starts, readable, q.file_size, offset, max_offset, nums, budget, wanted,
+        codes, facts, lim, rows, out, cols[0][:cap], *cols[1:6], *cols[6:],
+    )  # fmt: skip
+    if why != STOP_DONE and r == cap and cap < len(cols[0]):
+        why = STOP_DONE  # the calls asked for are made
+    return int(r), int(o), int(at), int(why)
+
+
+def _assemble(
+    store: CompiledMultiGet,
+    order: list[GetMessageResult | int],
+    cols: Columns,
+    rows: int,
+    min_offset: int,
+    max_offset: int,
+    facts: I64,
+) -> MultiGetResult:
+    """The MultiGetResult of a run: kernel rows and get_message answers in pull order."""
+    offset, status, scanned, count, total, last, picked_start, picked_pos, picked_phys = cols
+    log = store.commit_log
+    found = status[:rows] == FOUND
+    scanned_rows = ScannedRows(
+        offset=offset[:rows].copy(),
+        min_offset=np.full(rows, min_offset, dtype=np.int64),
+        max_offset=np.full(rows, max_offset, dtype=np.int64),
+        found=found,
+        bail=status[:rows] == BAIL,
+        scanned=scanned[:rows].copy(),
+        count=count[:rows].copy(),
+        total=total[:rows].copy(),
+        suggest=(int(facts[4]) - last[:rows]) > int(facts[5]),
+        picked_start=picked_start[:rows].copy(),
+        picked_pos=picked_pos,
+        picked_phys=picked_phys,
+        log_files=tuple((f.start, f.data) for f in log.files),
+        log_file_size=log.file_size,
+        profile=store.profile,
+        delay_levels=store._delay_levels,
+    )
+    items: list[GetMessageResult | None] = [None if isinstance(x, int) else x for x in order]
+    row = np.array([x if isinstance(x, int) else -1 for x in order], dtype=np.int64)
+    return MultiGetResult(items, row, scanned_rows)
