@@ -270,6 +270,8 @@ def _rebuild(
     columns: list[tuple[I64, ...]] = []
     for f, pos in positions:
         missing = pos[_missing(pos + f.start, hints)]
+        if len(missing) == 0:
+            continue
         fields = dispatch_fields(f, missing)
         # Prepared and rolled-back records take no queue entry (STORE-18).
         kept = (fields["sys_flag"] & 0xC) % 8 == 0

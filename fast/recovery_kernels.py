@@ -165,15 +165,12 @@ def _compiled() -> _Kernels | None:
         return out
 
     def group(data: Any, starts: Any, lengths: Any) -> Any:  # pragma: no cover - compiled
-        # Open addressing on an FNV-1a hash; equal hashes are confirmed byte by byte, so the
-        # groups are exact whatever the hash does.
+        # Open addressing on an FNV-1a hash, the table sized by the groups found so far (few, so
+        # it stays in cache); equal hashes are confirmed byte by byte, so groups are exact.
         n = len(starts)
-        size = 16
-        while size < 2 * n:
-            size *= 2
-        mask = size - 1
+        size = 64
         table = np.full(size, -1, dtype=np.int64)
-        hashes = np.empty(n, dtype=np.uint64)
+        group_hash = np.empty(n, dtype=np.uint64)
         inverse = np.empty(n, dtype=np.int64)
         first = np.empty(n, dtype=np.int64)
         groups = 0
@@ -182,18 +179,13 @@ def _compiled() -> _Kernels | None:
             h = np.uint64(14695981039346656037) ^ np.uint64(m)
             for i in range(s, s + m):
                 h = (h ^ np.uint64(data[i])) * np.uint64(1099511628211)
-            hashes[k] = h
-            slot = np.int64(h & np.uint64(mask))
+            slot = np.int64(h & np.uint64(size - 1))
             while True:
                 g = table[slot]
                 if g < 0:
-                    table[slot] = groups
-                    first[groups] = k
-                    inverse[k] = groups
-                    groups += 1
                     break
                 r = first[g]
-                if hashes[r] == h and lengths[r] == m:
+                if group_hash[g] == h and lengths[r] == m:
                     a = starts[r]
                     same = True
                     for i in range(m):
@@ -201,9 +193,23 @@ def _compiled() -> _Kernels | None:
                             same = False
                             break
                     if same:
-                        inverse[k] = g
                         break
-                slot = (slot + 1) & mask
+                slot = (slot + 1) & (size - 1)
+            if g < 0:
+                g = groups
+                groups += 1
+                first[g] = k
+                group_hash[g] = h
+                table[slot] = g
+                if 2 * groups > size:
+                    size *= 2
+                    table = np.full(size, -1, dtype=np.int64)
+                    for e in range(groups):
+                        at = np.int64(group_hash[e] & np.uint64(size - 1))
+                        while table[at] >= 0:
+                            at = (at + 1) & (size - 1)
+                        table[at] = e
+            inverse[k] = g
         return inverse, first[:groups]
 
     return _Kernels(jit(walk), jit(fields), jit(group))
