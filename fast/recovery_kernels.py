@@ -253,6 +253,12 @@ def group_ranges(data: U8, starts: I64, lengths: I64) -> tuple[I64, I64]:
     range, first range of each group), groups numbered in order of first appearance."""
     starts = np.ascontiguousarray(starts, dtype=np.int64)
     lengths = np.ascontiguousarray(lengths, dtype=np.int64)
+    if len(starts) != len(lengths):
+        raise ValueError(f"{len(starts)} starts but {len(lengths)} lengths")
+    if len(starts) and (
+        int(starts.min()) < 0 or int(lengths.min()) < 0 or int((starts + lengths).max()) > len(data)
+    ):
+        raise ValueError("a range lies outside the data")  # the compiled loop does not check
     kernels = _compiled()
     if kernels is not None:
         inverse, first = kernels.group(data, starts, lengths)

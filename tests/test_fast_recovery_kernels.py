@@ -235,3 +235,11 @@ def test_group_ranges_equals_python_grouping(blob: bytes, ranges: list[tuple[int
     assert (expected[0].tolist(), expected[1].tolist()) == (inverse.tolist(), first.tolist())
     strings = [blob[s : s + n] for s, n in ranges]
     assert [strings[int(first[g])] for g in inverse.tolist()] == strings
+
+
+def test_group_ranges_refuses_ranges_outside_the_data() -> None:
+    data = np.zeros(10, dtype=np.uint8)
+    with pytest.raises(ValueError, match="outside"):
+        recovery_kernels.group_ranges(data, np.array([5]), np.array([6]))
+    with pytest.raises(ValueError, match="1 starts but 2 lengths"):
+        recovery_kernels.group_ranges(data, np.array([0]), np.array([1, 2]))
