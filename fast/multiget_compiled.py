@@ -203,10 +203,16 @@ class CompiledMultiGet(GetPath):
 
     def _kernel_facts(self) -> tuple[I64, I64]:
         """The commit-log facts (min, last file start, written, file size, max, memory share)
-        and the four BATCH-2 limits (bytes and count on disk, bytes and count in memory)."""
+        and the four BATCH-2 limits (bytes and count on disk, bytes and count in memory),
+        rebuilt only when the commit log has changed."""
         log = self.commit_log
-        if log.files:
-            log_facts = (log.files[0].start, log.files[-1].start, log.wrote, log.file_size)
+        files = log.files
+        key = (files[0].start, files[-1].start, log.wrote) if files else None
+        cached: tuple[Any, I64, I64] | None = self.__dict__.get("_facts_cache")
+        if cached is not None and cached[0] == key:
+            return cached[1], cached[2]
+        if files:
+            log_facts = (files[0].start, files[-1].start, log.wrote, log.file_size)
         else:  # nothing is readable: any returned entry bails
             log_facts = (1 << 62, 1 << 62, 0, log.file_size)
         facts = np.array((*log_facts, log.max_offset(), self._memory), dtype=np.int64)
@@ -220,6 +226,9 @@ class CompiledMultiGet(GetPath):
             ),
             dtype=np.int64,
         )
+        facts.flags.writeable = False
+        lim.flags.writeable = False
+        self.__dict__["_facts_cache"] = (key, facts, lim)
         return facts, lim
 
     def _scan_compiled(self, kernel: Any, a: I64, codes: I64, counts: I64) -> ScannedRows:

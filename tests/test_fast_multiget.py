@@ -231,3 +231,15 @@ def test_pull_through_refuses_bad_arguments(store: MmapMessageStore) -> None:
         store.pull_through("G", "T", 0, 0, 32, None, -1)
     with pytest.raises(InvalidTypeError, match="offset"):
         store.pull_through("G", "T", 0, 1.5, 32)  # type: ignore[arg-type]
+
+
+def test_batches_see_appends_between_them(tmp_path: Any) -> None:
+    s = MmapMessageStore(tmp_path, StoreConfig(), Profile.V4_9, ManualClock(0))
+    one = BrokerInnerMessage(topic="T", queue_id=0, body=b"x")
+    s.put_messages([one] * 3)
+    assert [3] == s.get_messages([("G", "T", 0, 0, 32, None)]).message_counts.tolist()
+    s.put_messages([one] * 4)
+    reqs = [("G", "T", 0, 0, 32, None)]
+    assert [s.get_message(*r) for r in reqs] == s.get_messages(reqs)
+    assert [7] == s.get_messages(reqs).message_counts.tolist()
+    s.close()
