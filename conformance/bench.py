@@ -167,6 +167,7 @@ def run(quick: bool = False) -> dict[str, float]:
     w2_queues, w2_per = (64, 800) if quick else (64, 16_000)
     n_ref = 10_000 if quick else 100_000
     passes = 3 if quick else 5
+    reopens = 3
     file_size = 8 * MIB if quick else 128 * MIB
     config = StoreConfig(mapped_file_size_commit_log=file_size)
     out: dict[str, float] = {"quick": float(quick), "w1_messages": float(n1)}
@@ -227,23 +228,30 @@ def run(quick: bool = False) -> dict[str, float]:
         out["bulk_tag_mask_fraction_of_copy"] = _bulk_mask_rate(store, tag3) * 20 / copy
 
         # Recovery: clean reopen (validate + CRC), crash reopen (everything re-dispatched from
-        # a zeroed checkpoint), consume queues rebuilt from the commit log.
+        # a zeroed checkpoint), consume queues rebuilt from the commit log. Wall-clock, best of
+        # `reopens` after one untimed clean reopen (compiled kernels loaded, as a JVM is warm).
         store.close()
+        _fast(root / "w1", config, clock).close()
         for label in ("clean", "abort", "cq_rebuild"):
-            if label == "abort":
-                _crash(root / "w1")
-            if label == "cq_rebuild":
-                shutil.rmtree(root / "w1" / "consumequeue")
-                (root / "w1" / "abort").unlink(missing_ok=True)
-            gc.collect()
-            t = time.perf_counter()
-            reopened = _fast(root / "w1", config, clock)
-            out[f"w1_reopen_{label}_s"] = time.perf_counter() - t
-            report = reopened.recovery
+            best = float("inf")
+            for _ in range(reopens):
+                if label == "abort":
+                    _crash(root / "w1")
+                if label == "cq_rebuild":
+                    shutil.rmtree(root / "w1" / "consumequeue", ignore_errors=True)
+                    (root / "w1" / "abort").unlink(missing_ok=True)
+                gc.collect()
+                t = time.perf_counter()
+                reopened = _fast(root / "w1", config, clock)
+                elapsed = time.perf_counter() - t
+                if elapsed < best:
+                    best, report = elapsed, reopened.recovery
+                assert reopened.get_max_offset_in_queue("T", 0) == n1
+                reopened.close()
+            out[f"w1_reopen_{label}_s"] = best
             if label == "clean":
-                out["recovery_gb_per_s"] = report.bytes_validated / out["w1_reopen_clean_s"] / 1e9
-            assert reopened.get_max_offset_in_queue("T", 0) == n1
-            reopened.close()
+                out["recovery_gb_per_s"] = report.bytes_validated / best / 1e9
+                out["recovery_bytes_validated"] = float(report.bytes_validated)
 
         # W2: interleaved puts, round-robin pulls one by one and batched.
         msgs = w2(w2_queues, w2_per, clock.now_ms())
