@@ -2,7 +2,7 @@
 
 LAYOUT-8's BODYCRC is one CRC-32 per record; called once per record from Python it costs more
 than the rest of an append or a recovery. With numba installed (the `accel` extra) the loop runs
-compiled (slicing-by-8 tables, several records per thread); without it, or with
+compiled (slicing-by-16 tables, several records per thread); without it, or with
 PULLSPEC_NO_NUMBA=1, the same answers come from `zlib.crc32` record by record. The kernels are
 compiled on first use and cached on disk, so `import fast` stays light.
 """
@@ -30,15 +30,15 @@ CrcKernel = Callable[[U8, I64, I64, Any], Any]
 
 
 def crc_tables() -> Any:
-    """The 8 × 256 slicing-by-8 tables of CRC-32 (IEEE, reflected): row 0 is the byte table,
+    """The 16 × 256 slicing-by-16 tables of CRC-32 (IEEE, reflected): row 0 is the byte table,
     row s advances a CRC by s more zero bytes."""
-    t = np.zeros((8, 256), dtype=np.uint32)
+    t = np.zeros((16, 256), dtype=np.uint32)
     for i in range(256):
         c = i
         for _ in range(8):
             c = (_POLY ^ (c >> 1)) if c & 1 else c >> 1
         t[0, i] = c
-    for s in range(1, 8):
+    for s in range(1, 16):
         t[s] = (t[s - 1] >> 8) ^ t[0][t[s - 1] & 0xFF]
     return t
 
@@ -59,30 +59,26 @@ def _compiled() -> CrcKernel | None:
             c = np.uint32(0xFFFFFFFF)
             i = starts[k]
             end = i + lengths[k]
-            while i + 8 <= end:
-                one = c ^ (
-                    np.uint32(data[i])
-                    | (np.uint32(data[i + 1]) << 8)
-                    | (np.uint32(data[i + 2]) << 16)
-                    | (np.uint32(data[i + 3]) << 24)
-                )
-                two = (
-                    np.uint32(data[i + 4])
-                    | (np.uint32(data[i + 5]) << 8)
-                    | (np.uint32(data[i + 6]) << 16)
-                    | (np.uint32(data[i + 7]) << 24)
-                )
+            while i + 16 <= end:
                 c = (
-                    t[7, one & 0xFF]
-                    ^ t[6, (one >> 8) & 0xFF]
-                    ^ t[5, (one >> 16) & 0xFF]
-                    ^ t[4, one >> 24]
-                    ^ t[3, two & 0xFF]
-                    ^ t[2, (two >> 8) & 0xFF]
-                    ^ t[1, (two >> 16) & 0xFF]
-                    ^ t[0, two >> 24]
+                    t[15, (c ^ data[i]) & 0xFF]
+                    ^ t[14, ((c >> 8) ^ data[i + 1]) & 0xFF]
+                    ^ t[13, ((c >> 16) ^ data[i + 2]) & 0xFF]
+                    ^ t[12, ((c >> 24) ^ data[i + 3]) & 0xFF]
+                    ^ t[11, data[i + 4]]
+                    ^ t[10, data[i + 5]]
+                    ^ t[9, data[i + 6]]
+                    ^ t[8, data[i + 7]]
+                    ^ t[7, data[i + 8]]
+                    ^ t[6, data[i + 9]]
+                    ^ t[5, data[i + 10]]
+                    ^ t[4, data[i + 11]]
+                    ^ t[3, data[i + 12]]
+                    ^ t[2, data[i + 13]]
+                    ^ t[1, data[i + 14]]
+                    ^ t[0, data[i + 15]]
                 )
-                i += 8
+                i += 16
             while i < end:
                 c = t[0, (c ^ data[i]) & 0xFF] ^ (c >> np.uint32(8))
                 i += 1
