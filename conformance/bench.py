@@ -43,6 +43,12 @@ PEER_JAVA = {
 }
 
 
+#: (calls, messages, entries scanned) of a W1 pass, as ../shared/bench/README.md records them.
+W1_INVARIANTS = {"all": (31_250, 1_000_000, 1_000_000), "tag3": (3_127, 100_000, 1_000_000)}
+#: (calls, messages) of a W2 pass.
+W2_INVARIANTS = {"all": (32_000, 1_024_000), "tag3": (3_264, 102_400)}
+
+
 def w_message(k: int, queue_id: int, tag: int, born: int) -> BrokerInnerMessage:
     """Message k of the workloads: topic T, TAGS Tag<d> only, a 100-byte ASCII body."""
     return BrokerInnerMessage(
@@ -59,6 +65,46 @@ def w_message(k: int, queue_id: int, tag: int, born: int) -> BrokerInnerMessage:
 def w1(n: int, born: int) -> list[BrokerInnerMessage]:
     """W1: n messages to queue 0, tag Tag(k mod 10)."""
     return [w_message(k, 0, k % 10, born) for k in range(n)]
+
+
+#: Messages per MessageBatch in the columnar append.
+BATCH = 10_000
+
+
+def w1_batch(lo: int, hi: int, born: int) -> Any:
+    """W1 messages lo … hi − 1 as a fast.MessageBatch: the same messages as w1's."""
+    from fast.batch import MessageBatch
+
+    bodies = b"".join((b"%010d" % k) * 10 for k in range(lo, hi))
+    return MessageBatch(
+        "T",
+        bodies,
+        np.arange(0, (hi - lo + 1) * 100, 100, dtype=np.int64),
+        queue_ids=0,
+        property_sets=[{"TAGS": f"Tag{d}"} for d in range(10)],
+        property_index=np.arange(lo, hi, dtype=np.int64) % 10,
+        born_timestamps=born,
+        born_host=BORN_HOST,
+        store_host=STORE_HOST,
+    )
+
+
+def w2_batch(lo: int, hi: int, queues: int, born: int) -> Any:
+    """W2 messages lo … hi − 1 as a fast.MessageBatch: the same messages as w2's."""
+    from fast.batch import MessageBatch
+
+    k = np.arange(lo, hi, dtype=np.int64)
+    return MessageBatch(
+        "T",
+        b"".join((b"%010d" % i) * 10 for i in range(lo, hi)),
+        np.arange(0, (hi - lo + 1) * 100, 100, dtype=np.int64),
+        queue_ids=k % queues,
+        property_sets=[{"TAGS": f"Tag{d}"} for d in range(10)],
+        property_index=(k // queues) % 10,
+        born_timestamps=born,
+        born_host=BORN_HOST,
+        store_host=STORE_HOST,
+    )
 
 
 def w2(queues: int, per_queue: int, born: int) -> list[BrokerInnerMessage]:
@@ -124,16 +170,22 @@ def _pull_loop_batched(store: Any, queues: Sequence[int], filt: Any) -> list[int
     return [calls, msgs, size, scanned]
 
 
-def _raw_write_rate(directory: Path, total: int) -> float:
+def _raw_write_rate(directory: Path, total: int, sync: bool) -> float:
+    """Bytes per second of writing `total` bytes sequentially in 1 MiB chunks (wall clock),
+    then fdatasync when `sync`."""
     chunk = np.frombuffer(os.urandom(MIB), dtype=np.uint8).tobytes()
     path = directory / "raw"
+    n = max(1, total // MIB)
     t = time.perf_counter()
     with path.open("wb") as fh:
-        for _ in range(max(1, total // MIB)):
+        for _ in range(n):
             fh.write(chunk)
+        fh.flush()
+        if sync:
+            os.fdatasync(fh.fileno())
     elapsed = time.perf_counter() - t
     path.unlink()
-    return max(1, total // MIB) * MIB / elapsed
+    return n * MIB / elapsed
 
 
 def _copy_rate(nbytes: int) -> float:
@@ -175,29 +227,59 @@ def run(quick: bool = False) -> dict[str, float]:
     root = Path(tempfile.mkdtemp(prefix="pullspec-bench-"))
     clock = ManualClock(int(time.time() * 1000))
     try:
-        # Appends: W1 built and stored in batches, then one by one on a slice.
+        born = clock.now_ms()
+        # Appends as BrokerInnerMessage lists (built, then stored 1000 at a time) and one by
+        # one, on a tenth of W1.
         t = time.process_time()
-        msgs = w1(n1, clock.now_ms())
+        part = w1(n1 // 10, born)
         build = time.process_time() - t
+        listed = _fast(root / "list", config, clock)
+        t = time.process_time()
+        _put(listed, part, 1000)
+        put_s = time.process_time() - t
+        out["w1_put_msgs_per_s"] = len(part) / (put_s + build)
+        out["w1_put_list_store_only_msgs_per_s"] = len(part) / put_s
+        out["w1_put_list_store_only_mb_per_s"] = listed.get_max_phy_offset() / put_s / 1e6
+        listed.close()
+        single = _fast(root / "single", config, clock)
+        t = time.process_time()
+        for m in part[: n1 // 100]:
+            single.put_message(m)
+        out["w1_put_single_msgs_per_s"] = (n1 // 100) / (time.process_time() - t)
+        single.close()
+        del part
+        # The columnar append: W1 as MessageBatches of BATCH messages (CPU seconds, store only).
+        t = time.process_time()
+        batches = [w1_batch(lo, min(lo + BATCH, n1), born) for lo in range(0, n1, BATCH)]
+        out["w1_batch_build_s"] = time.process_time() - t
         store = _fast(root / "w1", config, clock)
         t = time.process_time()
-        _put(store, msgs, 1000)
+        for b in batches:
+            store.put_batch(b)
         put_s = time.process_time() - t
         log_bytes = store.get_max_phy_offset()
-        out["w1_put_msgs_per_s"] = n1 / (put_s + build)
-        out["w1_put_mb_per_s"] = log_bytes / (put_s + build) / 1e6
-        out["w1_put_store_only_mb_per_s"] = log_bytes / put_s / 1e6
-        single = _fast(root / "single", config, clock)
-        part = msgs[: n1 // 10]
-        t = time.process_time()
-        for m in part:
-            single.put_message(m)
-        out["w1_put_single_msgs_per_s"] = len(part) / (time.process_time() - t)
-        single.close()
-        raw = _raw_write_rate(root, log_bytes)
+        out["w1_put_batch_msgs_per_s"] = n1 / put_s
+        out["w1_put_batch_mb_per_s"] = log_bytes / put_s / 1e6
+        # Durable: the same appends into a fresh store then flush (msync, checkpoint), wall
+        # clock, against writing as many bytes and fdatasync — the README's `dd conv=fdatasync`.
+        durable = float("inf")
+        for i in range(2):
+            d = _fast(root / f"durable-{i}", config, clock)
+            t = time.perf_counter()
+            for b in batches:
+                d.put_batch(b)
+            d.flush()
+            durable = min(durable, time.perf_counter() - t)
+            d.close()
+            shutil.rmtree(root / f"durable-{i}")
+        del batches
+        raw = max(_raw_write_rate(root, log_bytes, sync=True) for _ in range(2))
+        cached = max(_raw_write_rate(root, log_bytes, sync=False) for _ in range(2))
+        out["append_durable_mb_per_s"] = log_bytes / durable / 1e6
         out["raw_write_mb_per_s"] = raw / 1e6
-        out["append_fraction_of_raw_write"] = (log_bytes / put_s) / raw
-        del msgs
+        out["raw_write_page_cache_mb_per_s"] = cached / 1e6
+        out["append_fraction_of_raw_write"] = (log_bytes / durable) / raw
+        out["append_fraction_of_page_cache_write"] = (log_bytes / put_s) / cached
 
         # Pulls on W1: '*' and Tag3; the filtered scan against a numpy copy of the CQ bytes.
         for name, filt in (("all", None), ("tag3", tag3)):
@@ -205,6 +287,8 @@ def run(quick: bool = False) -> dict[str, float]:
             elapsed, (calls, got, _size, scanned) = _median_time(
                 functools.partial(pull_loop, store, [0], filt), passes
             )
+            if not quick:  # the bench README's invariants, which both Java runs gave
+                assert W1_INVARIANTS[name] == (calls, got, scanned)
             out[f"w1_{name}_calls"] = calls
             out[f"w1_{name}_messages"] = got
             out[f"w1_{name}_us_per_call"] = elapsed / calls * 1e6
@@ -254,12 +338,16 @@ def run(quick: bool = False) -> dict[str, float]:
                 out["recovery_bytes_validated"] = float(report.bytes_validated)
 
         # W2: interleaved puts, round-robin pulls one by one and batched.
-        msgs = w2(w2_queues, w2_per, clock.now_ms())
+        batches = [
+            w2_batch(lo, min(lo + BATCH, w2_queues * w2_per), w2_queues, born)
+            for lo in range(0, w2_queues * w2_per, BATCH)
+        ]
         store2 = _fast(root / "w2", config, clock)
         t = time.process_time()
-        _put(store2, msgs, 1000)
-        out["w2_put_msgs_per_s"] = len(msgs) / (time.process_time() - t)
-        del msgs
+        for b in batches:
+            store2.put_batch(b)
+        out["w2_put_batch_msgs_per_s"] = w2_queues * w2_per / (time.process_time() - t)
+        del batches
         queues = list(range(w2_queues))
         for name, filt in (("all", None), ("tag3", tag3)):
             for batched in (False, True):
@@ -267,6 +355,8 @@ def run(quick: bool = False) -> dict[str, float]:
                 elapsed, (calls, got, _size, _scanned) = _median_time(
                     functools.partial(pull_loop, store2, queues, filt, batched), passes
                 )
+                if not quick:
+                    assert W2_INVARIANTS[name] == (calls, got), key
                 out[f"{key}_us_per_request"] = elapsed / calls * 1e6
                 out[f"{key}_msgs_per_s"] = got / elapsed
         store2.close()
