@@ -8,10 +8,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 
+from fast.gather import I64
 from fast.mapped import MappedFile, list_mapped_files
 from spec.errors import CorruptStoreError
 from spec.layout import (
+    END_FILE_MIN_BLANK_LENGTH,
     MESSAGE_MAGIC_CODE,
     commit_log_file_start,
     needs_end_of_file_blank,
@@ -148,6 +151,40 @@ class CommitLog:
         phys = last.start + self.wrote
         self.wrote += length
         return phys
+
+    def runs(self, lengths: I64) -> list[tuple[int, int]]:
+        """Split records of `lengths` (each > 0 and, with 8 bytes to spare, no longer than a
+        file), appended in order from the write position, into runs [i, j) that each lie
+        contiguously in one file: a run ends where the next record needs a new file (LAYOUT-7).
+        Pure: `reserve` of each run's total length then places it exactly there."""
+        ends = np.cumsum(lengths)
+        size = self.file_size
+        # Without a file the first record starts one, as when the last file is full.
+        w = self.wrote if self.files else size
+        out: list[tuple[int, int]] = []
+        i, before = 0, 0
+        while i < len(lengths):
+            j = int(np.searchsorted(ends, size - END_FILE_MIN_BLANK_LENGTH - w + before, "right"))
+            if j <= i:
+                if w == 0:
+                    raise CorruptStoreError(str(self.directory), "a record longer than a file")
+                w = 0
+                continue
+            out.append((i, j))
+            w += int(ends[j - 1]) - before
+            before = int(ends[j - 1])
+            i = j
+        return out
+
+    def region(self, phys: int, size: int, now_ms: int) -> tuple[npt.NDArray[np.uint8], int]:
+        """(the writable bytes of the file holding the reserved [phys, phys + size), the position
+        of phys in them), stamping the file's write time as `write` does: the caller encodes
+        records straight into the mapping."""
+        f = self.file_of(phys)
+        if f is None or phys + size > f.end:
+            raise CorruptStoreError(str(self.directory), f"no reserved room at {phys}")
+        self.last_modified[f.start] = now_ms
+        return f.data, phys - f.start
 
     def write(self, phys: int, data: bytes | bytearray, now_ms: int) -> None:
         """Copy reserved records (contiguous, inside one file) into the mapping."""
