@@ -9,3 +9,8 @@ windows with numpy (tag masks, cumulative batch limits) and decode records only 
 `get_messages` answers many pulls in one vectorized pass. Opening recovers from a crash:
 the commit log is validated from the checkpoint, a torn tail cut, missing queue entries rebuilt.
 """
+
+from fast.batch import MessageBatch
+from fast.putvector import PutResults
+
+__all__ = ["MessageBatch", "PutResults"]

@@ -10,25 +10,23 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import attrs
 import numpy as np
 
+from fast.batch import MessageBatch, columns_of
+from fast.putvector import PutResults, VectorPut, properties_tags_code
 from spec.clock import Clock
 from spec.config import StoreConfig
 from spec.delay import delay_rewrite, deliver_timestamp
 from spec.errors import IllegalTopicError, InvalidTypeError, MessageIllegalError
-from spec.filter import tags_string_to_tags_code
 from spec.layout import (
     END_FILE_MIN_BLANK_LENGTH,
-    NAME_VALUE_SEPARATOR,
-    PROPERTY_SEPARATOR,
     body_crc,
     calc_msg_length,
     check_message_limits,
     is_dispatched_type,
     message_properties_to_string,
     needs_end_of_file_blank,
-    string_to_message_properties,
     validate_topic,
 )
-from spec.message import PROPERTY_TAGS, BrokerInnerMessage
+from spec.message import BrokerInnerMessage
 from spec.profiles import Profile
 from spec.record import encode_record_bytes, host_sys_flag
 from spec.results import PutMessageResult
@@ -41,6 +39,8 @@ if TYPE_CHECKING:
 
 _INT32 = (-(1 << 31), (1 << 31) - 1)
 _INT64 = (-(1 << 63), (1 << 63) - 1)
+#: Messages per list below which the per-message path is cheaper than numpy's fixed costs.
+VECTOR_MIN = 32
 
 
 class Prepared(NamedTuple):
@@ -57,17 +57,9 @@ class Prepared(NamedTuple):
 
 
 def stored_tags_code(msg: BrokerInnerMessage, properties_string: str, profile: Profile) -> int:
-    """FILTER-1 on the properties as the dispatcher will parse them back from the record: the
-    message's own TAGS unless a name or value holds a separator or is empty, when the stored
-    string must be parsed."""
-    plain = all(
-        k and v and NAME_VALUE_SEPARATOR not in k + v and PROPERTY_SEPARATOR not in k + v
-        for k, v in msg.properties
-    )
-    if plain:
-        return tags_string_to_tags_code(msg.tags)
-    parsed = string_to_message_properties(properties_string, profile)
-    return tags_string_to_tags_code(dict(parsed).get(PROPERTY_TAGS))
+    """FILTER-1 on a message's properties as the dispatcher will parse them back from the
+    record (`properties_tags_code`)."""
+    return properties_tags_code(msg.properties, properties_string, profile)
 
 
 def _require_java(name: str, value: int, bounds: tuple[int, int], msg: BrokerInnerMessage) -> None:
@@ -75,7 +67,7 @@ def _require_java(name: str, value: int, bounds: tuple[int, int], msg: BrokerInn
         raise MessageIllegalError(name, value, "does not fit its Java field", "MESSAGE_ILLEGAL")
 
 
-class PutPath:
+class PutPath(VectorPut):
     """Mixin: the put half of MmapMessageStore."""
 
     if TYPE_CHECKING:
@@ -181,7 +173,25 @@ class PutPath:
                 _require_java(name, value, bounds, msg)
         return Prepared(msg, topic, properties, sys_flag, length, body_crc(body), tags_code, level)
 
-    def _put_batch(self, msgs: Sequence[BrokerInnerMessage]) -> list[PutMessageResult]:
+    def _put_list(self, msgs: Sequence[BrokerInnerMessage]) -> list[PutMessageResult]:
+        """Append a list: by columns (`columns_of`, the vectorized path) when it has enough
+        messages of a shape that path takes, else message by message."""
+        if len(msgs) >= VECTOR_MIN and set(map(type, msgs)) == {BrokerInnerMessage}:
+            batch = columns_of(msgs)
+            plan = None if batch is None else self._plan(batch)
+            if batch is not None and plan is not None:
+                return self._store_batch(batch, plan).to_list()
+        return self._put_each(msgs)
+
+    def _put_columns(self, batch: MessageBatch) -> PutResults:
+        """Append a MessageBatch: vectorized, or as its messages() when that path declines."""
+        plan = self._plan(batch)
+        if plan is not None:
+            return self._store_batch(batch, plan)
+        return PutResults.of(self._put_each(batch.messages()))
+
+    def _put_each(self, msgs: Sequence[BrokerInnerMessage]) -> list[PutMessageResult]:
+        """Validate every message, then append them one record at a time."""
         prepared = [self._prepare(m) for m in msgs]
         if self._role is BrokerRole.SLAVE:
             return [PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE) for _ in prepared]

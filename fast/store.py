@@ -8,11 +8,13 @@ from pathlib import Path
 from types import TracebackType
 from typing import Literal
 
+from fast.batch import MessageBatch
 from fast.checkpoint import Checkpoint
 from fast.commitlog import CommitLog, fsync_dir
 from fast.consumequeue import ConsumeQueue
 from fast.multiget import MultiGetPath
 from fast.putpath import PutPath
+from fast.putvector import PutResults
 from fast.recovery import RecoveryReport, recover
 from spec.batch import check_in_disk_by_commit_offset
 from spec.clock import Clock
@@ -299,13 +301,26 @@ class MmapMessageStore(MultiGetPath, PutPath):
         """Append one message to the commit log and dispatch it to its consume queue."""
         return self.put_messages([msg])[0]
 
-    def put_messages(self, msgs: Sequence[BrokerInnerMessage]) -> list[PutMessageResult]:
-        """Append several messages in order (all validated before any is stored): one write per
-        commit-log file touched, one numpy write per consume queue."""
+    def put_messages(
+        self, msgs: Sequence[BrokerInnerMessage] | MessageBatch
+    ) -> list[PutMessageResult]:
+        """Append several messages in order (all validated before any is stored), given as a
+        list or as a MessageBatch: records encoded by columns into the mapped commit log, one
+        numpy write per consume queue."""
+        if isinstance(msgs, MessageBatch):
+            return self.put_batch(msgs).to_list()
         if isinstance(msgs, BrokerInnerMessage) or not isinstance(msgs, Sequence):
             raise InvalidTypeError("msgs", msgs, "a sequence of BrokerInnerMessage")
         self._require_writable("put")
-        return self._put_batch(msgs)
+        return self._put_list(msgs)
+
+    def put_batch(self, batch: MessageBatch) -> PutResults:
+        """Append a MessageBatch, answering by columns: the same records and results as
+        put_messages(batch.messages()), without a Python object per message."""
+        if not isinstance(batch, MessageBatch):
+            raise InvalidTypeError("batch", batch, "MessageBatch")
+        self._require_writable("put")
+        return self._put_columns(batch)
 
     def get_message(
         self,
