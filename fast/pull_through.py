@@ -198,6 +198,8 @@ def _assemble(
         profile=store.profile,
         delay_levels=store._delay_levels,
     )
+    if len(order) == rows:  # every pull was the kernel's, in order
+        return MultiGetResult([None] * rows, np.arange(rows, dtype=np.int64), scanned_rows)
     items: list[GetMessageResult | None] = [None if isinstance(x, int) else x for x in order]
     row = np.array([x if isinstance(x, int) else -1 for x in order], dtype=np.int64)
     return MultiGetResult(items, row, scanned_rows)
