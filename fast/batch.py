@@ -303,8 +303,6 @@ def columns_of(msgs: Sequence[BrokerInnerMessage]) -> MessageBatch | None:
     topics, queue_ids, bodies, props, flags, reconsume, born = zip(
         *map(_PER_MESSAGE, msgs), strict=True
     )
-    if not all(type(t) is str for t in topics):
-        return None
     names, topic_index = _dictionary(topics)
     sets, property_index = _dictionary(props)
     offsets = np.zeros(len(msgs) + 1, dtype=np.int64)

@@ -6,6 +6,7 @@ answers by columns."""
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from itertools import repeat
 from typing import TYPE_CHECKING, Any, NamedTuple, overload
 
 import attrs
@@ -338,13 +339,6 @@ class PutResults(Sequence[PutMessageResult]):
 
     def to_list(self) -> list[PutMessageResult]:
         """One PutMessageResult per message."""
-        status = self.status
-        return [
-            PutMessageResult(status, q, p, n)
-            for q, p, n in zip(
-                self.queue_offsets.tolist(),
-                self.wrote_offsets.tolist(),
-                self.wrote_bytes.tolist(),
-                strict=True,
-            )
-        ]
+        columns = (self.queue_offsets, self.wrote_offsets, self.wrote_bytes)
+        # map over the columns keeps the per-message work to the results' own __init__.
+        return list(map(PutMessageResult, repeat(self.status), *(c.tolist() for c in columns)))

@@ -365,3 +365,8 @@ def test_encoders_agree_on_irregular_runs() -> None:
             encode_kernels.encode_run(out, 10 - 10, run, body, tails, 3, -5, host, host)
         outs.append(out.tobytes())
     assert outs[0] == outs[1]
+
+
+def test_warm_up_leaves_the_encoder_ready() -> None:
+    encode_kernels.warm_up()
+    assert (encode_kernels._compiled() is not None) == encode_kernels.accelerated()
