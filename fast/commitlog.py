@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -40,6 +41,11 @@ class CommitLog:
         self.files: list[MappedFile] = []
         self.wrote = 0
         self.last_modified: dict[int, int] = {}
+        #: Preallocate each new file's blocks (RocketMQ's warmMapedFileEnable).
+        self.warm = False
+        # Files that filled are flushed in the background, as FlushCommitLogService does.
+        self._flusher: ThreadPoolExecutor | None = None
+        self._pending: list[Future[None]] = []
 
     # -- files -------------------------------------------------------------------------------
 
@@ -55,12 +61,35 @@ class CommitLog:
         self.wrote = self.file_size if self.files else 0
 
     def close(self) -> None:
-        """Unmap every file."""
-        for f in self.files:
-            f.close()
+        """Finish the background flushes and unmap every file."""
+        try:
+            self.drain()
+        finally:
+            if self._flusher is not None:
+                self._flusher.shutdown(wait=True)
+                self._flusher = None
+            for f in self.files:
+                f.close()
+
+    def _flush_filled(self, f: MappedFile) -> None:
+        """Start flushing a file that just filled, in a background thread: appends go on into
+        the next file meanwhile. `drain` waits for it (and raises what it raised)."""
+        if f.path is None or f.read_only:
+            return
+        if self._flusher is None:
+            self._flusher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pullspec-flush")
+        self._pending.append(self._flusher.submit(_fdatasync, f.path))
+
+    def drain(self) -> None:
+        """Wait until every file that filled is on disk."""
+        pending, self._pending = self._pending, []
+        for done in pending:
+            done.result()
 
     def flush(self) -> None:
-        """msync the last file (earlier files were flushed when they filled) and stamp mtimes."""
+        """Make the commit log durable: the files that filled (flushed in the background since)
+        and the written part of the last one; stamp the last one's mtime."""
+        self.drain()
         if self.files:
             last = self.files[-1]
             last.flush(0, self.wrote)
@@ -125,7 +154,7 @@ class CommitLog:
 
     def _new_file(self, now_ms: int) -> MappedFile:
         start = self.files[-1].end if self.files else 0
-        f = MappedFile.create(self.directory, start, self.file_size)
+        f = MappedFile.create(self.directory, start, self.file_size, warm=self.warm)
         self.files.append(f)
         self.wrote = 0
         self.last_modified[start] = now_ms
@@ -139,12 +168,13 @@ class CommitLog:
             self._new_file(now_ms)
         last = self.files[-1]
         if self.wrote >= self.file_size:
+            self._flush_filled(last)
             last = self._new_file(now_ms)
         elif needs_end_of_file_blank(length, self.wrote, self.file_size):
             blank = encode_blank(self.file_size - self.wrote, self.profile)
             last.mm[self.wrote : self.wrote + len(blank)] = blank
             self.last_modified[last.start] = now_ms
-            last.flush(0, self.file_size)
+            self._flush_filled(last)
             last.touch(now_ms)
             self.wrote = self.file_size
             last = self._new_file(now_ms)
@@ -197,6 +227,7 @@ class CommitLog:
 
     def sync(self, lo_phys: int) -> None:
         """msync everything written from `lo_phys` to the write position."""
+        self.drain()
         hi = self.max_offset()
         for f in self.files:
             if f.end > lo_phys and f.start < hi:
@@ -205,6 +236,7 @@ class CommitLog:
     def truncate(self, end: int) -> None:
         """Make `end` the max offset: zero the bytes after it in its file (a later recovery must
         not take stale bytes for records) and delete the files after that one."""
+        self.drain()
         keep = [f for f in self.files if f.start <= end]
         for f in self.files[len(keep) :]:
             self.last_modified.pop(f.start, None)
@@ -231,6 +263,7 @@ class CommitLog:
     def delete_expired(self, now_ms: int, reserved_ms: int, batch_max: int) -> int:
         """MappedFileQueue.deleteExpiredFileByTime: delete files oldest first, never the last,
         at most `batch_max`, stopping at the first not yet expired (STORE-19)."""
+        self.drain()
         deleted = 0
         while (
             len(self.files) > 1
@@ -260,6 +293,15 @@ class CommitLog:
 def file_start(phys: int, file_size: int) -> int:
     """LAYOUT-4: the start of the commit-log file holding `phys`."""
     return commit_log_file_start(phys, file_size)
+
+
+def _fdatasync(path: Path) -> None:
+    """Write a file's dirty pages (those written through a mapping included) to disk."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fdatasync(fd)
+    finally:
+        os.close(fd)
 
 
 def fsync_dir(directory: Path) -> None:

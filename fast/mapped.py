@@ -62,8 +62,9 @@ class MappedFile:
         return self.start + self.size
 
     @classmethod
-    def create(cls, directory: Path, start: int, size: int) -> MappedFile:
-        """Create a zero-filled file of `size` bytes named after `start` and map it."""
+    def create(cls, directory: Path, start: int, size: int, warm: bool = False) -> MappedFile:
+        """Create a zero-filled file of `size` bytes named after `start` and map it; `warm`
+        allocates its blocks now, which makes first writes through the mapping much cheaper."""
         directory.mkdir(parents=True, exist_ok=True)
         path = directory / offset_to_file_name(start)
         # Sized under a temporary name, then renamed: a crash never leaves a short file.
@@ -71,6 +72,11 @@ class MappedFile:
         fd = os.open(staging, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
             os.ftruncate(fd, size)
+            if warm:
+                # Reserve the blocks now: on ext4 and xfs a first write through the mapping
+                # then costs a fraction of allocating page by page in a sparse file.
+                with contextlib.suppress(OSError, AttributeError):
+                    os.posix_fallocate(fd, 0, size)
             os.rename(staging, path)
             mm = mmap.mmap(fd, size, access=mmap.ACCESS_WRITE)
         finally:

@@ -48,7 +48,9 @@ class MmapMessageStore(MultiGetPath, PutPath):
     flush="sync" msyncs every put before returning (the put is then durable); "async" msyncs
     when a commit-log file fills, on flush() and on close(). A read-only store never writes; it
     recovers in memory. `repair=True` truncates at corruption in the middle of the commit log, as
-    RocketMQ does, instead of raising CorruptStoreError.
+    RocketMQ does, instead of raising CorruptStoreError. `warm_mapped_files=True` (RocketMQ's
+    warmMapedFileEnable) allocates each new commit-log file's blocks and maps its pages when the
+    file is created, so appends take no page faults; the files then use their full size on disk.
     """
 
     def __init__(
@@ -60,6 +62,7 @@ class MmapMessageStore(MultiGetPath, PutPath):
         read_only: bool = False,
         flush: FlushMode = "async",
         repair: bool = False,
+        warm_mapped_files: bool = False,
     ) -> None:
         if not isinstance(config, StoreConfig):
             raise InvalidTypeError("config", config, "StoreConfig")
@@ -90,6 +93,7 @@ class MmapMessageStore(MultiGetPath, PutPath):
             self.profile,
             read_only,
         )
+        self.commit_log.warm = bool(warm_mapped_files)
         self.queues: dict[tuple[str, int], ConsumeQueue] = {}
         self.checkpoint = Checkpoint(self.store_dir / "checkpoint", read_only)
         try:

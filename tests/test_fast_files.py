@@ -1,0 +1,102 @@
+"""Commit-log files: warm (preallocated) files and the background flush of files that filled."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from unittest import mock
+
+import pytest
+
+import fast.commitlog
+import fast.mapped
+from fast.store import MmapMessageStore
+from spec.clock import ManualClock
+from spec.config import StoreConfig
+from spec.message import BrokerInnerMessage
+from spec.profiles import Profile
+
+CONFIG = StoreConfig(mapped_file_size_commit_log=4096)
+
+
+def _messages(n: int) -> list[BrokerInnerMessage]:
+    return [
+        BrokerInnerMessage(topic="T", queue_id=k % 2, body=bytes([k % 251]) * 150, properties={})
+        for k in range(n)
+    ]
+
+
+def _digest(root: Path) -> str:
+    h = hashlib.sha256()
+    for p in sorted(root.rglob("*")):
+        if p.is_file() and p.name != "abort":
+            h.update(str(p.relative_to(root)).encode() + p.read_bytes())
+    return h.hexdigest()
+
+
+def test_warm_files_hold_the_same_bytes_and_are_allocated(tmp_path: Path) -> None:
+    stores = {}
+    for warm in (False, True):
+        s = MmapMessageStore(
+            tmp_path / str(warm), CONFIG, Profile.V4_9, ManualClock(5), warm_mapped_files=warm
+        )
+        s.put_messages(_messages(100))
+        s.close()
+        stores[warm] = tmp_path / str(warm)
+    assert _digest(stores[False]) == _digest(stores[True])
+    files = sorted((stores[True] / "commitlog").iterdir())
+    assert len(files) > 2
+    # Every block of a warm file is allocated; a cold file's unwritten tail stays a hole.
+    for f in files:
+        assert f.stat().st_blocks * 512 >= CONFIG.mapped_file_size_commit_log
+
+
+def test_files_that_fill_are_flushed_in_the_background(tmp_path: Path) -> None:
+    flushed: list[str] = []
+    real = fast.commitlog._fdatasync
+
+    def record(path: Path) -> None:
+        real(path)
+        flushed.append(path.name)
+
+    with mock.patch("fast.commitlog._fdatasync", record):
+        s = MmapMessageStore(tmp_path, CONFIG, Profile.V4_9, ManualClock(5))
+        s.put_messages(_messages(100))
+        s.flush()
+        names = sorted(p.name for p in (tmp_path / "commitlog").iterdir())
+        # Every file but the last (flushed by flush() itself) went through the flusher.
+        assert names[:-1] == sorted(flushed)
+        s.close()
+
+
+def test_a_failed_background_flush_is_raised_by_flush(tmp_path: Path) -> None:
+    def broken(path: Path) -> None:
+        raise OSError(5, "Input/output error", str(path))
+
+    s = MmapMessageStore(tmp_path, CONFIG, Profile.V4_9, ManualClock(5))
+    with mock.patch("fast.commitlog._fdatasync", broken):
+        s.put_messages(_messages(100))
+        with pytest.raises(OSError, match="Input/output"):
+            s.flush()
+    # Raised once; the store stays usable and closes cleanly.
+    s.flush()
+    s.close()
+
+
+def test_expiry_waits_for_pending_flushes(tmp_path: Path) -> None:
+    cfg = StoreConfig(mapped_file_size_commit_log=4096, file_reserved_time=0)
+    s = MmapMessageStore(tmp_path, cfg, Profile.V4_9, ManualClock(5))
+    s.put_messages(_messages(100))
+    pending_at_delete: list[int] = []
+    real_destroy = fast.mapped.MappedFile.destroy
+
+    def destroy(f: fast.mapped.MappedFile) -> None:
+        pending_at_delete.append(len(s.commit_log._pending))
+        real_destroy(f)
+
+    assert s.commit_log._pending  # files filled: their flushes were handed off
+    with mock.patch.object(fast.mapped.MappedFile, "destroy", destroy):
+        assert s.delete_expired_files() > 0
+    assert pending_at_delete
+    assert set(pending_at_delete) == {0}
+    s.close()
