@@ -51,8 +51,12 @@ SPARK_DDL = ", ".join(f"{name} {kind}" for name, kind, _ in COLUMNS)
 #: Seconds of work a task gets by default: long enough to hide Spark's per-task cost, short
 #: enough for a live progress line (a task's counts reach the driver only when it ends).
 TASK_SECONDS = 5.0
+#: Tasks per core at least, so that a slow task does not leave cores idle at the end. Not more:
+#: a local task costs about 0.1 s of CPU besides its traces (Python worker and JVM), a tenth of a
+#: one-second task, and on a 2-core machine the JVM's share is taken from the traces' cores.
+MIN_TASKS_PER_CORE = 2
 #: Rough single-core rates the task size is estimated from (measured: docs/using/campaigns.md).
-LOCKSTEP_OPS_PER_S = 8000.0
+LOCKSTEP_OPS_PER_S = 12000.0
 SIM_STEPS_PER_S = 2400.0
 
 
@@ -171,10 +175,11 @@ def seed_seconds(plan: Plan) -> float:
 
 
 def partitions_for(seeds: int, parallelism: int, seconds_per_seed: float) -> int:
-    """Tasks for `seeds`: about TASK_SECONDS of work each, at least four per core (so that a
-    slow task does not leave cores idle at the end), at most one per seed."""
+    """Tasks for `seeds`: about TASK_SECONDS of work each, at least MIN_TASKS_PER_CORE per core,
+    at most one per seed."""
     per_task = max(1, round(TASK_SECONDS / max(seconds_per_seed, 1e-6)))
-    return max(1, min(seeds, max(4 * parallelism, math.ceil(seeds / per_task))))
+    wanted = max(MIN_TASKS_PER_CORE * parallelism, math.ceil(seeds / per_task))
+    return max(1, min(seeds, wanted))
 
 
 def seed_ranges(first: int, count: int, parts: int) -> list[tuple[int, int]]:

@@ -73,7 +73,12 @@ def measure(
 @click.option("--steps", type=click.IntRange(min=1), default=200, show_default=True)
 @click.option("--area", "areas", multiple=True, help="Areas [default: the lockstep areas].")
 @click.option("--cores", default="1,2", show_default=True, help="Local core counts to run.")
-@click.option("--partitions", type=click.IntRange(min=1), default=None, help="Default 8/core.")
+@click.option(
+    "--partitions",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Tasks [default: a campaign's for the most cores].",
+)
 @click.option("--repeat", type=click.IntRange(min=1), default=3, show_default=True, help="Best of.")
 @click.option("--scratch", default=None, help="Candidates' scratch folder (default /dev/shm).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
@@ -100,7 +105,10 @@ def bench_campaign_command(
     plan = attrs.evolve(plan, areas=tuple(a for a in chosen if a not in unsupported))
     if not plan.areas:
         fail(f"error: {impl} supports none of the areas {', '.join(chosen)}")
-    parts = partitions or 8 * counts[-1]
+    # The same tasks on every core count: those a campaign would cut for the most cores.
+    parts = partitions or campaign_spark.partitions_for(
+        seeds, counts[-1], campaign_spark.seed_seconds(plan)
+    )
     with tempfile.TemporaryDirectory(prefix="pullspec-bench-") as tmp:
         runs = {str(n): measure(plan, n, seeds, parts, Path(tmp), repeat) for n in counts}
     report: dict[str, Any] = {

@@ -119,12 +119,12 @@ def test_seed_ranges_cover_every_seed_once() -> None:
 
 def test_partitions_per_core_and_per_seed() -> None:
     cases = ((1, 4, 0.1), (8, 2, 0.1), (100, 2, 0.1), (1024, 2, 0.1), (100, 2, 1.0), (9, 1, 9.0))
-    assert (1, 8, 8, 21, 20, 9) == tuple(campaign_spark.partitions_for(*c) for c in cases)
+    assert (1, 4, 4, 21, 20, 9) == tuple(campaign_spark.partitions_for(*c) for c in cases)
 
 
 def test_seed_seconds_estimates_lockstep_ops_and_simulator_steps() -> None:
     plan = campaign.Plan("fast", ("store", "process_queue", campaign.SIMULATION), ("4.7", "4.9"))
-    expected = 2 * (2 * 200 / 8000 + 2000 / 2400)
+    expected = 2 * (2 * 200 / campaign_spark.LOCKSTEP_OPS_PER_S + 2000 / 2400)
     assert expected == campaign_spark.seed_seconds(plan)
 
 
