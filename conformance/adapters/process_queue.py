@@ -8,6 +8,7 @@ property the pull path sets. The observed `state` is positional, in `config.stat
 from __future__ import annotations
 
 import functools
+import operator
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -52,6 +53,25 @@ _STATE_READERS: dict[str, Callable[[ProcessQueue], Any]] = {
     "lastConsumeTimestamp": lambda q: q.last_consume_timestamp,
 }
 
+_DEFAULT_PROPERTIES = operator.attrgetter(
+    "msg_count",
+    "msg_size",
+    "max_span",
+    "queue_offset_max",
+    "msg_acc_cnt",
+    "consuming",
+    "cached_offsets",
+    "consuming_offsets",
+)
+
+
+def _default_state(q: ProcessQueue) -> list[Any]:
+    """The DEFAULT_STATE_FIELDS readers' values, read in the same order in one C-level pass
+    (every campaign trace reads these after every op, on both sides)."""
+    *plain, cached, consuming = _DEFAULT_PROPERTIES(q)
+    return [*plain, list(cached), list(consuming), q.is_lock_expired(), q.is_pull_expired()]
+
+
 # `set` args: the vector's field name -> the candidate's attribute.
 _SETTABLE = {
     "locked": "locked",
@@ -68,17 +88,19 @@ class Instance:
     queue: ProcessQueue
     clock: ManualClock
     state_fields: tuple[str, ...]
-    #: The readers of `state_fields`, looked up once: `state()` runs after every op.
-    readers: tuple[Callable[[ProcessQueue], Any], ...] = attrs.field(init=False)
+    #: Reads `state_fields`, built once: `state()` runs after every op.
+    reader: Callable[[ProcessQueue], list[Any]] = attrs.field(init=False)
 
-    @readers.default
-    def _readers(self) -> tuple[Callable[[ProcessQueue], Any], ...]:
-        return tuple(_STATE_READERS[f] for f in self.state_fields)
+    @reader.default
+    def _reader(self) -> Callable[[ProcessQueue], list[Any]]:
+        if self.state_fields == DEFAULT_STATE_FIELDS:
+            return _default_state
+        readers = tuple(_STATE_READERS[f] for f in self.state_fields)
+        return lambda q: [read(q) for read in readers]
 
     def state(self) -> list[Any]:
         """The positional state observation."""
-        q = self.queue
-        return [read(q) for read in self.readers]
+        return self.reader(self.queue)
 
 
 def to_message(spec: object) -> StoredMessage:
