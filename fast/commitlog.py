@@ -29,6 +29,10 @@ _BE_I32 = np.dtype(">i4")
 _BE_I64 = np.dtype(">i8")
 
 
+#: Files at least this large are flushed in the background when they fill.
+BACKGROUND_FLUSH_MIN = 4 << 20
+
+
 class CommitLog:
     """The commit-log files of one store, the write position of the last one, and the clock time
     each file was last written (what fileReservedTime measures from)."""
@@ -75,6 +79,9 @@ class CommitLog:
         """Start flushing a file that just filled, in a background thread: appends go on into
         the next file meanwhile. `drain` waits for it (and raises what it raised)."""
         if f.path is None or f.read_only:
+            return
+        if self.file_size < BACKGROUND_FLUSH_MIN:
+            f.flush(0, self.file_size)  # a hand-off to a thread costs more than this msync
             return
         if self._flusher is None:
             self._flusher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pullspec-flush")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
+from typing import Any
 from unittest import mock
 
 import pytest
@@ -51,6 +52,22 @@ def test_warm_files_hold_the_same_bytes_and_are_allocated(tmp_path: Path) -> Non
         assert f.stat().st_blocks * 512 >= CONFIG.mapped_file_size_commit_log
 
 
+@pytest.fixture
+def background() -> Any:
+    """Hand even these small files to the background flusher."""
+    with mock.patch("fast.commitlog.BACKGROUND_FLUSH_MIN", 0):
+        yield
+
+
+def test_small_files_are_flushed_in_place(tmp_path: Path) -> None:
+    s = MmapMessageStore(tmp_path, CONFIG, Profile.V4_9, ManualClock(5))
+    s.put_messages(_messages(100))
+    assert len(list((tmp_path / "commitlog").iterdir())) > 2
+    assert [] == s.commit_log._pending
+    s.close()
+
+
+@pytest.mark.usefixtures("background")
 def test_files_that_fill_are_flushed_in_the_background(tmp_path: Path) -> None:
     flushed: list[str] = []
     real = fast.commitlog._fdatasync
@@ -69,6 +86,7 @@ def test_files_that_fill_are_flushed_in_the_background(tmp_path: Path) -> None:
         s.close()
 
 
+@pytest.mark.usefixtures("background")
 def test_a_failed_background_flush_is_raised_by_flush(tmp_path: Path) -> None:
     def broken(path: Path) -> None:
         raise OSError(5, "Input/output error", str(path))
@@ -83,6 +101,7 @@ def test_a_failed_background_flush_is_raised_by_flush(tmp_path: Path) -> None:
     s.close()
 
 
+@pytest.mark.usefixtures("background")
 def test_expiry_waits_for_pending_flushes(tmp_path: Path) -> None:
     cfg = StoreConfig(mapped_file_size_commit_log=4096, file_reserved_time=0)
     s = MmapMessageStore(tmp_path, cfg, Profile.V4_9, ManualClock(5))
