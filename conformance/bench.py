@@ -217,6 +217,7 @@ def _fast(directory: Path, config: StoreConfig, clock: ManualClock, **kw: Any) -
 
     # Tuned as a broker for throughput is: warmMapedFileEnable.
     kw.setdefault("warm_mapped_files", True)
+    kw.setdefault("transient_store_pool", True)
     return MmapMessageStore(directory, config, Profile.V4_9, clock, **kw)
 
 

@@ -47,6 +47,11 @@ class CommitLog:
         self.last_modified: dict[int, int] = {}
         #: Preallocate each new file's blocks (RocketMQ's warmMapedFileEnable).
         self.warm = False
+        #: Encode appends into a reused buffer and write them to the file with pwrite instead of
+        #: through the mapping (RocketMQ's transientStorePoolEnable); reads still use the mapping.
+        self.transient = False
+        self._staging = np.empty(0, dtype=np.uint8)
+        self._fds: dict[int, int] = {}
         # Files that filled are flushed in the background, as FlushCommitLogService does.
         self._flusher: ThreadPoolExecutor | None = None
         self._pending: list[Future[None]] = []
@@ -72,6 +77,8 @@ class CommitLog:
             if self._flusher is not None:
                 self._flusher.shutdown(wait=True)
                 self._flusher = None
+            for start in list(self._fds):
+                self._close_fd(start)
             for f in self.files:
                 f.close()
 
@@ -214,14 +221,42 @@ class CommitLog:
         return out
 
     def region(self, phys: int, size: int, now_ms: int) -> tuple[npt.NDArray[np.uint8], int]:
-        """(the writable bytes of the file holding the reserved [phys, phys + size), the position
-        of phys in them), stamping the file's write time as `write` does: the caller encodes
-        records straight into the mapping."""
+        """Where to encode the reserved records [phys, phys + size): (buffer, position of phys in
+        it) — the file's mapping itself, or with `transient` a staging buffer — stamping the
+        file's write time as `write` does. `commit_region` then makes them part of the file."""
         f = self.file_of(phys)
         if f is None or phys + size > f.end:
             raise CorruptStoreError(str(self.directory), f"no reserved room at {phys}")
         self.last_modified[f.start] = now_ms
-        return f.data, phys - f.start
+        if not self.transient or f.path is None:
+            return f.data, phys - f.start
+        if len(self._staging) < size:
+            # Touched once here, so encoding into it never faults.
+            self._staging = np.zeros(max(size, 2 * len(self._staging)), dtype=np.uint8)
+            self._staging.fill(0)
+        return self._staging, 0
+
+    def commit_region(self, phys: int, size: int) -> None:
+        """Write the records encoded by `region` into the file (nothing to do for the mapping:
+        they are already there)."""
+        f = self.file_of(phys)
+        if not self.transient or f is None or f.path is None:
+            return
+        self._pwrite(f, self._staging[:size].data, phys - f.start)
+
+    def _pwrite(self, f: MappedFile, data: memoryview | bytes | bytearray, pos: int) -> None:
+        fd = self._fds.get(f.start)
+        if fd is None:
+            fd = self._fds[f.start] = os.open(f.path or "", os.O_WRONLY)
+        done = 0
+        view = memoryview(data).cast("B")
+        while done < len(view):  # pwrite may write less than asked
+            done += os.pwrite(fd, view[done:], pos + done)
+
+    def _close_fd(self, start: int) -> None:
+        fd = self._fds.pop(start, None)
+        if fd is not None:
+            os.close(fd)
 
     def write(self, phys: int, data: bytes | bytearray, now_ms: int) -> None:
         """Copy reserved records (contiguous, inside one file) into the mapping."""
@@ -229,7 +264,10 @@ class CommitLog:
         if f is None or phys + len(data) > f.end:
             raise CorruptStoreError(str(self.directory), f"no reserved room at {phys}")
         pos = phys - f.start
-        f.mm[pos : pos + len(data)] = data
+        if self.transient and f.path is not None:
+            self._pwrite(f, data, pos)
+        else:
+            f.mm[pos : pos + len(data)] = data
         self.last_modified[f.start] = now_ms
 
     def sync(self, lo_phys: int) -> None:
@@ -247,6 +285,7 @@ class CommitLog:
         keep = [f for f in self.files if f.start <= end]
         for f in self.files[len(keep) :]:
             self.last_modified.pop(f.start, None)
+            self._close_fd(f.start)
             if self.read_only:
                 f.close()
             else:
@@ -279,6 +318,7 @@ class CommitLog:
         ):
             gone = self.files.pop(0)
             self.last_modified.pop(gone.start, None)
+            self._close_fd(gone.start)
             gone.destroy()
             deleted += 1
         return deleted

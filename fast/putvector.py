@@ -247,9 +247,10 @@ class VectorPut:
         born = host_bytes(batch.born_host.ip, batch.born_host.port)
         store = host_bytes(batch.store_host.ip, batch.store_host.port)
         for i, j in log.runs(lengths):
-            first = log.reserve(int(rel[j - 1] + lengths[j - 1] - rel[i]), int(now[i]))
+            run_bytes = int(rel[j - 1] + lengths[j - 1] - rel[i])
+            first = log.reserve(run_bytes, int(now[i]))
             # The file's write time is the clock reading of the record that ends the run.
-            out, pos = log.region(first, int(lengths[i]), int(now[min(j, n - 1)]))
+            out, pos = log.region(first, run_bytes, int(now[min(j, n - 1)]))
             run_rel = rel[i:j] - rel[i]
             phys[i:j] = first + run_rel
             columns: list[Any] = [run_rel, lengths[i:j]]
@@ -259,6 +260,7 @@ class VectorPut:
             columns += [batch.topic_index[i:j], batch.property_index[i:j]]
             shared = (batch.sys_flag, batch.prepared_transaction_offset, born, store)
             encode_run(out, pos, Run(*columns), batch.body_data, plan.tails, *shared)
+            log.commit_region(first, run_bytes)
         self._last_store_timestamp = int(now[-1])
         touched = []
         for (topic, queue_id), base, idx in groups:

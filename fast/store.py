@@ -45,12 +45,16 @@ class MmapMessageStore(MultiGetPath, PutPath):
     `checkpoint` and, while open for writing, `abort` (its presence at open means the last writer
     did not close cleanly, so recovery starts from the checkpoint, not the last three files).
 
-    flush="sync" msyncs every put before returning (the put is then durable); "async" msyncs
-    when a commit-log file fills, on flush() and on close(). A read-only store never writes; it
+    flush="sync" msyncs every put before returning (the put is then durable); "async" flushes
+    a commit-log file when it fills (in a background thread for files of 4 MiB or more), on
+    flush() and on close(). A read-only store never writes; it
     recovers in memory. `repair=True` truncates at corruption in the middle of the commit log, as
     RocketMQ does, instead of raising CorruptStoreError. `warm_mapped_files=True` (RocketMQ's
-    warmMapedFileEnable) allocates each new commit-log file's blocks and maps its pages when the
-    file is created, so appends take no page faults; the files then use their full size on disk.
+    warmMapedFileEnable) allocates each new commit-log file's blocks when the file is created,
+    which makes first writes to it much cheaper; the files then use their full size on disk.
+    `transient_store_pool=True` (RocketMQ's transientStorePoolEnable) encodes appends into a
+    reused buffer and writes them to the file with pwrite rather than through the mapping, which
+    avoids a page fault per page written; reads still go through the mapping.
     """
 
     def __init__(
@@ -63,6 +67,7 @@ class MmapMessageStore(MultiGetPath, PutPath):
         flush: FlushMode = "async",
         repair: bool = False,
         warm_mapped_files: bool = False,
+        transient_store_pool: bool = False,
     ) -> None:
         if not isinstance(config, StoreConfig):
             raise InvalidTypeError("config", config, "StoreConfig")
@@ -94,6 +99,7 @@ class MmapMessageStore(MultiGetPath, PutPath):
             read_only,
         )
         self.commit_log.warm = bool(warm_mapped_files)
+        self.commit_log.transient = bool(transient_store_pool)
         self.queues: dict[tuple[str, int], ConsumeQueue] = {}
         self.checkpoint = Checkpoint(self.store_dir / "checkpoint", read_only)
         try:

@@ -119,3 +119,29 @@ def test_expiry_waits_for_pending_flushes(tmp_path: Path) -> None:
     assert pending_at_delete
     assert set(pending_at_delete) == {0}
     s.close()
+
+
+@pytest.mark.parametrize("batched", [False, True], ids=["list", "batch"])
+def test_transient_store_pool_writes_the_same_files(tmp_path: Path, batched: bool) -> None:
+    from fast.batch import MessageBatch
+
+    msgs = _messages(300)
+    answers = {}
+    for transient in (False, True):
+        root = tmp_path / str(transient)
+        s = MmapMessageStore(
+            root, CONFIG, Profile.V4_9, ManualClock(5), transient_store_pool=transient
+        )
+        if batched:
+            s.put_batch(MessageBatch.from_messages(msgs[:150]))
+            s.put_batch(MessageBatch.from_messages(msgs[150:]))
+        else:
+            for k in range(0, 300, 7):
+                s.put_messages(msgs[k : k + 7])
+        # Pulls read the records back through the mapping, right after the writes.
+        answers[transient] = [list(s.pull_through("G", "T", q, 0, 32)) for q in (0, 1)]
+        s.close()
+    assert answers[False] == answers[True]
+    assert [150, 150] == [sum(r.message_count for r in rs) for rs in answers[True]]
+    assert bytes([7 % 251]) * 150 == answers[True][1][0].messages[3].body
+    assert _digest(tmp_path / "False") == _digest(tmp_path / "True")
