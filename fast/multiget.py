@@ -16,6 +16,7 @@ import numpy.typing as npt
 
 from fast.consumequeue import Block
 from fast.gather import I64, member_of
+from fast.getone import SingleGetPath
 from fast.multiget_compiled import GetRequest, as_request
 from fast.multiget_kernel import scan_kernel
 from fast.pull_through import PullThroughPath
@@ -36,7 +37,7 @@ Pending = tuple[int, Block, int, int, int]
 """(request number, native entries of its first chunk, window entries, min, max)."""
 
 
-class MultiGetPath(PullThroughPath):
+class MultiGetPath(PullThroughPath, SingleGetPath):
     """Mixin: the batched pull of MmapMessageStore."""
 
     if TYPE_CHECKING:

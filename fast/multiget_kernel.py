@@ -31,8 +31,9 @@ ScanKernel = Callable[..., Any]
 
 
 @functools.cache
-def _kernels() -> tuple[ScanKernel, ScanKernel] | None:
-    """The compiled batch scan and chain, or None when numba is missing or disabled."""
+def _kernels() -> tuple[ScanKernel, ScanKernel, ScanKernel] | None:
+    """The compiled batch scan, chain and single window scan, or None when numba is missing or
+    disabled."""
     if os.environ.get(NO_NUMBA_ENV) == "1":
         return None
     try:
@@ -241,6 +242,7 @@ def _kernels() -> tuple[ScanKernel, ScanKernel] | None:
     return (
         cast(ScanKernel, numba.njit(nogil=True)(scan)),
         cast(ScanKernel, numba.njit(nogil=True)(chain)),
+        cast(ScanKernel, numba.njit(nogil=True)(window_py)),
     )
 
 
@@ -254,3 +256,9 @@ def chain_kernel() -> ScanKernel | None:
     """The compiled run of consecutive pulls on one queue, or None without numba."""
     kernels = _kernels()
     return None if kernels is None else kernels[1]
+
+
+def window_kernel() -> ScanKernel | None:
+    """The compiled scan of one window (get_message's), or None without numba."""
+    kernels = _kernels()
+    return None if kernels is None else kernels[2]

@@ -355,4 +355,4 @@ class MmapMessageStore(MultiGetPath, PutPath):
             raise InvalidTypeError("message_filter", message_filter, "MessageFilter or None")
         if self._closed:
             raise ReadOnlyStoreError("get_message on a closed store")
-        return self._get(self._queue(topic, queue_id), offset, max_msg_nums, message_filter)
+        return self._get_one(self._queue(topic, queue_id), offset, max_msg_nums, message_filter)

@@ -243,3 +243,22 @@ def test_batches_see_appends_between_them(tmp_path: Any) -> None:
     assert [s.get_message(*r) for r in reqs] == s.get_messages(reqs)
     assert [7] == s.get_messages(reqs).message_counts.tolist()
     s.close()
+
+
+@given(reqs=st.lists(requests, min_size=1, max_size=20))
+@settings(max_examples=60, deadline=None)
+def test_single_pulls_through_the_kernel_equal_the_numpy_path(
+    store: MmapMessageStore, reqs: list[Any]
+) -> None:
+    for r in reqs:
+        try:
+            expected = store._get(store._queue(r[1], r[2]), r[3], r[4], r[5])
+        except PullspecError as exc:
+            with pytest.raises(type(exc)):
+                store.get_message(*r)
+            continue
+        actual = store.get_message(*r)
+        assert expected == actual
+        assert expected.msg_offsets == actual.msg_offsets
+        assert expected.buffer_total_size == actual.buffer_total_size
+        assert expected.suggest_pulling_from_slave == actual.suggest_pulling_from_slave
