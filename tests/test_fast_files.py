@@ -145,3 +145,29 @@ def test_transient_store_pool_writes_the_same_files(tmp_path: Path, batched: boo
     assert [150, 150] == [sum(r.message_count for r in rs) for rs in answers[True]]
     assert bytes([7 % 251]) * 150 == answers[True][1][0].messages[3].body
     assert _digest(tmp_path / "False") == _digest(tmp_path / "True")
+
+
+def test_long_runs_encoded_on_threads_equal_the_numpy_encoder(tmp_path: Path) -> None:
+    from fast import encode_kernels
+    from fast.batch import MessageBatch
+
+    n = encode_kernels.PARALLEL_FROM + 904
+    batch = MessageBatch.from_messages(
+        [
+            BrokerInnerMessage(
+                topic="T",
+                queue_id=k % 3,
+                body=b"%06d" % k * (k % 7),
+                properties={"TAGS": "AB"[k % 2]},
+            )
+            for k in range(n)
+        ]
+    )
+    for compiled in (True, False):
+        s = MmapMessageStore(tmp_path / str(compiled), StoreConfig(), Profile.V4_9, ManualClock(5))
+        with mock.patch.object(
+            encode_kernels, "_compiled", encode_kernels._compiled if compiled else lambda *_: None
+        ):
+            s.put_batch(batch)
+        s.close()
+    assert _digest(tmp_path / "True") == _digest(tmp_path / "False")
