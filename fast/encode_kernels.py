@@ -148,35 +148,31 @@ def _compiled_variant(parallel: bool) -> EncodeKernel | None:
         for k in numba.prange(len(rel)):
             q = np.uint64(base + rel[k])
             # LAYOUT-8 fused in, so the body is read once while in cache; fast.kernels.body_crcs
-            # is the same slicing-by-8 loop but parallel, which costs ms per call on a busy
+            # is the same slicing-by-16 loop but parallel, which costs ms per call on a busy
             # 2-core machine (threads waiting for a core) — more than a 1000-message put.
             s = np.uint64(body_starts[k])
             end = s + np.uint64(body_lengths[k])
             c = np.uint32(0xFFFFFFFF)
-            while s + np.uint64(8) <= end:
-                one = c ^ (
-                    np.uint32(body[s])
-                    | (np.uint32(body[s + np.uint64(1)]) << 8)
-                    | (np.uint32(body[s + np.uint64(2)]) << 16)
-                    | (np.uint32(body[s + np.uint64(3)]) << 24)
-                )
-                two = (
-                    np.uint32(body[s + np.uint64(4)])
-                    | (np.uint32(body[s + np.uint64(5)]) << 8)
-                    | (np.uint32(body[s + np.uint64(6)]) << 16)
-                    | (np.uint32(body[s + np.uint64(7)]) << 24)
-                )
+            while s + np.uint64(16) <= end:
                 c = (
-                    crc_table[7, one & 0xFF]
-                    ^ crc_table[6, (one >> 8) & 0xFF]
-                    ^ crc_table[5, (one >> 16) & 0xFF]
-                    ^ crc_table[4, one >> 24]
-                    ^ crc_table[3, two & 0xFF]
-                    ^ crc_table[2, (two >> 8) & 0xFF]
-                    ^ crc_table[1, (two >> 16) & 0xFF]
-                    ^ crc_table[0, two >> 24]
+                    crc_table[15, (c ^ body[s]) & 0xFF]
+                    ^ crc_table[14, ((c >> 8) ^ body[s + np.uint64(1)]) & 0xFF]
+                    ^ crc_table[13, ((c >> 16) ^ body[s + np.uint64(2)]) & 0xFF]
+                    ^ crc_table[12, ((c >> 24) ^ body[s + np.uint64(3)]) & 0xFF]
+                    ^ crc_table[11, body[s + np.uint64(4)]]
+                    ^ crc_table[10, body[s + np.uint64(5)]]
+                    ^ crc_table[9, body[s + np.uint64(6)]]
+                    ^ crc_table[8, body[s + np.uint64(7)]]
+                    ^ crc_table[7, body[s + np.uint64(8)]]
+                    ^ crc_table[6, body[s + np.uint64(9)]]
+                    ^ crc_table[5, body[s + np.uint64(10)]]
+                    ^ crc_table[4, body[s + np.uint64(11)]]
+                    ^ crc_table[3, body[s + np.uint64(12)]]
+                    ^ crc_table[2, body[s + np.uint64(13)]]
+                    ^ crc_table[1, body[s + np.uint64(14)]]
+                    ^ crc_table[0, body[s + np.uint64(15)]]
                 )
-                s += np.uint64(8)
+                s += np.uint64(16)
             while s < end:
                 c = crc_table[0, (c ^ body[s]) & 0xFF] ^ (c >> np.uint32(8))
                 s += np.uint64(1)
@@ -222,7 +218,7 @@ def _compiled_variant(parallel: bool) -> EncodeKernel | None:
 
 @functools.cache
 def crc_table() -> Any:
-    """The slicing-by-8 CRC-32 tables, read-only (one numba type)."""
+    """The slicing-by-16 CRC-32 tables, read-only (one numba type)."""
     return _readonly(crc_tables(), np.uint32)
 
 
