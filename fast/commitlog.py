@@ -29,6 +29,8 @@ _BE_I32 = np.dtype(">i4")
 _BE_I64 = np.dtype(">i8")
 
 
+#: Bytes appended between two background write-backs of the file being appended to.
+FLUSH_EVERY = 32 << 20
 #: Files at least this large are flushed in the background when they fill.
 BACKGROUND_FLUSH_MIN = 4 << 20
 
@@ -55,6 +57,7 @@ class CommitLog:
         # Files that filled are flushed in the background, as FlushCommitLogService does.
         self._flusher: ThreadPoolExecutor | None = None
         self._pending: list[Future[None]] = []
+        self._since_flush = 0
 
     # -- files -------------------------------------------------------------------------------
 
@@ -194,7 +197,20 @@ class CommitLog:
             last = self._new_file(now_ms)
         phys = last.start + self.wrote
         self.wrote += length
+        self._since_flush += length
+        if self._since_flush >= FLUSH_EVERY:
+            self._flush_early(last)
         return phys
+
+    def _flush_early(self, f: MappedFile) -> None:
+        """Start writing back the file being appended to, as FlushRealTimeService does every
+        interval, so that little is left to write when a flush must wait for the disk."""
+        self._since_flush = 0
+        if self.file_size < BACKGROUND_FLUSH_MIN or (
+            self._pending and not self._pending[-1].done()
+        ):
+            return
+        self._flush_filled(f)
 
     def runs(self, lengths: I64) -> list[tuple[int, int]]:
         """Split records of `lengths` (each > 0 and, with 8 bytes to spare, no longer than a
