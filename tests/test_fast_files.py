@@ -171,3 +171,21 @@ def test_long_runs_encoded_on_threads_equal_the_numpy_encoder(tmp_path: Path) ->
             s.put_batch(batch)
         s.close()
     assert _digest(tmp_path / "True") == _digest(tmp_path / "False")
+
+
+@pytest.mark.usefixtures("background")
+def test_the_file_being_appended_to_is_written_back_early(tmp_path: Path) -> None:
+    flushed: list[str] = []
+
+    def record(path: Path) -> None:
+        flushed.append(path.name)
+
+    s = MmapMessageStore(tmp_path, StoreConfig(), Profile.V4_9, ManualClock(5))
+    with (
+        mock.patch("fast.commitlog._fdatasync", record),
+        mock.patch("fast.commitlog.FLUSH_EVERY", 1000),
+    ):
+        s.put_messages(_messages(10))  # about 2 KB into the first (1 GiB) file
+        s.commit_log.drain()
+    assert [s.commit_log.files[0].path.name] == sorted(set(flushed))  # type: ignore[union-attr]
+    s.close()
