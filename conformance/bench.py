@@ -283,6 +283,7 @@ def run(quick: bool = False) -> dict[str, float]:
         log_bytes = store.get_max_phy_offset()
         out["w1_put_batch_msgs_per_s"] = n1 / put_s
         out["w1_put_batch_mb_per_s"] = log_bytes / put_s / 1e6
+        store.flush()  # nothing of it left for the disk to write while the next runs are timed
         # Durable: the same appends into a fresh store then flush (msync, checkpoint), wall
         # clock, against writing as many bytes and fdatasync — the README's `dd conv=fdatasync`.
         # The two alternate, so that both meet the same state of the machine; best of each.
