@@ -97,20 +97,9 @@ def host_bytes(ip: bytes, port: int) -> U8:
 EncodeKernel = Callable[..., None]
 
 
-#: Records per run from which the encoder spreads records over threads (each record is written
-#: to its own bytes); below it starting the threads costs more than it saves.
-PARALLEL_FROM = 4096
-
-
-def _compiled(records: int = 0) -> EncodeKernel | None:
-    """The compiled encoder for a run of `records` records — the threaded one for long runs —
-    or None when numba is missing or disabled."""
-    return _compiled_variant(records >= PARALLEL_FROM)
-
-
 @functools.cache
-def _compiled_variant(parallel: bool) -> EncodeKernel | None:
-    """The compiled encoder, looping over records serially or on numba's threads."""
+def _compiled() -> EncodeKernel | None:
+    """The compiled encoder, or None when numba is missing or disabled."""
     if os.environ.get(NO_NUMBA_ENV) == "1":
         return None
     try:
@@ -145,7 +134,7 @@ def _compiled_variant(parallel: bool) -> EncodeKernel | None:
     ) -> None:
         # Unsigned indices: numba then skips negative-index wraparound and the copies vectorize.
         width = np.uint64(HEAD_LENGTH)
-        for k in numba.prange(len(rel)):
+        for k in range(len(rel)):
             q = np.uint64(base + rel[k])
             # LAYOUT-8 fused in, so the body is read once while in cache; fast.kernels.body_crcs
             # is the same slicing-by-16 loop but parallel, which costs ms per call on a busy
@@ -213,7 +202,7 @@ def _compiled_variant(parallel: bool) -> EncodeKernel | None:
             for b in range(n):
                 out[q + b] = tails[s + b]
 
-    return cast(EncodeKernel, numba.njit(cache=True, nogil=True, parallel=parallel)(encode))
+    return cast(EncodeKernel, numba.njit(cache=True, nogil=True)(encode))
 
 
 @functools.cache
@@ -228,18 +217,17 @@ def accelerated() -> bool:
 
 
 def warm_up() -> None:
-    """Load (or compile, the first time) the compiled encoders, serial and threaded, so that a
-    timed first append does not pay for them."""
+    """Load (or compile, the first time) the compiled encoder, so that a timed first append
+    does not pay for it."""
+    n = SMALL
+    zero = np.zeros(n, dtype=np.int64)
+    lengths = np.full(n, HEAD_LENGTH + 4, dtype=np.int64)
+    run = Run(np.arange(n, dtype=np.int64) * lengths[0], lengths, *([zero] * 11))
     tails = make_tails([b"T"], [b""])
     # Batches hold read-only arrays (another numba type than writable ones): warm that one.
     body = np.frombuffer(bytes(1), dtype=np.uint8)
     host = host_bytes(bytes(4), 0)
-    for n in (SMALL, PARALLEL_FROM):
-        zero = np.zeros(n, dtype=np.int64)
-        lengths = np.full(n, HEAD_LENGTH + 4, dtype=np.int64)
-        run = Run(np.arange(n, dtype=np.int64) * lengths[0], lengths, *([zero] * 11))
-        out = np.zeros(n * int(lengths[0]), dtype=np.uint8)
-        encode_run(out, 0, run, body, tails, 0, 0, host, host)
+    encode_run(np.zeros(n * int(lengths[0]), dtype=np.uint8), 0, run, body, tails, 0, 0, host, host)
 
 
 def encode_run(
@@ -255,7 +243,7 @@ def encode_run(
 ) -> None:
     """Write the records of `run` into `out` from byte `base` on. Every column must be int64 and
     every range must lie inside its buffer (the caller validated the batch)."""
-    kernel = _compiled(len(run.rel))
+    kernel = _compiled()
     if kernel is not None and len(run.rel):
         first = Run(*(c[:1] for c in run))
         template = _heads(first, first.rel, sys_flag, prepared, born_host, store_host).reshape(-1)

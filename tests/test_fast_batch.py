@@ -74,7 +74,7 @@ def encoder(accelerated: bool) -> Iterator[None]:
     if accelerated:
         yield
         return
-    with mock.patch.object(encode_kernels, "_compiled", lambda *_: None):
+    with mock.patch.object(encode_kernels, "_compiled", lambda: None):
         yield
 
 
