@@ -172,7 +172,6 @@ class CompiledMultiGet(GetPath):
                 budget = -(-max_filter_message_count(nums) // CQ_STORE_UNIT_SIZE)
             flat += (
                 q.addresses[number],
-                fs,
                 rel // 20,
                 window if window < budget else budget,
                 nums,
@@ -187,9 +186,9 @@ class CompiledMultiGet(GetPath):
         rows: ScannedRows | None = None
         if m:
             codes, counts, unknown = filter_table(rows_of_filter)
-            a = np.array(flat, dtype=np.int64).reshape(m, 9).T
+            a = np.array(flat, dtype=np.int64).reshape(m, 8).T
             rows = self._scan_compiled(kernel, a, codes, counts)
-            redo = rows.bail | np.isin(a[5], unknown) if unknown else rows.bail
+            redo = rows.bail | np.isin(a[4], unknown) if unknown else rows.bail
             if redo.any():
                 for i in np.flatnonzero(rows_at >= 0)[redo].tolist():
                     g, t, qid, o, nm, fl = reqs[i]
@@ -232,13 +231,13 @@ class CompiledMultiGet(GetPath):
         return facts, lim
 
     def _scan_compiled(self, kernel: Any, a: I64, codes: I64, counts: I64) -> ScannedRows:
-        """Run the compiled scan over the requests' columns `a` (address, file bytes, first, n,
+        """Run the compiled scan over the requests' columns `a` (address, first, n,
         max nums, filter row, offset, min, max)."""
         log = self.commit_log
         m = a.shape[1]
         facts, lim = self._kernel_facts()
         max_offset_py = int(facts[4])
-        caps = np.minimum(a[3], np.maximum(a[4], 1) + 1)
+        caps = np.minimum(a[2], np.maximum(a[3], 1) + 1)
         picked_start = np.zeros(m, dtype=np.int64)
         np.cumsum(caps[:-1], out=picked_start[1:])
         total_cap = int(picked_start[-1] + caps[-1])
@@ -251,10 +250,10 @@ class CompiledMultiGet(GetPath):
         picked_phys = np.empty(total_cap, dtype=np.int64)
         kernel(
             a[0],
+            a[1],
             a[2],
             a[3],
             a[4],
-            a[5],
             codes,
             counts,
             facts,
@@ -269,9 +268,9 @@ class CompiledMultiGet(GetPath):
             picked_phys,
         )
         return ScannedRows(
-            offset=a[6],
-            min_offset=a[7],
-            max_offset=a[8],
+            offset=a[5],
+            min_offset=a[6],
+            max_offset=a[7],
             found=status == FOUND,
             bail=status == BAIL,
             scanned=scanned,
