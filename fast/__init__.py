@@ -5,9 +5,12 @@ Never imports `reference`; the conformance suite diffs the two.
 `MmapMessageStore` (fast.store) keeps RocketMQ 4.x's own layout — `commitlog/` files of v1
 records closed by end-of-file blanks, `consumequeue/<topic>/<queueId>/` files of 20-byte entries,
 a `checkpoint` page — so it opens directories a 4.x broker wrote. Pulls scan consume-queue
-windows with numpy (tag masks, cumulative batch limits) and decode records only when read;
-`get_messages` answers many pulls in one vectorized pass. Opening recovers from a crash:
-the commit log is validated from the checkpoint, a torn tail cut, missing queue entries rebuilt.
+windows and decode records only when read; `get_messages` answers many pulls in one pass and
+`pull_through` a consumer's consecutive pulls of one queue, both with columnar answers.
+`MessageBatch` appends many messages by columns. Opening recovers from a crash: the commit log
+is validated from the checkpoint, a torn tail cut, missing queue entries rebuilt. The per-record
+loops (window scans, record encoding, body CRCs, recovery's walk) run compiled when numba is
+installed (the `accel` extra) and in numpy otherwise, with the same answers.
 """
 
 from fast.batch import MessageBatch
