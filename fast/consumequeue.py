@@ -117,6 +117,9 @@ class ConsumeQueue:
         self._blocks: dict[tuple[int, int], Block] = {}
         #: True when the last file was found shorter than the configured size and padded.
         self.repaired = False
+        #: Append with pwrite instead of through the mapping (the store's transient_store_pool).
+        self.transient = False
+        self._fd: tuple[int, int] | None = None
 
     # -- loading -----------------------------------------------------------------------------
 
@@ -197,6 +200,7 @@ class ConsumeQueue:
             del self._blocks[key]
 
     def _drop_last(self) -> None:
+        self._close_fd()
         f = self.files.pop()
         self._forget(f.start)
         self.views.pop()
@@ -209,6 +213,7 @@ class ConsumeQueue:
 
     def close(self) -> None:
         """Unmap every file."""
+        self._close_fd()
         self.views = []
         self.addresses = []
         for f in self.files:
@@ -318,11 +323,31 @@ class ConsumeQueue:
                 self._create(self.files[-1].start + self.file_size)
             w = self.wrote // CQ_STORE_UNIT_SIZE
             k = min(n - done, self.units - w)
-            self.views[-1][w : w + k] = entries[done : done + k]
+            self._write(w, entries[done : done + k])
             self._refresh_blocks(self.files[-1].start, w, w + k)
             self.wrote += k * CQ_STORE_UNIT_SIZE
             done += k
         self.max_physic_offset = int(phys[-1]) + int(size[-1])
+
+    def _write(self, w: int, entries: npt.NDArray[np.void]) -> None:
+        """Store entries from entry `w` of the last file: through the mapping, or with
+        `transient` by pwrite (no page fault per page; the mapping sees the same bytes)."""
+        last = self.files[-1]
+        if not self.transient or last.path is None:
+            self.views[-1][w : w + len(entries)] = entries
+            return
+        if self._fd is None or self._fd[0] != last.start:
+            self._close_fd()
+            self._fd = (last.start, os.open(last.path, os.O_WRONLY))
+        data = np.ascontiguousarray(entries).view(np.uint8).data.cast("B")
+        done = 0
+        while done < len(data):  # pwrite may write less than asked
+            done += os.pwrite(self._fd[1], data[done:], w * CQ_STORE_UNIT_SIZE + done)
+
+    def _close_fd(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd[1])
+            self._fd = None
 
     def _create(self, start: int) -> None:
         if self.files:

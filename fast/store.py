@@ -134,7 +134,7 @@ class MmapMessageStore(MultiGetPath, PutPath):
         return self.store_dir / "consumequeue" / topic / str(queue_id)
 
     def _new_queue(self, topic: str, queue_id: int) -> ConsumeQueue:
-        return ConsumeQueue(
+        q = ConsumeQueue(
             self._queue_dir(topic, queue_id),
             topic,
             queue_id,
@@ -142,6 +142,8 @@ class MmapMessageStore(MultiGetPath, PutPath):
             self.read_only,
             self.config.mapped_file_size_commit_log,
         )
+        q.transient = self.commit_log.transient
+        return q
 
     def _load_queues(self) -> None:
         root = self.store_dir / "consumequeue"
