@@ -90,6 +90,7 @@ def _kernels() -> tuple[ScanKernel, ScanKernel, ScanKernel] | None:
             log[5],
         )
         bytes_disk, count_disk, bytes_mem, count_mem = limits[0], limits[1], limits[2], limits[3]
+        code0 = codes[0] & 4294967295 if wanted >= 1 else -1
         status = NO_MATCH
         count = 0
         total = 0
@@ -111,15 +112,17 @@ def _kernels() -> tuple[ScanKernel, ScanKernel, ScanKernel] | None:
                 elif total + size > bytes_mem or count > count_mem - 1:
                     break
             scanned += 1
-            matched = wanted == ALL or tags <= CQ_EXT_MAX_ADDRESS
-            if not matched:
-                low = tags & 4294967295
-                if low >= 2147483648:
-                    low -= 4294967296
-                for c in range(wanted):
-                    if codes[c] == low:
-                        matched = True
-                        break
+            # FILTER-4 on Long.intValue(): compared as unsigned 32-bit patterns.
+            low = tags & 4294967295
+            if wanted == 1:
+                matched = low == code0 or tags <= CQ_EXT_MAX_ADDRESS
+            else:
+                matched = wanted == ALL or tags <= CQ_EXT_MAX_ADDRESS
+                if not matched:
+                    for c in range(wanted):
+                        if codes[c] & 4294967295 == low:
+                            matched = True
+                            break
             if not matched:
                 continue
             present = size > 0 and phys >= log_min
