@@ -23,6 +23,10 @@ from fast.gather import I64, U8
 NO_NUMBA_ENV = "PULLSPEC_NO_NUMBA"
 #: Records per call below which the fallback is used anyway (compiled dispatch costs ~µs).
 SMALL = 16
+#: Records per call from which the CRCs are spread over threads: below it, waking the threads
+#: costs more than it saves, and several processes sharing the cores (a Spark campaign's
+#: workers) would keep them spinning.
+PARALLEL_FROM = 1 << 16
 
 _POLY = 0xEDB88320
 
@@ -43,9 +47,15 @@ def crc_tables() -> Any:
     return t
 
 
+def _compiled(records: int = 0) -> CrcKernel | None:
+    """The compiled CRC kernel for `records` records — on numba's threads from PARALLEL_FROM
+    on — or None when numba is missing or disabled."""
+    return _compiled_variant(records >= PARALLEL_FROM)
+
+
 @functools.cache
-def _compiled() -> CrcKernel | None:
-    """The compiled CRC kernel, or None when numba is missing or disabled."""
+def _compiled_variant(parallel: bool) -> CrcKernel | None:
+    """The compiled CRC kernel, looping over records serially or on numba's threads."""
     if os.environ.get(NO_NUMBA_ENV) == "1":
         return None
     try:
@@ -85,7 +95,7 @@ def _compiled() -> CrcKernel | None:
             out[k] = np.int64((c ^ np.uint32(0xFFFFFFFF)) & np.uint32(0x7FFFFFFF))
         return out
 
-    jit = numba.njit(cache=True, nogil=True, parallel=True)
+    jit = numba.njit(cache=True, nogil=True, parallel=parallel)
     return cast(CrcKernel, jit(crcs))
 
 
@@ -110,7 +120,7 @@ def body_crcs(data: U8, starts: I64, lengths: I64) -> I64:
         int(starts.min()) < 0 or int(lengths.min()) < 0 or int((starts + lengths).max()) > len(data)
     ):
         raise ValueError("a CRC range lies outside the data")
-    kernel = _compiled() if len(starts) >= SMALL else None
+    kernel = _compiled(len(starts)) if len(starts) >= SMALL else None
     if kernel is None:
         view = np.ascontiguousarray(data).data.cast("B") if len(data) else memoryview(b"")
         crc = zlib.crc32

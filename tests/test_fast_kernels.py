@@ -39,10 +39,12 @@ def test_body_crcs_equal_zlib(blob: bytes, ranges: list[tuple[int, int]]) -> Non
     assert _zlib_crcs(blob, starts, lengths) == got.tolist()
 
 
-@pytest.mark.parametrize("disabled", [False, True])
-def test_many_records_both_paths(monkeypatch: pytest.MonkeyPatch, disabled: bool) -> None:
-    if disabled:
-        monkeypatch.setattr(kernels, "_compiled", lambda: None)
+@pytest.mark.parametrize("path", ["serial", "threads", "zlib"])
+def test_many_records_every_path(monkeypatch: pytest.MonkeyPatch, path: str) -> None:
+    if path == "zlib":
+        monkeypatch.setattr(kernels, "_compiled", lambda *_: None)
+    if path == "threads":
+        monkeypatch.setattr(kernels, "PARALLEL_FROM", 100)
     rng = np.random.default_rng(7)
     blob = rng.integers(0, 256, 50_000, dtype=np.uint8)
     lengths = rng.integers(0, 200, 300)

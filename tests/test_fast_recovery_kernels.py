@@ -64,7 +64,7 @@ def filled(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Any]]:
 
 def no_kernels(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(recovery_kernels, "_compiled", lambda: None)
-    monkeypatch.setattr(kernels, "_compiled", lambda: None)
+    monkeypatch.setattr(kernels, "_compiled", lambda *_: None)
 
 
 def answers(store: MmapMessageStore) -> list[Any]:
