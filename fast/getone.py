@@ -15,7 +15,7 @@ import numpy as np
 from fast.gather import I64
 from fast.multiget_compiled import CompiledMultiGet, filter_table
 from fast.multiget_kernel import BAIL, FOUND, window_kernel
-from fast.results import FastGetMessageResult, LazyMessages
+from fast.results import FastGetMessageResult, lazy_records
 from spec.batch import max_filter_message_count
 from spec.layout import CQ_STORE_UNIT_SIZE
 from spec.message import StoredMessage
@@ -112,20 +112,9 @@ class SingleGetPath(CompiledMultiGet):
     ) -> GetMessageResult:
         """The result object of a compiled scan, its records decoded from the log on access."""
         log = self.commit_log
-        phys = picked_phys[:count]
-        files: Any = []
-        positions: Any = []
-        if count:
-            base = log.files[0].start
-            first = (int(phys[0]) - base) // log.file_size
-            if first == (int(phys[-1]) - base) // log.file_size:
-                f = log.files[first]
-                files, positions = f.data, phys - f.start
-            else:
-                for p in phys.tolist():
-                    f = log.files[(p - base) // log.file_size]
-                    files.append(f.data)
-                    positions.append(p - f.start)
+        records = lazy_records(
+            log.files, log.file_size, picked_phys[:count], self.profile, self._delay_levels
+        )
         if count and int(picked_pos[count - 1]) == count - 1:  # entries returned in a row
             offsets = tuple(range(offset, offset + count))
         else:
@@ -135,10 +124,7 @@ class SingleGetPath(CompiledMultiGet):
             offset + scanned,
             min_offset,
             max_offset,
-            cast(
-                tuple[StoredMessage, ...],
-                LazyMessages(files, positions, self.profile, self._delay_levels),
-            ),
+            cast(tuple[StoredMessage, ...], records),
             int(facts[4]) - last_phys > int(facts[5]),
             total_size=total,
             offsets=offsets,

@@ -10,8 +10,8 @@ import numpy as np
 import numpy.typing as npt
 
 from fast.consumequeue import Block, ConsumeQueue
-from fast.gather import I64, U8
-from fast.results import FastGetMessageResult, LazyMessages
+from fast.gather import I64
+from fast.results import FastGetMessageResult, lazy_records
 from fast.scan import ScanOutcome, outcome, scan_chunk, tag_mask
 from spec.batch import BatchLimits, check_result_capacity, max_filter_message_count
 from spec.config import StoreConfig
@@ -232,29 +232,13 @@ class GetPath:
         done, phys = scanned
         log = self.commit_log
         picked = phys[done.returned]
-        files: list[U8] | U8 = []
-        positions: list[int] | I64 = []
-        if len(picked):
-            base = log.files[0].start
-            first = (int(picked[0]) - base) // log.file_size
-            if first == (int(picked[-1]) - base) // log.file_size:
-                f = log.files[first]
-                files, positions = f.data, picked - f.start
-            else:
-                files, positions = [], []
-                for p in picked.tolist():
-                    f = log.files[(p - base) // log.file_size]
-                    files.append(f.data)
-                    positions.append(p - f.start)
+        records = lazy_records(log.files, log.file_size, picked, self.profile, self._delay_levels)
         return FastGetMessageResult(
             done.status,
             scan_next_begin_offset(offset, done.scanned),
             min_offset,
             max_offset,
-            cast(
-                tuple[StoredMessage, ...],
-                LazyMessages(files, positions, self.profile, self._delay_levels),
-            ),
+            cast(tuple[StoredMessage, ...], records),
             suggest_pulling_from_slave(max_offset_py, done.max_phy_offset_pulling, self._memory),
             total_size=done.total_size,
             offsets=tuple((done.returned + offset).tolist()),

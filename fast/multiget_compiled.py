@@ -13,7 +13,7 @@ import numpy as np
 from fast.gather import I64
 from fast.getpath import GetPath
 from fast.multiget_kernel import ALL, BAIL, FOUND
-from fast.results import MultiGetResult, ScannedRows
+from fast.results import FileView, MultiGetResult, ScannedRows
 from spec.batch import max_filter_message_count
 from spec.errors import InvalidTypeError, require_int, require_str
 from spec.filter import SUB_ALL, ExpressionMessageFilter, is_tag_type
@@ -280,7 +280,7 @@ class CompiledMultiGet(GetPath):
             picked_start=picked_start,
             picked_pos=picked_pos,
             picked_phys=picked_phys,
-            log_files=tuple((f.start, f.data) for f in log.files),
+            log_files=tuple(FileView(f.start, f.data) for f in log.files),
             log_file_size=log.file_size,
             profile=self.profile,
             delay_levels=self._delay_levels,

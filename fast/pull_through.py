@@ -17,7 +17,7 @@ import numpy as np
 from fast.gather import I64
 from fast.multiget_compiled import CompiledMultiGet, filter_table
 from fast.multiget_kernel import BAIL, FOUND, STOP_ASK, STOP_DONE, chain_kernel
-from fast.results import MultiGetResult, ScannedRows
+from fast.results import FileView, MultiGetResult, ScannedRows
 from spec.batch import max_filter_message_count
 from spec.errors import (
     InvalidArgumentError,
@@ -193,7 +193,7 @@ def _assemble(
         picked_start=picked_start[:rows].copy(),
         picked_pos=picked_pos,
         picked_phys=picked_phys,
-        log_files=tuple((f.start, f.data) for f in log.files),
+        log_files=tuple(FileView(f.start, f.data) for f in log.files),
         log_file_size=log.file_size,
         profile=store.profile,
         delay_levels=store._delay_levels,

@@ -7,7 +7,7 @@ benchmarks do) never pays for decoding; the first access to a message decodes it
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any, cast, overload
+from typing import Any, NamedTuple, cast, overload
 
 import attrs
 import numpy as np
@@ -84,6 +84,38 @@ class LazyMessages(Sequence[StoredMessage]):
         return f"LazyMessages({len(self)} messages)"
 
 
+class FileView(NamedTuple):
+    """A commit-log file's start offset and bytes (a view that keeps the mapping alive)."""
+
+    start: int
+    data: U8
+
+
+def lazy_records(
+    files: Sequence[Any],
+    file_size: int,
+    phys: I64,
+    profile: Profile,
+    delay_levels: tuple[int, ...] | None,
+) -> LazyMessages:
+    """The records at commit-log offsets `phys`, decoded on access; `files` are the log's files
+    in order (anything with `start` and `data`: MappedFile, FileView), each `file_size` long."""
+    if not len(phys):
+        return LazyMessages([], [], profile, delay_levels)
+    base = files[0].start
+    first = (int(phys[0]) - base) // file_size
+    if first == (int(phys[-1]) - base) // file_size:
+        f = files[first]
+        return LazyMessages(f.data, phys - f.start, profile, delay_levels)
+    datas: list[U8] = []
+    positions: list[int] = []
+    for p in phys.tolist():
+        f = files[(p - base) // file_size]
+        datas.append(f.data)
+        positions.append(p - f.start)
+    return LazyMessages(datas, positions, profile, delay_levels)
+
+
 @attrs.frozen(eq=False)
 class FastGetMessageResult(GetMessageResult):
     """A GetMessageResult whose total size and queue offsets come from the consume-queue entries,
@@ -149,8 +181,8 @@ class ScannedRows:
     picked_start: I64
     picked_pos: I64
     picked_phys: I64
-    #: (start, data) of every commit-log file when the scan ran: the views pin the mappings.
-    log_files: tuple[tuple[int, U8], ...]
+    #: Every commit-log file when the scan ran: the views pin the mappings.
+    log_files: tuple[FileView, ...]
     log_file_size: int
     profile: Profile
     delay_levels: tuple[int, ...]
@@ -159,20 +191,9 @@ class ScannedRows:
         """Row r as a result object, its records decoded lazily."""
         lo = int(self.picked_start[r])
         phys = self.picked_phys[lo : lo + int(self.count[r])]
-        files: list[U8] | U8 = []
-        positions: list[int] | I64 = []
-        if len(phys):
-            base = self.log_files[0][0]
-            numbers = (phys - base) // self.log_file_size
-            if numbers[0] == numbers[-1]:
-                start, files = self.log_files[int(numbers[0])]
-                positions = phys - start
-            else:
-                files, positions = [], []
-                for p, k in zip(phys.tolist(), numbers.tolist(), strict=True):
-                    start, data = self.log_files[k]
-                    files.append(data)
-                    positions.append(p - start)
+        records = lazy_records(
+            self.log_files, self.log_file_size, phys, self.profile, self.delay_levels
+        )
         offset = int(self.offset[r])
         status = GetMessageStatus.FOUND if self.found[r] else GetMessageStatus.NO_MATCHED_MESSAGE
         return FastGetMessageResult(
@@ -180,10 +201,7 @@ class ScannedRows:
             offset + int(self.scanned[r]),
             int(self.min_offset[r]),
             int(self.max_offset[r]),
-            cast(
-                tuple[StoredMessage, ...],
-                LazyMessages(files, positions, self.profile, self.delay_levels),
-            ),
+            cast(tuple[StoredMessage, ...], records),
             bool(self.suggest[r]),
             total_size=int(self.total[r]),
             offsets=offsets_tuple(offset, self.picked_pos[lo : lo + int(self.count[r])]),
