@@ -15,6 +15,8 @@ from fast.results import FastGetMessageResult, lazy_records
 from fast.scan import ScanOutcome, outcome, scan_chunk, tag_mask
 from spec.batch import BatchLimits, check_result_capacity, max_filter_message_count
 from spec.config import StoreConfig
+from spec.errors import InvalidTypeError, require_int, require_str
+from spec.filter import ExpressionMessageFilter
 from spec.layout import CQ_STORE_UNIT_SIZE
 from spec.message import StoredMessage
 from spec.profiles import Profile
@@ -57,6 +59,28 @@ class EntrySequence(Sequence[CQEntry]):
             yield from zip(
                 chunk["phys"].tolist(), chunk["size"].tolist(), chunk["tags"].tolist(), strict=True
             )
+
+
+def check_pull_arguments(
+    group: object,
+    topic: object,
+    queue_id: object,
+    offset: object,
+    max_msg_nums: object,
+    message_filter: object,
+) -> None:
+    """Refuse a get_message argument of the wrong type, naming it (InvalidTypeError)."""
+    require_str("group", group)
+    require_str("topic", topic)
+    require_int("queue_id", queue_id)
+    require_int("offset", offset)
+    require_int("max_msg_nums", max_msg_nums)
+    if (
+        message_filter is not None
+        and type(message_filter) is not ExpressionMessageFilter
+        and not isinstance(message_filter, MessageFilter)
+    ):
+        raise InvalidTypeError("message_filter", message_filter, "MessageFilter or None")
 
 
 def _always(tags_code: int | None) -> bool:

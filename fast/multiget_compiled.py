@@ -11,11 +11,11 @@ import attrs
 import numpy as np
 
 from fast.gather import I64
-from fast.getpath import GetPath
+from fast.getpath import GetPath, check_pull_arguments
 from fast.multiget_kernel import ALL, BAIL, FOUND
 from fast.results import FileView, MultiGetResult, ScannedRows
 from spec.batch import max_filter_message_count
-from spec.errors import InvalidTypeError, require_int, require_str
+from spec.errors import InvalidTypeError
 from spec.filter import SUB_ALL, ExpressionMessageFilter, is_tag_type
 from spec.layout import CQ_STORE_UNIT_SIZE
 from spec.profiles import Profile
@@ -82,6 +82,7 @@ def filter_table(filters: list[MessageFilter | None]) -> tuple[I64, I64, list[in
 
 
 def as_request(item: Any) -> GetRequest:
+    """A get_messages request as a GetRequest, its fields checked as get_message checks them."""
     if type(item) is GetRequest:
         request = item
     elif isinstance(item, tuple | list) and len(item) in (5, 6):
@@ -90,18 +91,8 @@ def as_request(item: Any) -> GetRequest:
         request = item
     else:
         raise InvalidTypeError("request", item, "GetRequest or a get_message argument tuple")
-    require_str("group", request.group)
-    require_str("topic", request.topic)
-    require_int("queue_id", request.queue_id)
-    require_int("offset", request.offset)
-    require_int("max_msg_nums", request.max_msg_nums)
-    f = request.message_filter
-    if (
-        f is not None
-        and type(f) is not ExpressionMessageFilter
-        and not isinstance(f, MessageFilter)
-    ):
-        raise InvalidTypeError("message_filter", f, "MessageFilter or None")
+    r = request
+    check_pull_arguments(r.group, r.topic, r.queue_id, r.offset, r.max_msg_nums, r.message_filter)
     return request
 
 

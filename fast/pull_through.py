@@ -15,18 +15,16 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from fast.gather import I64
+from fast.getpath import check_pull_arguments
 from fast.multiget_compiled import CompiledMultiGet, filter_table
 from fast.multiget_kernel import BAIL, FOUND, STOP_ASK, STOP_DONE, chain_kernel
 from fast.results import FileView, MultiGetResult, ScannedRows
 from spec.batch import max_filter_message_count
 from spec.errors import (
     InvalidArgumentError,
-    InvalidTypeError,
     ReadOnlyStoreError,
     require_int,
-    require_str,
 )
-from spec.filter import ExpressionMessageFilter
 from spec.layout import CQ_STORE_UNIT_SIZE
 from spec.profiles import Profile
 from spec.protocols import MessageFilter
@@ -67,19 +65,9 @@ class PullThroughPath(CompiledMultiGet):
         """The pulls from `offset` on, each at the previous nextBeginOffset, until one reaches
         the queue's max offset, one is not a window scan (FOUND, NO_MATCHED_MESSAGE or
         MESSAGE_WAS_REMOVING), or `max_calls` were made; the answers in order, columnar."""
-        require_str("group", group)
-        require_str("topic", topic)
-        require_int("queue_id", queue_id)
-        require_int("offset", offset)
-        require_int("max_msg_nums", max_msg_nums)
+        check_pull_arguments(group, topic, queue_id, offset, max_msg_nums, message_filter)
         if max_calls is not None and (require_int("max_calls", max_calls) < 0):
             raise InvalidArgumentError("max_calls", max_calls, "must be at least 0")
-        if (
-            message_filter is not None
-            and type(message_filter) is not ExpressionMessageFilter
-            and not isinstance(message_filter, MessageFilter)
-        ):
-            raise InvalidTypeError("message_filter", message_filter, "MessageFilter or None")
         if self._closed:
             raise ReadOnlyStoreError("pull_through on a closed store")
         q = self._queue(topic, queue_id)

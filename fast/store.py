@@ -12,6 +12,7 @@ from fast.batch import MessageBatch
 from fast.checkpoint import Checkpoint
 from fast.commitlog import CommitLog, fsync_dir
 from fast.consumequeue import ConsumeQueue
+from fast.getpath import check_pull_arguments
 from fast.multiget import MultiGetPath
 from fast.putpath import PutPath
 from fast.putvector import PutResults
@@ -27,7 +28,6 @@ from spec.errors import (
     require_int,
     require_str,
 )
-from spec.filter import ExpressionMessageFilter
 from spec.message import BrokerInnerMessage, StoredMessage
 from spec.profiles import Profile
 from spec.protocols import MessageFilter
@@ -344,17 +344,7 @@ class MmapMessageStore(MultiGetPath, PutPath):
         message_filter: MessageFilter | None = None,
     ) -> GetMessageResult:
         """Answer a pull exactly as DefaultMessageStore.getMessage does, vectorized."""
-        require_str("group", group)
-        require_str("topic", topic)
-        require_int("queue_id", queue_id)
-        require_int("offset", offset)
-        require_int("max_msg_nums", max_msg_nums)
-        if (
-            message_filter is not None
-            and type(message_filter) is not ExpressionMessageFilter
-            and not isinstance(message_filter, MessageFilter)
-        ):
-            raise InvalidTypeError("message_filter", message_filter, "MessageFilter or None")
+        check_pull_arguments(group, topic, queue_id, offset, max_msg_nums, message_filter)
         if self._closed:
             raise ReadOnlyStoreError("get_message on a closed store")
         return self._get_one(self._queue(topic, queue_id), offset, max_msg_nums, message_filter)
