@@ -107,6 +107,16 @@ def _compiled() -> EncodeKernel | None:
     except ImportError:
         return None
 
+    def copy_bytes_py(out: Any, q: Any, src: Any, start: int, n: int) -> Any:  # pragma: no cover
+        """Copy src[start : start + n] to out[q:], answering where the copy ends."""
+        s = np.uint64(start)
+        m = np.uint64(n)
+        for b in range(m):
+            out[q + b] = src[s + b]
+        return q + m
+
+    copy_bytes = numba.njit(inline="always")(copy_bytes_py)
+
     def encode(  # pragma: no cover - compiled
         out: Any,
         base: int,
@@ -185,22 +195,11 @@ def _compiled() -> EncodeKernel | None:
                 for b in range(size):
                     out[q + np.uint64(at + b)] = (v >> (8 * (size - 1 - b))) & 0xFF
             q += width
-            s = np.uint64(body_starts[k])
-            n = np.uint64(body_lengths[k])
-            for b in range(n):
-                out[q + b] = body[s + b]
-            q += n
+            q = copy_bytes(out, q, body, body_starts[k], body_lengths[k])
             t = topic_index[k]
-            s = np.uint64(topic_starts[t])
-            n = np.uint64(topic_lengths[t])
-            for b in range(n):
-                out[q + b] = tails[s + b]
-            q += n
+            q = copy_bytes(out, q, tails, topic_starts[t], topic_lengths[t])
             t = prop_index[k]
-            s = np.uint64(prop_starts[t])
-            n = np.uint64(prop_lengths[t])
-            for b in range(n):
-                out[q + b] = tails[s + b]
+            copy_bytes(out, q, tails, prop_starts[t], prop_lengths[t])
 
     return cast(EncodeKernel, numba.njit(cache=True, nogil=True)(encode))
 
