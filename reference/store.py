@@ -92,6 +92,10 @@ class ReferenceMessageStore:
     _counters: dict[tuple[str, int], int] = attrs.field(init=False, factory=dict)
     _last_physical_min_offset: int = attrs.field(init=False, default=0)
     _delay_levels: tuple[int, ...] = attrs.field(init=False, default=())
+    #: (message, its _prepare result) while put_messages appends that message.
+    _prepared: tuple[BrokerInnerMessage, tuple[BrokerInnerMessage, int, int]] | None = attrs.field(
+        init=False, default=None
+    )
 
     def __attrs_post_init__(self) -> None:
         if not isinstance(self.config, StoreConfig):
@@ -128,13 +132,24 @@ class ReferenceMessageStore:
         """Append several messages in order; every message is validated before any is stored."""
         if isinstance(msgs, BrokerInnerMessage) or not isinstance(msgs, Sequence):
             raise InvalidTypeError("msgs", msgs, "a sequence of BrokerInnerMessage")
-        for m in msgs:
-            self._prepare(m)
-        return [self.put_message(m) for m in msgs]
+        prepared = [self._prepare(m) for m in msgs]
+        results = []
+        # Each append still goes through put_message (subclasses report appends there); the
+        # batch's preparation is handed over so that put_message does not redo it.
+        for m, p in zip(msgs, prepared, strict=True):
+            self._prepared = (m, p)
+            try:
+                results.append(self.put_message(m))
+            finally:
+                self._prepared = None
+        return results
 
     def put_message(self, msg: BrokerInnerMessage) -> PutMessageResult:
         """Append one message to the commit log and dispatch it to its consume queue."""
-        msg, msg_length, delay_level = self._prepare(msg)
+        handed = self._prepared
+        msg, msg_length, delay_level = (
+            handed[1] if handed is not None and handed[0] is msg else self._prepare(msg)
+        )
         if self._role is BrokerRole.SLAVE:
             return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE)
         now = self.clock.now_ms()

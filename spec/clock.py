@@ -31,8 +31,11 @@ class ManualClock:
 
     def advance(self, ms: int) -> int:
         """Move the clock forward by `ms` ≥ 0 milliseconds and return the new time."""
-        self.now += require_non_negative("ms", ms)
-        return self.now
+        now = self.now + require_non_negative("ms", ms)
+        # Both addends are checked ints, so the field's validator has nothing left to check;
+        # skipping it halves the cost of the one call every lockstep op makes on both sides.
+        object.__setattr__(self, "now", now)
+        return now
 
     def jump_to(self, now: int) -> int:
         """Set the clock to `now` (may move backwards, as a wall clock can) and return it."""
