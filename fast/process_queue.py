@@ -1,17 +1,18 @@
-"""FastProcessQueue: RocketMQ's consumer ProcessQueue (PQ-1 … PQ-20) on sorted numpy arrays.
+"""FastProcessQueue: RocketMQ's consumer ProcessQueue (PQ-1 … PQ-20) on sorted Python lists.
 
 The observable behaviour — return values, counters, snapshots, typed errors — is the PQ rules'
 (spec.process_queue), quirks included: msgCount is a counter, msgSize drifts on a re-put, the
 queueOffsetMax is the last NEW offset, commit on an empty consuming tree raises. The two
-TreeMaps are `fast.pq_tree.OffsetTree`s, so each put / remove / take / commit is a handful of
-array operations per batch instead of per-message tree work.
+TreeMaps are `fast.pq_tree.OffsetTree`s: a pull's put, an acknowledgement's remove, a take, a
+commit and a rollback are each a few C-level list operations per batch; anything else costs a
+bisect per message.
 
 Every call validates its whole input (and reads the clock) before it takes the lock, so a call
 that raises leaves the queue exactly as it was.
 
 Locking: one `threading.RLock` guards all state, where Java uses a ReentrantReadWriteLock over
 the two trees. A reader-writer lock buys nothing here: the GIL already serialises the bytecode
-of concurrent readers, the critical sections are a few array operations long, and a pure-Python
+of concurrent readers, the critical sections are a few list operations long, and a pure-Python
 RW lock would cost a Condition round trip on every call, reads included. Reentrancy is needed
 because cleanExpiredMsg holds the lock while it calls removeMessage, as Java does. Single
 fields (flags, counters, timestamps) are read without it: one attribute load is atomic under
@@ -23,12 +24,8 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Sequence
-from typing import TypeVar
 
-import numpy as np
-import numpy.typing as npt
-
-from fast.pq_tree import I64, Batch, Mask, OffsetTree, validate_batch
+from fast.pq_tree import OffsetTree, body_bytes, require_longs, validate_batch
 from spec import process_queue as pq
 from spec.clock import Clock
 from spec.errors import (
@@ -45,20 +42,6 @@ log = logging.getLogger(__name__)
 
 #: DefaultMQPushConsumer.sendMessageBack(msg, delayLevel) as clean_expired_msg calls it.
 SendMessageBack = Callable[[StoredMessage, int], object]
-_T = TypeVar("_T", bound=np.generic)
-
-
-def _pick(values: npt.NDArray[_T], at: I64 | None) -> npt.NDArray[_T]:
-    """`values[at]`, where None stands for every position in order."""
-    return values if at is None else values[at]
-
-
-def _positions(first: I64 | None, hit: Mask | None) -> I64 | None:
-    """The batch positions of the distinct keys `hit` marks (None: all of them), given each
-    key's first position `first` (None: the batch is its own distinct keys)."""
-    if hit is None:
-        return first
-    return np.flatnonzero(hit) if first is None else first[hit]
 
 
 def _require_bool(name: str, value: object) -> bool:
@@ -130,28 +113,20 @@ class FastProcessQueue:
 
         Offsets outside Java's long range raise InvalidArgumentError (RocketMQ cannot hold them).
         """
-        batch = validate_batch("msgs", msgs)
+        batch, offsets = validate_batch("msgs", msgs)
         # Java parses MAX_OFFSET after changing the tree; parsing first keeps a failure clean.
         last_max_offset = pq.max_offset_property(batch[-1]) if batch else None
-        arrays = Batch(batch, objects=True)
+        require_longs(offsets)
         with self._lock:
             if batch:
-                # Per offset the last object of the batch is the one stored; the first occurrence
-                # is the insertion that counted (later ones found it cached).
-                keys, first, last = arrays.unique()
-                new = self._cached.put(keys, _pick(arrays.objects, last), _pick(arrays.sizes, last))
-                counted = _positions(first, new)
-                if counted is None:
-                    self._msg_count += len(batch)
-                    self._msg_size += int(arrays.sizes.sum())
-                    self._queue_offset_max = batch[-1].queue_offset
-                elif len(counted):
-                    self._msg_count += len(counted)
-                    self._msg_size += int(arrays.sizes[counted].sum())
+                new = self._cached.put(batch, offsets)
+                if new:
+                    self._msg_count += len(new)
+                    self._msg_size += body_bytes(new)
                     # PQ-4: the new offset inserted last in list order, not the largest.
-                    self._queue_offset_max = int(arrays.offsets[counted.max()])
+                    self._queue_offset_max = new[-1].queue_offset
                 self._msg_acc_cnt = pq.msg_acc_cnt_after(
-                    self._msg_acc_cnt, batch[-1].queue_offset, last_max_offset
+                    self._msg_acc_cnt, offsets[-1], last_max_offset
                 )
             dispatch = pq.dispatch_to_consume(len(self._cached) > 0, self._consuming)
             self._consuming = self._consuming or dispatch
@@ -160,24 +135,20 @@ class FastProcessQueue:
     def remove_messages(self, msgs: Sequence[StoredMessage]) -> int:
         """removeMessage (PQ-7): uncache `msgs`; −1 if nothing was cached on entry, else the
         smallest offset still cached, or queueOffsetMax + 1 when this call emptied the cache."""
-        batch = validate_batch("msgs", msgs)
-        # An offset beyond Java's long range cannot be cached, so dropping it changes nothing.
-        arrays = Batch(batch, objects=False, drop_out_of_range=True)
+        batch, offsets = validate_batch("msgs", msgs)
+        # An offset beyond Java's long range is never cached, so it is just not found.
         now = require_int("now", self._clock.now_ms())
         with self._lock:
             self._last_consume_timestamp = now
-            if not len(self._cached):
+            cached = self._cached
+            if not cached.keys:
                 return -1
-            keys, first, _ = arrays.unique()
-            removed = _positions(first, self._cached.remove(keys))
-            # PQ-13: the ARGUMENT's body length (its first occurrence removed the entry).
-            if removed is None:
-                self._msg_count -= len(keys)
-                self._msg_size -= int(arrays.sizes.sum())
-            elif len(removed):
+            removed = cached.remove(batch, offsets)
+            if removed:
                 self._msg_count -= len(removed)
-                self._msg_size -= int(arrays.sizes[removed].sum())
-            return self._cached.first_key() if len(self._cached) else self._queue_offset_max + 1
+                # PQ-13: the ARGUMENT's body length (its first occurrence removed the entry).
+                self._msg_size -= body_bytes(removed)
+            return cached.keys[0] if cached.keys else self._queue_offset_max + 1
 
     def take_messages(self, batch_size: int) -> list[StoredMessage]:
         """takeMessages (PQ-8): move up to `batch_size` lowest cached messages to the consuming
@@ -186,39 +157,40 @@ class FastProcessQueue:
         now = require_int("now", self._clock.now_ms())
         with self._lock:
             self._last_consume_timestamp = now
-            taken = self._cached.pop_first(n)
-            self._taken.put_tree(taken)
+            keys, taken = self._cached.pop_first(n)
+            self._taken.put(taken, keys)
             self._consuming = self._consuming and len(taken) > 0
-            return list(taken.values())
+            return taken
 
     def commit(self) -> int:
         """commit (PQ-9): release the consuming tree; its last offset + 1, or NoSuchElementError
         (changing nothing) when it is empty."""
         with self._lock:
-            if not len(self._taken):
+            taken = self._taken
+            if not taken.keys:
                 raise NoSuchElementError("commit: the consuming tree is empty")
-            offset = self._taken.last_key()
-            self._msg_count -= len(self._taken)
+            offset = taken.keys[-1]
+            self._msg_count -= len(taken.keys)
             # The STORED objects' body lengths, unlike removeMessage.
-            self._msg_size -= self._taken.body_bytes()
-            self._taken.clear()
+            self._msg_size -= body_bytes(taken.msgs)
+            taken.clear()
             return offset + 1
 
     def rollback(self) -> None:
         """rollback (PQ-10): return the consuming tree to the cache; no counter changes."""
         with self._lock:
-            self._cached.put_tree(self._taken)
+            self._cached.put(self._taken.msgs, self._taken.keys)
             self._taken.clear()
 
     def make_messages_to_consume_again(self, msgs: Sequence[StoredMessage]) -> None:
         """makeMessageToConsumeAgain (PQ-11): uncache `msgs` from the consuming tree and put them
         into the cache, taken or not; no counter changes."""
-        batch = validate_batch("msgs", msgs)
-        arrays = Batch(batch, objects=True)
+        batch, offsets = validate_batch("msgs", msgs)
+        require_longs(offsets)
         with self._lock:
-            keys, _, last = arrays.unique()
-            self._taken.remove(keys)
-            self._cached.put(keys, _pick(arrays.objects, last), _pick(arrays.sizes, last))
+            # The trees are independent, so all removes then all puts is Java's interleaving.
+            self._taken.remove(batch, offsets)
+            self._cached.put(batch, offsets)
 
     def clear(self) -> None:
         """clear (PQ-12): empty both trees and zero msgCount, msgSize and queueOffsetMax."""
@@ -246,7 +218,7 @@ class FastProcessQueue:
         expired_head = (
             pq.expired_head_v4_7 if self._profile is Profile.V4_7 else pq.expired_head_v4_9
         )
-        # Java reads the size without the lock (one field there); here it is two, so lock.
+        # Java reads the size without the lock; locked, it never sees half a batch. Same cost.
         with self._lock:
             loops = min(len(self._cached), pq.CLEAN_EXPIRED_LOOP_MAX)
         for _ in range(loops):
@@ -265,7 +237,7 @@ class FastProcessQueue:
             log.info("send expire msg back. queueOffset=%d", msg.queue_offset)
             with self._lock:
                 # The listener may have removed it meanwhile; only the unchanged head goes.
-                if len(self._cached) and self._cached.first_key() == msg.queue_offset:
+                if self._cached.keys[:1] == [msg.queue_offset]:
                     self.remove_messages([msg])
 
     # Reads -------------------------------------------------------------------------------------
@@ -292,9 +264,8 @@ class FastProcessQueue:
     def max_span(self) -> int:
         """getMaxSpan (PQ-6): last cached offset − first, or 0."""
         with self._lock:
-            if not len(self._cached):
-                return 0
-            return self._cached.last_key() - self._cached.first_key()
+            keys = self._cached.keys
+            return keys[-1] - keys[0] if keys else 0
 
     @property
     def msg_count(self) -> int:
@@ -325,13 +296,13 @@ class FastProcessQueue:
     def cached_offsets(self) -> list[int]:
         """The keys of msgTreeMap, ascending."""
         with self._lock:
-            return self._cached.keys()
+            return self._cached.keys.copy()
 
     @property
     def consuming_offsets(self) -> list[int]:
         """The keys of consumingMsgOrderlyTreeMap, ascending."""
         with self._lock:
-            return self._taken.keys()
+            return self._taken.keys.copy()
 
     @property
     def last_consume_timestamp(self) -> int:
