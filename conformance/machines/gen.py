@@ -113,6 +113,10 @@ class Context:
     wrote: list[int] = attrs.Factory(list)
     #: offset_store: whether the store is the local file one (BROADCASTING).
     local: bool = False
+    #: ((state_fields, state length), the offsets' positions), computed on the first state.
+    _positions: tuple[tuple[tuple[str, ...], int], tuple[int, ...]] | None = attrs.field(
+        default=None, init=False, repr=False, eq=False
+    )
 
     @classmethod
     def start(cls, area: str, config: dict[str, Any]) -> Context:
@@ -121,6 +125,15 @@ class Context:
         ctx = cls(check_area(area), fields, int(config.get("clockStart", 0)))
         ctx.local = config.get("messageModel") == "BROADCASTING"
         return ctx
+
+    def _offset_positions(self, n: int) -> tuple[int, ...]:
+        """Where cachedOffsets and consumingOffsets sit in a positional state of `n` values."""
+        key = (self.state_fields, n)
+        if self._positions is None or self._positions[0] != key:
+            wanted = ("cachedOffsets", "consumingOffsets")
+            at = tuple(i for i, f in enumerate(self.state_fields[:n]) if f in wanted)
+            self._positions = (key, at)
+        return self._positions[1]
 
     def note(self, op: Op, seen: Observation) -> None:
         """Learn from the reference's observation of `op`."""
@@ -141,9 +154,8 @@ class Context:
             self.queues[str(op.args["queueId"])] = (int(raw["minOffset"]), int(raw["maxOffset"]))
         state = raw.get("state") if "state" in state_keys else None
         if isinstance(state, list):
-            named = dict(zip(self.state_fields, state, strict=False))
             self.offsets = sorted(
-                {*named.get("cachedOffsets", ()), *named.get("consumingOffsets", ())}
+                {o for at in self._offset_positions(len(state)) for o in state[at]}
             )
         for r in raw.get("results") or ():
             if "wroteOffset" in r:
