@@ -41,6 +41,7 @@ class CommitLog:
 
     def __init__(self, directory: Path, file_size: int, profile: Profile, read_only: bool) -> None:
         self.directory = directory
+        self._dir = os.fspath(directory)
         self.file_size = file_size
         self.profile = profile
         self.read_only = read_only
@@ -88,14 +89,14 @@ class CommitLog:
     def _flush_filled(self, f: MappedFile) -> None:
         """Start flushing a file that just filled, in a background thread: appends go on into
         the next file meanwhile. `drain` waits for it (and raises what it raised)."""
-        if f.path is None or f.read_only:
+        if f.file is None or f.read_only:
             return
         if self.file_size < BACKGROUND_FLUSH_MIN:
             f.flush(0, self.file_size)  # a hand-off to a thread costs more than this msync
             return
         if self._flusher is None:
             self._flusher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pullspec-flush")
-        self._pending.append(self._flusher.submit(_fdatasync, f.path))
+        self._pending.append(self._flusher.submit(_fdatasync, Path(f.file)))
 
     def drain(self) -> None:
         """Wait until every file that filled is on disk."""
@@ -171,7 +172,7 @@ class CommitLog:
 
     def _new_file(self, now_ms: int) -> MappedFile:
         start = self.files[-1].end if self.files else 0
-        f = MappedFile.create(self.directory, start, self.file_size, warm=self.warm)
+        f = MappedFile.create(self._dir, start, self.file_size, warm=self.warm)
         self.files.append(f)
         self.wrote = 0
         self.last_modified[start] = now_ms
@@ -244,7 +245,7 @@ class CommitLog:
         if f is None or phys + size > f.end:
             raise CorruptStoreError(str(self.directory), f"no reserved room at {phys}")
         self.last_modified[f.start] = now_ms
-        if not self.transient or f.path is None:
+        if not self.transient or f.file is None:
             return f.data, phys - f.start
         if len(self._staging) < size:
             # Touched once here, so encoding into it never faults.
@@ -256,14 +257,14 @@ class CommitLog:
         """Write the records encoded by `region` into the file (nothing to do for the mapping:
         they are already there)."""
         f = self.file_of(phys)
-        if not self.transient or f is None or f.path is None:
+        if not self.transient or f is None or f.file is None:
             return
         self._pwrite(f, self._staging[:size].data, phys - f.start)
 
     def _pwrite(self, f: MappedFile, data: memoryview | bytes | bytearray, pos: int) -> None:
         fd = self._fds.get(f.start)
         if fd is None:
-            fd = self._fds[f.start] = os.open(f.path or "", os.O_WRONLY)
+            fd = self._fds[f.start] = os.open(f.file or "", os.O_WRONLY)
         done = 0
         view = memoryview(data).cast("B")
         while done < len(view):  # pwrite may write less than asked
@@ -280,7 +281,7 @@ class CommitLog:
         if f is None or phys + len(data) > f.end:
             raise CorruptStoreError(str(self.directory), f"no reserved room at {phys}")
         pos = phys - f.start
-        if self.transient and f.path is not None:
+        if self.transient and f.file is not None:
             self._pwrite(f, data, pos)
         else:
             f.mm[pos : pos + len(data)] = data

@@ -4,86 +4,34 @@ min logic offset, and the vectorized reads get_message needs."""
 from __future__ import annotations
 
 import os
+import struct
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
+from fast.cq_entries import (
+    CQ_DTYPE,
+    ENTRY,
+    I64,
+    PHYS,
+    Block,
+    address_of,
+    make_block,
+    pack_entries,
+)
 from fast.mapped import MappedFile, list_mapped_files
 from spec.errors import CorruptStoreError
 from spec.layout import CQ_STORE_UNIT_SIZE, PRE_BLANK_ENTRY, pre_blank_entries
 from spec.store import expired_consume_queue_files, queue_min_max_offsets
 
-#: One consume-queue entry as stored: phys (long), size (int), tags code (long), big-endian.
-CQ_DTYPE = np.dtype([("phys", ">i8"), ("size", ">i4"), ("tags", ">i8")])
+__all__ = ["BLOCK", "Block", "ConsumeQueue"]
+
 #: Entries per block of the native-endian cache that pulls read instead of the big-endian file.
 BLOCK = 4096
-
-I64 = npt.NDArray[np.int64]
-
-
-class Block(NamedTuple):
-    """Native int64 copies of entries of one file: phys, size, tags code, phys + size, and prefix
-    counts of entries whose record cannot be whole inside one commit-log file (`odd`) or that do
-    not start at or after the previous entry's end (`back`), so a slice can be vetted with two
-    subtractions."""
-
-    phys: I64
-    size: I64
-    tags: I64
-    end: I64
-    odd: I64
-    back: I64
-
-    def sane(self, lo: int, hi: int) -> bool:
-        """True when entries [lo, hi) name records that lie inside their files in increasing,
-        non-overlapping order."""
-        return bool(self.odd[hi] == self.odd[lo] and self.back[hi] == self.back[lo + 1])
-
-    def part(self, lo: int, hi: int) -> Block:
-        """Entries [lo, hi) (the prefix counts keep one extra leading slot)."""
-        return Block(
-            self.phys[lo:hi],
-            self.size[lo:hi],
-            self.tags[lo:hi],
-            self.end[lo:hi],
-            self.odd[lo : hi + 1],
-            self.back[lo : hi + 1],
-        )
-
-
-def make_block(phys: I64, size: I64, tags: I64, file_size: int) -> Block:
-    """A Block over native copies of entries, with its prefix counts for commit-log files of
-    `file_size` bytes."""
-    end = phys + size
-    odd = (size <= 0) | (phys < 0) | (phys % file_size + size > file_size)
-    back = np.zeros(len(phys), dtype=bool)
-    back[1:] = phys[1:] < end[:-1]
-    zero = np.zeros(1, dtype=np.int64)
-    return Block(
-        phys,
-        size,
-        tags,
-        end,
-        np.concatenate((zero, np.cumsum(odd))),
-        np.concatenate((zero, np.cumsum(back))),
-    )
-
-
-def entries_of(f: MappedFile) -> npt.NDArray[np.void]:
-    """The structured entry view of a consume-queue file."""
-    return np.frombuffer(f.mm, dtype=CQ_DTYPE)
-
-
-def pack_entries(phys: I64, size: I64, tags: I64) -> npt.NDArray[np.void]:
-    """A structured array of entries, ready to be copied into a file."""
-    out = np.empty(len(phys), dtype=CQ_DTYPE)
-    out["phys"] = phys
-    out["size"] = size
-    out["tags"] = tags
-    return out
+#: Written entries of a first file up to which correct_min_offset reads them one by one.
+_FEW = 64
 
 
 class ConsumeQueue:
@@ -99,6 +47,7 @@ class ConsumeQueue:
         commit_log_file_size: int = 1 << 30,
     ) -> None:
         self.directory = directory
+        self._dir = os.fspath(directory)
         self.topic = topic
         self.queue_id = queue_id
         self.file_size = file_size
@@ -150,9 +99,8 @@ class ConsumeQueue:
     def _append_file(self, f: MappedFile) -> None:
         self._index[f.start] = len(self.files)
         self.files.append(f)
-        view = entries_of(f)
-        self.views.append(view)
-        self.addresses.append(int(view.__array_interface__["data"][0]))
+        self.views.append(np.frombuffer(f.mm, dtype=CQ_DTYPE))
+        self.addresses.append(address_of(f))
 
     def recover(self) -> None:
         """ConsumeQueue.recover: from the third-last file on, the written part of each file ends
@@ -206,7 +154,7 @@ class ConsumeQueue:
         self.views.pop()
         self.addresses.pop()
         self._index.pop(f.start, None)
-        if self.read_only or f.path is None:
+        if self.read_only or f.file is None:
             f.close()
         else:
             f.destroy()
@@ -231,6 +179,15 @@ class ConsumeQueue:
         if not self.files:
             return queue_min_max_offsets(self.min_logic_offset, None, 0)
         return queue_min_max_offsets(self.min_logic_offset, self.files[-1].start, self.wrote)
+
+    def min_offset(self) -> int:
+        """STORE-4's min offset alone: min_max()[0] without building the pair."""
+        return self.min_logic_offset // CQ_STORE_UNIT_SIZE
+
+    def max_offset(self) -> int:
+        """STORE-4's max offset alone: min_max()[1] without building the pair."""
+        files = self.files
+        return (files[-1].start + self.wrote) // CQ_STORE_UNIT_SIZE if files else 0
 
     def readable(self, i: int) -> int:
         """The written bytes of file number `i`: all of a completed file."""
@@ -299,50 +256,73 @@ class ConsumeQueue:
         a first index ≠ 0 gets LAYOUT-3 pre-blank entries before it; an index below max is
         already present and skipped (ConsumeQueue.putMessagePositionInfo)."""
         n = len(phys)
-        if n == 0:
+        skip = self._skipped(first_index, n)
+        if skip == n:
             return
-        _, max_offset = self.min_max()
-        if self.files and first_index < max_offset:
-            skip = min(max_offset - first_index, n)
-            phys, size, tags = phys[skip:], size[skip:], tags[skip:]
-            first_index += skip
-            n -= skip
-            if n == 0:
-                return
-        if not self.files:
-            self._create(first_index - first_index % self.units)
-            blanks = pre_blank_entries(first_index, self.units)
-            if first_index != 0:
-                self.min_logic_offset = first_index * CQ_STORE_UNIT_SIZE
-                self.views[-1][:blanks] = np.array([PRE_BLANK_ENTRY] * blanks, dtype=CQ_DTYPE)
-                self.wrote = blanks * CQ_STORE_UNIT_SIZE
-        entries = pack_entries(phys, size, tags)
-        done = 0
+        entries = pack_entries(phys[skip:], size[skip:], tags[skip:])
+        self._fill(entries.view(np.uint8).data)
+        self.max_physic_offset = int(phys[-1]) + int(size[-1])
+
+    def append_entries(self, first_index: int, entries: Sequence[tuple[int, int, int]]) -> None:
+        """`append` for a few entries given as (phys, size, tags code) tuples: packed one by one,
+        which for a handful costs less than numpy's per-array overheads."""
+        try:
+            packed = [ENTRY.pack(*e) for e in entries]
+        except struct.error:  # out of range: numpy's conversion raises as `append` always did
+            table = np.array(entries, dtype=np.int64)
+            self.append(first_index, table[:, 0], table[:, 1], table[:, 2])
+            return
+        n = len(entries)
+        skip = self._skipped(first_index, n)
+        if skip == n:
+            return
+        self._fill(b"".join(packed[skip:]))
+        phys, size, _ = entries[-1]
+        self.max_physic_offset = phys + size
+
+    def _skipped(self, first_index: int, n: int) -> int:
+        """How many of `n` entries from `first_index` are already present; when none are and
+        the queue has no file, its first file is created (with LAYOUT-3 pre-blanks)."""
+        if n == 0:
+            return 0
+        if self.files:
+            max_offset = (self.files[-1].start + self.wrote) // CQ_STORE_UNIT_SIZE
+            return min(max_offset - first_index, n) if first_index < max_offset else 0
+        self._create(first_index - first_index % self.units)
+        blanks = pre_blank_entries(first_index, self.units)
+        if first_index != 0:
+            self.min_logic_offset = first_index * CQ_STORE_UNIT_SIZE
+            self.views[-1][:blanks] = np.array([PRE_BLANK_ENTRY] * blanks, dtype=CQ_DTYPE)
+            self.wrote = blanks * CQ_STORE_UNIT_SIZE
+        return 0
+
+    def _fill(self, data: bytes | memoryview) -> None:
+        """Write packed entries at the write position, creating files as they fill."""
+        done, n = 0, len(data)
         while done < n:
             if self.wrote == self.file_size:
                 self._create(self.files[-1].start + self.file_size)
-            w = self.wrote // CQ_STORE_UNIT_SIZE
-            k = min(n - done, self.units - w)
-            self._write(w, entries[done : done + k])
-            self._refresh_blocks(self.files[-1].start, w, w + k)
-            self.wrote += k * CQ_STORE_UNIT_SIZE
+            k = min(n - done, self.file_size - self.wrote)
+            self._write(self.wrote, data[done : done + k])
+            if self._blocks:
+                w = self.wrote // CQ_STORE_UNIT_SIZE
+                self._refresh_blocks(self.files[-1].start, w, w + k // CQ_STORE_UNIT_SIZE)
+            self.wrote += k
             done += k
-        self.max_physic_offset = int(phys[-1]) + int(size[-1])
 
-    def _write(self, w: int, entries: npt.NDArray[np.void]) -> None:
-        """Store entries from entry `w` of the last file: through the mapping, or with
+    def _write(self, pos: int, data: bytes | memoryview) -> None:
+        """Store packed entries at byte `pos` of the last file: through the mapping, or with
         `transient` by pwrite (no page fault per page; the mapping sees the same bytes)."""
         last = self.files[-1]
-        if not self.transient or last.path is None:
-            self.views[-1][w : w + len(entries)] = entries
+        if not self.transient or last.file is None:
+            last.mm[pos : pos + len(data)] = data
             return
         if self._fd is None or self._fd[0] != last.start:
             self._close_fd()
-            self._fd = (last.start, os.open(last.path, os.O_WRONLY))
-        data = np.ascontiguousarray(entries).view(np.uint8).data.cast("B")
+            self._fd = (last.start, os.open(last.file, os.O_WRONLY))
         done = 0
         while done < len(data):  # pwrite may write less than asked
-            done += os.pwrite(self._fd[1], data[done:], w * CQ_STORE_UNIT_SIZE + done)
+            done += os.pwrite(self._fd[1], data[done:], pos + done)
 
     def _close_fd(self) -> None:
         if self._fd is not None:
@@ -355,7 +335,7 @@ class ConsumeQueue:
         f = (
             MappedFile.anonymous(start, self.file_size)
             if self.read_only
-            else MappedFile.create(self.directory, start, self.file_size)
+            else MappedFile.create(self._dir, start, self.file_size)
         )
         self._append_file(f)
         self.wrote = 0
@@ -365,15 +345,17 @@ class ConsumeQueue:
     def delete_expired(self, commit_log_min: int) -> int:
         """ConsumeQueue.deleteExpiredFile: drop leading files whose last entry points below the
         commit-log min (never the last file), then correct the min offset (STORE-19)."""
-        last_phys = [int(v[self.units - 1]["phys"]) for v in self.views]
+        at = (self.units - 1) * CQ_STORE_UNIT_SIZE
+        last_phys = [PHYS.unpack_from(f.mm, at)[0] for f in self.files]
         drop = expired_consume_queue_files(last_phys, commit_log_min)
-        for _ in range(drop):
-            f = self.files.pop(0)
-            self.views.pop(0)
-            self.addresses.pop(0)
-            self._forget(f.start)
-            f.destroy()
-        self._index = {f.start: i for i, f in enumerate(self.files)}
+        if drop:
+            for _ in range(drop):
+                f = self.files.pop(0)
+                self.views.pop(0)
+                self.addresses.pop(0)
+                self._forget(f.start)
+                f.destroy()
+            self._index = {f.start: i for i, f in enumerate(self.files)}
         self.correct_min_offset(commit_log_min)
         return drop
 
@@ -382,10 +364,19 @@ class ConsumeQueue:
         at least the commit-log min; unchanged when none is."""
         if not self.files:
             return
-        phys = self.views[0]["phys"][: self.readable(0) // CQ_STORE_UNIT_SIZE]
+        first = self.files[0]
+        n = self.readable(0) // CQ_STORE_UNIT_SIZE
+        if n <= _FEW:
+            mm = first.mm
+            for k in range(n):
+                if PHYS.unpack_from(mm, k * CQ_STORE_UNIT_SIZE)[0] >= commit_log_min:
+                    self.min_logic_offset = first.start + k * CQ_STORE_UNIT_SIZE
+                    return
+            return
+        phys = self.views[0]["phys"][:n]
         hits = np.flatnonzero(phys >= commit_log_min)
         if len(hits):
-            self.min_logic_offset = self.files[0].start + int(hits[0]) * CQ_STORE_UNIT_SIZE
+            self.min_logic_offset = first.start + int(hits[0]) * CQ_STORE_UNIT_SIZE
 
     def truncate_dirty(self, phys_end: int) -> None:
         """ConsumeQueue.truncateDirtyLogicFiles: remove the trailing entries that point at or

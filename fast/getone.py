@@ -14,8 +14,8 @@ import numpy as np
 
 from fast.gather import I64
 from fast.multiget_compiled import CompiledMultiGet, filter_table
-from fast.multiget_kernel import BAIL, FOUND, window_kernel
-from fast.results import FastGetMessageResult, lazy_records
+from fast.multiget_kernel import ALL, BAIL, FOUND, window_kernel
+from fast.results import FastGetMessageResult, LazyMessages, lazy_records
 from spec.batch import max_filter_message_count
 from spec.layout import CQ_STORE_UNIT_SIZE
 from spec.message import StoredMessage
@@ -29,6 +29,24 @@ if TYPE_CHECKING:
 
 #: Distinct filters whose kernel rows are kept (filters are frozen values: equal ones share).
 _FILTER_ROWS_KEPT = 256
+#: The kernel row of no filter: every entry matches.
+_MATCH_ALL: tuple[int, I64] = (ALL, np.zeros(1, dtype=np.int64))
+_MATCH_ALL[1].flags.writeable = False
+#: Entries a pull examines at most, by maxMsgNums (max_filter_message_count in entries).
+_BUDGETS: dict[int, int] = {}
+_FOUND, _NO_MATCH = GetMessageStatus.FOUND, GetMessageStatus.NO_MATCHED_MESSAGE
+
+
+def window_budget(max_msg_nums: int) -> int:
+    """max_filter_message_count(max_msg_nums) in whole consume-queue entries."""
+    found = _BUDGETS.get(max_msg_nums)
+    if found is None:
+        if len(_BUDGETS) >= 1024:
+            _BUDGETS.clear()
+        found = _BUDGETS[max_msg_nums] = -(
+            -max_filter_message_count(max_msg_nums) // CQ_STORE_UNIT_SIZE
+        )
+    return found
 
 
 class SingleGetPath(CompiledMultiGet):
@@ -60,8 +78,7 @@ class SingleGetPath(CompiledMultiGet):
         rel = pos % fs
         if rel >= readable:
             return self._get(q, offset, max_msg_nums, message_filter)
-        budget = -(-max_filter_message_count(max_msg_nums) // CQ_STORE_UNIT_SIZE)
-        n = min((readable - rel) // CQ_STORE_UNIT_SIZE, budget)
+        n = min((readable - rel) // CQ_STORE_UNIT_SIZE, window_budget(max_msg_nums))
         cap = min(n, max(max_msg_nums, 1))
         picked_pos = np.empty(cap, dtype=np.int64)
         picked_phys = np.empty(cap, dtype=np.int64)
@@ -73,15 +90,62 @@ class SingleGetPath(CompiledMultiGet):
         )  # fmt: skip
         if status == BAIL:
             return self._get(q, offset, max_msg_nums, message_filter)
-        return self._answer(
-            offset, int(status), int(scanned), int(count), int(total), int(last_phys),
-            picked_pos, picked_phys, q.min_logic_offset // CQ_STORE_UNIT_SIZE,
-            (files[last].start + q.wrote) // CQ_STORE_UNIT_SIZE, facts,
+        log = self.commit_log
+        phys = picked_phys[:count].tolist()
+        if count and picked_pos[count - 1] == count - 1:  # entries returned in a row
+            offsets = tuple(range(offset, offset + count))
+        else:
+            offsets = tuple((picked_pos[:count] + offset).tolist())
+        return FastGetMessageResult(
+            _FOUND if status == FOUND else _NO_MATCH,
+            offset + scanned,
+            q.min_logic_offset // CQ_STORE_UNIT_SIZE,
+            (files[last].start + q.wrote) // CQ_STORE_UNIT_SIZE,
+            cast(tuple[StoredMessage, ...], self._records(phys)),
+            log.max_offset() - last_phys > self._memory,
+            total_size=total,
+            offsets=offsets,
+        )
+
+    def _records(self, phys: list[int]) -> LazyMessages:
+        """The records at commit-log offsets `phys` (all readable), decoded on access."""
+        log = self.commit_log
+        if phys:
+            files, size = log.files, log.file_size
+            base = files[0].start
+            first = (phys[0] - base) // size
+            if first == (phys[-1] - base) // size:  # the usual case: all in one file
+                f = files[first]
+                start = f.start
+                return LazyMessages(
+                    f.data, [p - start for p in phys], self.profile, self._delay_levels
+                )
+        return lazy_records(
+            log.files, log.file_size, np.array(phys, dtype=np.int64), self.profile,
+            self._delay_levels,
         )  # fmt: skip
 
     def _filter_row(self, message_filter: MessageFilter | None) -> tuple[int, I64] | None:
         """The kernel's (code count or ALL, codes) for a filter; None when only the entry-by-
         entry path can evaluate it."""
+        if message_filter is None:
+            return _MATCH_ALL
+        # By identity first: a caller that reuses its filter objects skips hashing them (a
+        # frozen filter's hash walks its subscription). The entry keeps the filter alive, so
+        # its id is not reused while cached.
+        by_id: dict[int, tuple[Any, tuple[int, I64] | None]] = self.__dict__.setdefault(
+            "_filter_rows_by_id", {}
+        )
+        hit = by_id.get(id(message_filter))
+        if hit is not None and hit[0] is message_filter:
+            return hit[1]
+        row = self._filter_row_of(message_filter)
+        if len(by_id) >= _FILTER_ROWS_KEPT:
+            by_id.clear()
+        by_id[id(message_filter)] = (message_filter, row)
+        return row
+
+    def _filter_row_of(self, message_filter: MessageFilter) -> tuple[int, I64] | None:
         cache: dict[Any, tuple[int, I64] | None] = self.__dict__.setdefault("_filter_rows", {})
         try:
             found = cache.get(message_filter, False)
@@ -95,37 +159,3 @@ class SingleGetPath(CompiledMultiGet):
             cache.clear()
         cache[message_filter] = row
         return row
-
-    def _answer(
-        self,
-        offset: int,
-        status: int,
-        scanned: int,
-        count: int,
-        total: int,
-        last_phys: int,
-        picked_pos: I64,
-        picked_phys: I64,
-        min_offset: int,
-        max_offset: int,
-        facts: I64,
-    ) -> GetMessageResult:
-        """The result object of a compiled scan, its records decoded from the log on access."""
-        log = self.commit_log
-        records = lazy_records(
-            log.files, log.file_size, picked_phys[:count], self.profile, self._delay_levels
-        )
-        if count and int(picked_pos[count - 1]) == count - 1:  # entries returned in a row
-            offsets = tuple(range(offset, offset + count))
-        else:
-            offsets = tuple((picked_pos[:count] + offset).tolist())
-        return FastGetMessageResult(
-            GetMessageStatus.FOUND if status == FOUND else GetMessageStatus.NO_MATCHED_MESSAGE,
-            offset + scanned,
-            min_offset,
-            max_offset,
-            cast(tuple[StoredMessage, ...], records),
-            int(facts[4]) - last_phys > int(facts[5]),
-            total_size=total,
-            offsets=offsets,
-        )

@@ -12,9 +12,12 @@ import numpy as np
 import numpy.typing as npt
 
 from spec.errors import CorruptStoreError
-from spec.layout import offset_to_file_name
 
 PAGE = mmap.PAGESIZE
+#: What `data` becomes once a file is closed (shared: nothing writes to it).
+_CLOSED = np.empty(0, dtype=np.uint8)
+_CLOSED.flags.writeable = False
+_CREATE_FLAGS = os.O_RDWR | os.O_CREAT | os.O_TRUNC
 
 
 def parse_file_name(name: str) -> int | None:
@@ -40,16 +43,17 @@ def list_mapped_files(directory: Path) -> list[tuple[int, Path]]:
 class MappedFile:
     """One file of `size` bytes mapped whole; `data` is a uint8 numpy view of the mapping.
 
-    A file is backed by disk (`path` set) or, when a read-only store must repair it in memory,
-    by an anonymous mapping holding a private copy (`path` None).
+    A file is backed by disk (`file`, its path as a string, set) or, when a read-only store must
+    repair it in memory, by an anonymous mapping holding a private copy (`file` None).
     """
 
-    __slots__ = ("data", "mm", "path", "read_only", "size", "start")
+    __slots__ = ("data", "file", "mm", "read_only", "size", "start")
 
     def __init__(
-        self, path: Path | None, start: int, size: int, mm: mmap.mmap, read_only: bool
+        self, path: str | Path | None, start: int, size: int, mm: mmap.mmap, read_only: bool
     ) -> None:
-        self.path = path
+        # A str: the hot paths (create, delete, touch) hand it to os without a pathlib round trip.
+        self.file = None if path is None else os.fspath(path)
         self.start = start
         self.size = size
         self.mm = mm
@@ -57,19 +61,28 @@ class MappedFile:
         self.data: npt.NDArray[np.uint8] = np.frombuffer(mm, dtype=np.uint8)
 
     @property
+    def path(self) -> Path | None:
+        """The file's path, or None for an anonymous file."""
+        return None if self.file is None else Path(self.file)
+
+    @property
     def end(self) -> int:
         """The offset just past this file."""
         return self.start + self.size
 
     @classmethod
-    def create(cls, directory: Path, start: int, size: int, warm: bool = False) -> MappedFile:
-        """Create a zero-filled file of `size` bytes named after `start` and map it; `warm`
-        allocates its blocks now, which makes first writes through the mapping much cheaper."""
-        directory.mkdir(parents=True, exist_ok=True)
-        path = directory / offset_to_file_name(start)
+    def create(cls, directory: str | Path, start: int, size: int, warm: bool = False) -> MappedFile:
+        """Create a zero-filled file of `size` bytes named after `start` in `directory` (made
+        when missing) and map it; `warm` allocates its blocks now, which makes first writes
+        through the mapping much cheaper."""
+        path = f"{os.fspath(directory)}/{start:020d}"
         # Sized under a temporary name, then renamed: a crash never leaves a short file.
-        staging = path.with_name(path.name + ".creating")
-        fd = os.open(staging, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+        staging = path + ".creating"
+        try:
+            fd = os.open(staging, _CREATE_FLAGS, 0o644)
+        except FileNotFoundError:  # the first file of its directory: no mkdir per file
+            os.makedirs(directory, exist_ok=True)
+            fd = os.open(staging, _CREATE_FLAGS, 0o644)
         try:
             os.ftruncate(fd, size)
             if warm:
@@ -111,7 +124,7 @@ class MappedFile:
 
     def flush(self, lo: int = 0, hi: int | None = None) -> None:
         """msync bytes [lo, hi) of the mapping to disk (no-op for anonymous files)."""
-        if self.path is None or self.read_only:
+        if self.file is None or self.read_only:
             return
         hi = self.size if hi is None else hi
         lo -= lo % PAGE
@@ -120,20 +133,26 @@ class MappedFile:
 
     def close(self) -> None:
         """Unmap; a mapping still viewed by a live array stays mapped until that array dies."""
-        self.data = np.empty(0, dtype=np.uint8)
-        with contextlib.suppress(BufferError, ValueError):
+        self.data = _CLOSED
+        try:
             self.mm.close()
+        except (BufferError, ValueError):
+            return  # unmapped when the last view of it dies
 
     def destroy(self) -> None:
         """Unmap and delete the file (RocketMQ's MappedFile.destroy)."""
         self.close()
-        if self.path is not None:
-            with contextlib.suppress(FileNotFoundError):
-                self.path.unlink()
+        if self.file is not None:
+            try:
+                os.unlink(self.file)
+            except FileNotFoundError:
+                return
 
     def touch(self, ms: int) -> None:
         """Set the file's modification time to `ms` (the store's clock), as fileReservedTime
         measures from the last write."""
-        if self.path is not None and not self.read_only:
-            with contextlib.suppress(OSError):
-                os.utime(self.path, ns=(ms * 1_000_000, ms * 1_000_000))
+        if self.file is not None and not self.read_only:
+            try:
+                os.utime(self.file, ns=(ms * 1_000_000, ms * 1_000_000))
+            except OSError:
+                return  # the in-memory time still decides expiry

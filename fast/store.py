@@ -28,6 +28,7 @@ from spec.errors import (
     require_int,
     require_str,
 )
+from spec.filter import ExpressionMessageFilter
 from spec.message import BrokerInnerMessage, StoredMessage
 from spec.profiles import Profile
 from spec.protocols import MessageFilter
@@ -160,7 +161,10 @@ class MmapMessageStore(MultiGetPath, PutPath):
 
     def _queue(self, topic: str, queue_id: int) -> ConsumeQueue:
         key = (topic, queue_id)
-        q = find_consume_queue(self.queues.get(key), lambda: self._new_queue(topic, queue_id))
+        q = self.queues.get(key)
+        if q is not None:
+            return q
+        q = find_consume_queue(q, lambda: self._new_queue(topic, queue_id))
         self.queues[key] = q
         return q
 
@@ -236,15 +240,21 @@ class MmapMessageStore(MultiGetPath, PutPath):
 
     # -- offsets -----------------------------------------------------------------------------
 
+    def _checked_queue(self, topic: object, queue_id: object) -> ConsumeQueue:
+        """The queue named by arguments that must be a str and an int."""
+        if type(topic) is str and type(queue_id) is int:
+            q = self.queues.get((topic, queue_id))
+            if q is not None:
+                return q
+        return self._queue(require_str("topic", topic), require_int("queue_id", queue_id))
+
     def get_min_offset_in_queue(self, topic: str, queue_id: int) -> int:
         """The queue's min offset (an index)."""
-        q = self._queue(require_str("topic", topic), require_int("queue_id", queue_id))
-        return q.min_max()[0]
+        return self._checked_queue(topic, queue_id).min_offset()
 
     def get_max_offset_in_queue(self, topic: str, queue_id: int) -> int:
         """The queue's max offset: one past the last dispatched entry."""
-        q = self._queue(require_str("topic", topic), require_int("queue_id", queue_id))
-        return q.min_max()[1]
+        return self._checked_queue(topic, queue_id).max_offset()
 
     def get_min_phy_offset(self) -> int:
         """The commit log's min offset, or -1 when it has no file."""
@@ -269,7 +279,7 @@ class MmapMessageStore(MultiGetPath, PutPath):
     ) -> bool:
         """Whether the entry at `consume_offset` lies on disk (BATCH-3); False when the queue has
         no such entry (DefaultMessageStore.checkInDiskByConsumeOffset, used by COMMIT-4)."""
-        q = self._queue(require_str("topic", topic), require_int("queue_id", queue_id))
+        q = self._checked_queue(topic, queue_id)
         index = require_int("consume_offset", consume_offset)
         pos = index * 20
         number = q.file_number(pos)
@@ -344,7 +354,18 @@ class MmapMessageStore(MultiGetPath, PutPath):
         message_filter: MessageFilter | None = None,
     ) -> GetMessageResult:
         """Answer a pull exactly as DefaultMessageStore.getMessage does, vectorized."""
-        check_pull_arguments(group, topic, queue_id, offset, max_msg_nums, message_filter)
+        if not (
+            type(group) is str
+            and type(topic) is str
+            and type(queue_id) is int
+            and type(offset) is int
+            and type(max_msg_nums) is int
+            and (message_filter is None or type(message_filter) is ExpressionMessageFilter)
+        ):
+            check_pull_arguments(group, topic, queue_id, offset, max_msg_nums, message_filter)
         if self._closed:
             raise ReadOnlyStoreError("get_message on a closed store")
-        return self._get_one(self._queue(topic, queue_id), offset, max_msg_nums, message_filter)
+        q = self.queues.get((topic, queue_id))
+        if q is None:
+            q = self._queue(topic, queue_id)
+        return self._get_one(q, offset, max_msg_nums, message_filter)

@@ -1,0 +1,88 @@
+"""Consume-queue entries outside a queue: their on-disk dtype, packing, the address of a file's
+mapping, and the native-endian Blocks pulls scan instead of the big-endian files."""
+
+from __future__ import annotations
+
+import ctypes
+import struct
+from typing import NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+
+from fast.mapped import MappedFile
+
+#: One consume-queue entry as stored: phys (long), size (int), tags code (long), big-endian.
+CQ_DTYPE = np.dtype([("phys", ">i8"), ("size", ">i4"), ("tags", ">i8")])
+#: One entry and its phys field, for the few written or read at a time, where numpy's fixed
+#: costs dominate.
+ENTRY = struct.Struct(">qiq")
+PHYS = struct.Struct(">q")
+
+I64 = npt.NDArray[np.int64]
+
+
+class Block(NamedTuple):
+    """Native int64 copies of entries of one file: phys, size, tags code, phys + size, and prefix
+    counts of entries whose record cannot be whole inside one commit-log file (`odd`) or that do
+    not start at or after the previous entry's end (`back`), so a slice can be vetted with two
+    subtractions."""
+
+    phys: I64
+    size: I64
+    tags: I64
+    end: I64
+    odd: I64
+    back: I64
+
+    def sane(self, lo: int, hi: int) -> bool:
+        """True when entries [lo, hi) name records that lie inside their files in increasing,
+        non-overlapping order."""
+        return bool(self.odd[hi] == self.odd[lo] and self.back[hi] == self.back[lo + 1])
+
+    def part(self, lo: int, hi: int) -> Block:
+        """Entries [lo, hi) (the prefix counts keep one extra leading slot)."""
+        return Block(
+            self.phys[lo:hi],
+            self.size[lo:hi],
+            self.tags[lo:hi],
+            self.end[lo:hi],
+            self.odd[lo : hi + 1],
+            self.back[lo : hi + 1],
+        )
+
+
+def make_block(phys: I64, size: I64, tags: I64, file_size: int) -> Block:
+    """A Block over native copies of entries, with its prefix counts for commit-log files of
+    `file_size` bytes."""
+    end = phys + size
+    odd = (size <= 0) | (phys < 0) | (phys % file_size + size > file_size)
+    back = np.zeros(len(phys), dtype=bool)
+    back[1:] = phys[1:] < end[:-1]
+    zero = np.zeros(1, dtype=np.int64)
+    return Block(
+        phys,
+        size,
+        tags,
+        end,
+        np.concatenate((zero, np.cumsum(odd))),
+        np.concatenate((zero, np.cumsum(back))),
+    )
+
+
+def address_of(f: MappedFile) -> int:
+    """The address of a file's first mapped byte."""
+    try:
+        # A ctypes view costs a third of numpy's array interface; it is dropped at once.
+        return ctypes.addressof(ctypes.c_char.from_buffer(f.mm))
+    except TypeError:  # a read-only mapping
+        return int(f.data.ctypes.data)
+
+
+def pack_entries(phys: I64, size: I64, tags: I64) -> npt.NDArray[np.void]:
+    """A structured array of entries, ready to be copied into a file."""
+    out = np.empty(len(phys), dtype=CQ_DTYPE)
+    out["phys"] = phys
+    out["size"] = size
+    out["tags"] = tags
+    return out

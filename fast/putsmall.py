@@ -1,0 +1,311 @@
+"""The per-message append path of MmapMessageStore, for the short lists the vectorized path
+(fast.putvector) would spend more on numpy's fixed costs than on the messages: validate each
+message, encode its record from a struct-packed head and cached topic and property bytes, write
+each commit-log segment with one copy and each queue's entries with one packed write."""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+import attrs
+
+from fast.putvector import properties_tags_code
+from spec.clock import Clock
+from spec.config import StoreConfig
+from spec.delay import delay_rewrite, deliver_timestamp
+from spec.errors import IllegalTopicError, InvalidTypeError, MessageIllegalError
+from spec.layout import (
+    END_FILE_MIN_BLANK_LENGTH,
+    MAX_PROPERTIES_LENGTH,
+    MESSAGE_MAGIC_CODE,
+    body_crc,
+    calc_msg_length,
+    check_message_limits,
+    is_dispatched_type,
+    message_properties_to_string,
+    validate_topic,
+)
+from spec.message import PROPERTY_DELAY, BrokerInnerMessage
+from spec.profiles import Profile
+from spec.record import encode_record_bytes, host_sys_flag
+from spec.results import PutMessageResult
+from spec.status import BrokerRole, PutMessageStatus
+
+if TYPE_CHECKING:
+    from fast.commitlog import CommitLog
+    from fast.consumequeue import ConsumeQueue
+
+_INT32 = (-(1 << 31), (1 << 31) - 1)
+_INT64 = (-(1 << 63), (1 << 63) - 1)
+#: A record's fields before its body with IPv4 hosts (LAYOUT-5): TOTALSIZE … BODYLENGTH.
+_HEAD_V4 = struct.Struct(">iiiiiqqiq4siq4siiqi")
+_PUT_OK = PutMessageStatus.PUT_OK
+_CACHE_LIMIT = 4096
+
+
+class Encoding(NamedTuple):
+    """What a message's topic and properties contribute to its record, computed once per
+    distinct pair."""
+
+    topic: bytes
+    properties: bytes
+    properties_string: str
+    tags_code: int
+    #: The record's bytes after the body: [topic length][topic][properties length][properties].
+    tail: bytes
+    #: Whether the properties name DELAY (delay_rewrite may then move the message).
+    delay: bool
+
+
+class Prepared(NamedTuple):
+    """A validated message with its encoding and its record length."""
+
+    msg: BrokerInnerMessage
+    encoding: Encoding
+    sys_flag: int
+    length: int
+    crc: int
+    delay_level: int
+    #: Whether it takes a queue offset and an entry (STORE-18).
+    dispatched: bool
+
+
+def stored_tags_code(msg: BrokerInnerMessage, properties_string: str, profile: Profile) -> int:
+    """FILTER-1 on a message's properties as the dispatcher will parse them back from the
+    record (`properties_tags_code`)."""
+    return properties_tags_code(msg.properties, properties_string, profile)
+
+
+def _require_java(name: str, value: int, bounds: tuple[int, int]) -> None:
+    if not bounds[0] <= value <= bounds[1]:
+        raise MessageIllegalError(name, value, "does not fit its Java field", "MESSAGE_ILLEGAL")
+
+
+class SmallPut:
+    """Mixin: the put of a short list, message by message."""
+
+    if TYPE_CHECKING:
+        commit_log: CommitLog
+        config: StoreConfig
+        profile: Profile
+        clock: Clock
+        flush_mode: str
+        queues: dict[tuple[str, int], ConsumeQueue]
+        _role: BrokerRole
+        _counters: dict[tuple[str, int], int]
+        _last_store_timestamp: int
+        _delay_levels: tuple[int, ...]
+
+        def _queue(self, topic: str, queue_id: int) -> ConsumeQueue: ...
+        def _checkpoint(self) -> None: ...
+
+    def _encoded(self, msg: BrokerInnerMessage) -> Encoding:
+        """The Encoding of a message's topic and properties, cached per (topic, properties): a
+        workload repeats a handful of them. IllegalTopicError for a topic TopicValidator
+        refuses."""
+        cache = self._encodings()
+        key = (msg.topic, msg.properties)
+        found = cache.get(key)
+        if found is None:
+            why = validate_topic(msg.topic)
+            if why:
+                raise IllegalTopicError("topic", msg.topic, why)
+            text = message_properties_to_string(msg.properties, self.profile)
+            topic, properties = msg.topic.encode("utf-8"), text.encode("utf-8")
+            tail = b"".join(
+                (bytes((len(topic),)), topic, len(properties).to_bytes(2, "big"), properties)
+                if len(topic) < 256 and len(properties) <= MAX_PROPERTIES_LENGTH
+                else ()  # refused by check_message_limits before any record is encoded
+            )
+            found = Encoding(
+                topic,
+                properties,
+                text,
+                stored_tags_code(msg, text, self.profile),
+                tail,
+                any(k == PROPERTY_DELAY for k, _ in msg.properties),
+            )
+            if len(cache) > _CACHE_LIMIT:
+                cache.clear()
+            cache[key] = found
+        return found
+
+    def _encodings(self) -> dict[tuple[str, Any], Encoding]:
+        found: dict[tuple[str, Any], Encoding] | None = self.__dict__.get("_encoding_cache")
+        if found is None:
+            found = self.__dict__["_encoding_cache"] = {}
+        return found
+
+    def _prepare(self, msg: BrokerInnerMessage) -> Prepared:
+        """Validate one message (types, TopicValidator, LAYOUT-11, Java field ranges, fitting a
+        commit-log file) without touching the store."""
+        if type(msg) is not BrokerInnerMessage and not isinstance(msg, BrokerInnerMessage):
+            raise InvalidTypeError("msg", msg, "BrokerInnerMessage")
+        level = 0
+        enc = None
+        if msg.stored_properties is None:
+            enc = self._encodings().get((msg.topic, msg.properties))
+        if enc is None or enc.delay:
+            # Not seen, or DELAY is set: delay_rewrite decides (and raises first).
+            rewrite = delay_rewrite(
+                msg.topic, msg.queue_id, msg.properties, msg.sys_flag, len(self._delay_levels)
+            )
+            if rewrite is not None:  # Java re-serialises the rewritten map
+                topic_name, queue_id, rewritten, level = rewrite
+                msg = attrs.evolve(
+                    msg,
+                    topic=topic_name,
+                    queue_id=queue_id,
+                    properties=rewritten,
+                    stored_properties=None,
+                )
+            elif msg.stored_properties is not None:
+                msg = attrs.evolve(msg, properties=msg.stored_properties, stored_properties=None)
+            enc = self._encoded(msg)
+        born, store = msg.born_host, msg.store_host
+        sys_flag = msg.sys_flag
+        if len(born.ip) != 4 or len(store.ip) != 4 or sys_flag & 0x30:
+            sys_flag = host_sys_flag(sys_flag, born, store)
+        body = msg.body
+        length = calc_msg_length(sys_flag, len(body), len(enc.topic), len(enc.properties))
+        status = check_message_limits(
+            msg.topic,
+            enc.properties_string,
+            len(body),
+            length,
+            self.config.max_message_size,
+            self.profile,
+        )
+        if status is not None:
+            raise MessageIllegalError("msg", msg.topic, f"{length}-byte record", status.value)
+        if length + END_FILE_MIN_BLANK_LENGTH > self.config.mapped_file_size_commit_log:
+            raise MessageIllegalError(
+                "msg", length, "the record cannot fit one commit-log file", "MESSAGE_ILLEGAL"
+            )
+        lo32, hi32, lo64, hi64 = _INT32[0], _INT32[1], _INT64[0], _INT64[1]
+        if not (
+            lo32 <= msg.queue_id <= hi32
+            and lo32 <= msg.flag <= hi32
+            and lo32 <= sys_flag <= hi32
+            and lo32 <= msg.reconsume_times <= hi32
+            and lo64 <= msg.born_timestamp <= hi64
+            and lo64 <= msg.prepared_transaction_offset <= hi64
+            and lo32 <= born.port <= hi32
+            and lo32 <= store.port <= hi32
+        ):
+            for name, value, bounds in (
+                ("queue_id", msg.queue_id, _INT32),
+                ("flag", msg.flag, _INT32),
+                ("sys_flag", msg.sys_flag, _INT32),
+                ("reconsume_times", msg.reconsume_times, _INT32),
+                ("born_timestamp", msg.born_timestamp, _INT64),
+                ("prepared_transaction_offset", msg.prepared_transaction_offset, _INT64),
+                ("born_host.port", born.port, _INT32),
+                ("store_host.port", store.port, _INT32),
+            ):
+                _require_java(name, value, bounds)
+        return Prepared(
+            msg, enc, sys_flag, length, body_crc(body), level, is_dispatched_type(msg.sys_flag)
+        )
+
+    def _put_each(self, msgs: Sequence[BrokerInnerMessage]) -> list[PutMessageResult]:
+        """Validate every message, then append them one record at a time."""
+        prepared = [self._prepare(m) for m in msgs]
+        if self._role is BrokerRole.SLAVE:
+            return [PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE) for _ in prepared]
+        log = self.commit_log
+        size = log.file_size
+        low = log.max_offset()
+        clock = self.clock
+        counters = self._counters
+        results: list[PutMessageResult] = []
+        # Per queue: the first queue offset and the (phys, size, tags code) entries from it.
+        dispatch: dict[tuple[str, int], tuple[int, list[tuple[int, int, int]]]] = {}
+        segment: list[bytes] = []
+        segment_phys = 0
+        now = 0
+        for p in prepared:
+            msg = p.msg
+            length = p.length
+            now = clock.now_ms()
+            if segment and (
+                log.wrote >= size or length + END_FILE_MIN_BLANK_LENGTH > size - log.wrote
+            ):  # the record starts a new file (LAYOUT-7): the segment ends in this one
+                log.write(segment_phys, b"".join(segment), now)
+                segment = []
+            phys = log.reserve(length, now)
+            if not segment:
+                segment_phys = phys
+            key = (msg.topic, msg.queue_id)
+            # STORE-18: a dispatched message takes the queue's counter, any other gets 0.
+            counter = counters.get(key, 0)
+            queue_offset = counter if p.dispatched else 0
+            counters[key] = counter + 1 if p.dispatched else counter
+            segment += self._record(p, queue_offset, phys, now)
+            if p.dispatched:
+                code = (
+                    deliver_timestamp(p.delay_level, now, self._delay_levels)
+                    if p.delay_level
+                    else p.encoding.tags_code
+                )
+                found = dispatch.get(key)
+                if found is None:
+                    dispatch[key] = (queue_offset, [(phys, length, code)])
+                else:
+                    found[1].append((phys, length, code))
+            results.append(PutMessageResult(_PUT_OK, queue_offset, phys, length))
+        if segment:
+            log.write(segment_phys, b"".join(segment), now)
+        if prepared:
+            self._last_store_timestamp = now
+        touched = []
+        queues = self.queues
+        for key, (first, entries) in dispatch.items():
+            q = queues.get(key)
+            if q is None:
+                q = self._queue(*key)
+            q.append_entries(first, entries)
+            touched.append(q)
+        if self.flush_mode == "sync" and prepared:
+            log.sync(low)
+            for q in touched:
+                q.flush()
+            self._checkpoint()
+        return results
+
+    def _record(self, p: Prepared, queue_offset: int, phys: int, now: int) -> Sequence[bytes]:
+        """The pieces of a message's record (LAYOUT-5): head, body, tail."""
+        msg, enc = p.msg, p.encoding
+        born, store = msg.born_host, msg.store_host
+        if p.sys_flag & 0x30 == 0 and enc.tail:
+            try:
+                head = _HEAD_V4.pack(
+                    p.length, MESSAGE_MAGIC_CODE, p.crc, msg.queue_id, msg.flag, queue_offset,
+                    phys, p.sys_flag, msg.born_timestamp, born.ip, born.port, now, store.ip,
+                    store.port, msg.reconsume_times, msg.prepared_transaction_offset,
+                    len(msg.body),
+                )  # fmt: skip
+                return (head, msg.body, enc.tail)
+            except struct.error:
+                pass  # out of its Java field: the spec's encoder below names the field
+        return (
+            encode_record_bytes(
+                enc.topic,
+                enc.properties,
+                msg.body,
+                queue_id=msg.queue_id,
+                flag=msg.flag,
+                sys_flag=p.sys_flag,
+                queue_offset=queue_offset,
+                physical_offset=phys,
+                born_timestamp=msg.born_timestamp,
+                born_host=born,
+                store_timestamp=now,
+                store_host=store,
+                reconsume_times=msg.reconsume_times,
+                prepared_transaction_offset=msg.prepared_transaction_offset,
+                crc=p.crc,
+            ),
+        )

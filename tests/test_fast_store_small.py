@@ -1,0 +1,197 @@
+"""The fast store's shortcuts for small operations answer exactly what the general paths do:
+entries packed one by one, the queue offsets read alone, few-entry min corrections, the
+per-message record encoder, the filter rows cached by identity, the argument fast checks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import fast.consumequeue
+from fast.consumequeue import ConsumeQueue
+from fast.mapped import MappedFile
+from fast.store import MmapMessageStore
+from reference.store import ReferenceMessageStore
+from spec.clock import ManualClock
+from spec.config import StoreConfig
+from spec.delay import SCHEDULE_TOPIC
+from spec.errors import InvalidArgumentError, InvalidTypeError, PullspecError
+from spec.filter import tag_filter
+from spec.message import BrokerInnerMessage, HostAddress
+from spec.profiles import ALL_PROFILES, Profile
+
+CFG = StoreConfig(mapped_file_size_commit_log=1024, mapped_file_size_consume_queue=80)
+
+
+def _queue(root: Path, units: int = 4) -> ConsumeQueue:
+    return ConsumeQueue(root, "T", 0, units * 20, read_only=False)
+
+
+def _bytes(q: ConsumeQueue) -> list[bytes]:
+    return [bytes(f.mm) for f in q.files]
+
+
+@pytest.mark.parametrize("first", [0, 3, 6])
+def test_append_entries_writes_what_append_writes(tmp_path: Path, first: int) -> None:
+    rows = [(100 * k, 50 + k, k - 2) for k in range(9)]
+    by_rows, by_columns = _queue(tmp_path / "rows"), _queue(tmp_path / "columns")
+    table = np.array(rows, dtype=np.int64)
+    # Two appends each, the second overlapping the first (present indices are skipped).
+    by_rows.append_entries(first, rows[:5])
+    by_rows.append_entries(first + 3, rows[3:])
+    by_columns.append(first, table[:5, 0], table[:5, 1], table[:5, 2])
+    by_columns.append(first + 3, table[3:, 0], table[3:, 1], table[3:, 2])
+    assert _bytes(by_rows) == _bytes(by_columns)
+    assert by_rows.min_max() == by_columns.min_max()
+    assert by_rows.max_physic_offset == by_columns.max_physic_offset == 800 + 58
+    for q in (by_rows, by_columns):
+        q.close()
+
+
+def test_append_entries_out_of_range_raises_as_append(tmp_path: Path) -> None:
+    q = _queue(tmp_path)
+    with pytest.raises(OverflowError):
+        q.append_entries(0, [(1 << 64, 10, 0)])
+    assert q.files == [] and q.max_offset() == 0
+    q.close()
+
+
+def test_min_and_max_offsets_alone_equal_the_pair(tmp_path: Path) -> None:
+    q = _queue(tmp_path)
+    assert (q.min_offset(), q.max_offset()) == q.min_max() == (0, 0)
+    q.append_entries(0, [(10 * k, 10, 0) for k in range(6)])
+    assert (q.min_offset(), q.max_offset()) == q.min_max() == (0, 6)
+    q.delete_expired(25)
+    assert (q.min_offset(), q.max_offset()) == q.min_max() == (3, 6)
+    q.close()
+
+
+@pytest.mark.parametrize("few", [0, 64], ids=["numpy", "one-by-one"])
+@pytest.mark.parametrize("cl_min", [0, 150, 301, 10_000])
+def test_min_correction_ways_agree(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, few: int, cl_min: int
+) -> None:
+    monkeypatch.setattr(fast.consumequeue, "_FEW", few)
+    q = _queue(tmp_path)
+    q.append_entries(0, [(100 * k, 100, 0) for k in range(10)])
+    dropped = q.delete_expired(cl_min)
+    expected = {0: (0, 0), 150: (0, 2), 301: (1, 4), 10_000: (2, 0)}[cl_min]
+    assert (dropped, q.min_offset()) == expected
+    q.close()
+
+
+def test_created_files_make_their_directory_and_go(tmp_path: Path) -> None:
+    directory = tmp_path / "a" / "b"
+    f = MappedFile.create(str(directory), 2048, 64)
+    assert f.path == directory / f"{2048:020d}" and f.file == str(f.path)
+    assert f.path.stat().st_size == 64 and not list(directory.glob("*.creating"))
+    f.touch(5_000)
+    assert f.path.stat().st_mtime_ns == 5_000_000_000
+    path = f.path
+    f.destroy()
+    assert not path.exists()
+    f.destroy()  # already gone: nothing to do
+    assert MappedFile.anonymous(0, 16).path is None
+
+
+def _pair(profile: Profile, config: StoreConfig = CFG) -> tuple[Any, Any]:
+    import fast.factories
+
+    return (
+        ReferenceMessageStore(config, profile, clock=ManualClock(1_000)),
+        fast.factories.message_store(config, profile, ManualClock(1_000)),
+    )
+
+
+def _observe(store: Any, topic: str = "T") -> Any:
+    return [
+        (store.get_min_offset_in_queue(topic, q), store.get_max_offset_in_queue(topic, q))
+        for q in range(2)
+    ] + [store.get_min_phy_offset(), store.get_max_phy_offset()]
+
+
+def _both(stores: tuple[Any, Any], call: Any) -> Any:
+    answers = []
+    for s in stores:
+        try:
+            answers.append(("ok", call(s)))
+        except PullspecError as exc:
+            answers.append(("error", exc.kind))
+    assert answers[0] == answers[1]
+    return answers[0]
+
+
+V6 = HostAddress(bytes(range(16)), 9)
+
+
+@pytest.mark.parametrize("profile", ALL_PROFILES, ids=lambda p: p.value)
+def test_repeated_messages_keep_their_delay_and_stored_properties(profile: Profile) -> None:
+    delayed = BrokerInnerMessage(topic="T", queue_id=0, body=b"x", properties={"DELAY": "2"})
+    stored = BrokerInnerMessage(
+        topic="T", queue_id=1, body=b"y", properties={"TAGS": "A"}, stored_properties={}
+    )
+    plain = BrokerInnerMessage(topic="T", queue_id=1, body=b"z", properties={"TAGS": "A"})
+    stores = _pair(profile)
+    try:
+        # Each twice: the second put meets the cached encoding of its topic and properties.
+        for batch in ([delayed, plain], [delayed], [stored, plain], [plain, stored]):
+            _both(stores, lambda s, b=batch: s.put_messages(b))
+            for topic in ("T", SCHEDULE_TOPIC):
+                _both(stores, lambda s, t=topic: _observe(s, t))
+        for topic, queue_id in (("T", 0), ("T", 1), (SCHEDULE_TOPIC, 1)):
+            _both(stores, lambda s, t=topic, q=queue_id: s.get_message("G", t, q, 0, 32, None))
+    finally:
+        stores[1].close()
+
+
+def test_ipv6_hosts_are_encoded_by_the_spec_encoder(tmp_path: Path) -> None:
+    store = MmapMessageStore(tmp_path, CFG, Profile.V4_9, ManualClock(7))
+    v6 = BrokerInnerMessage(topic="T", queue_id=0, body=b"w", born_host=V6, store_host=V6)
+    v4 = BrokerInnerMessage(topic="T", queue_id=0, body=b"w")
+    results = store.put_messages([v6, v4, v6])
+    assert [r.wrote_bytes for r in results] == [117, 93, 117]
+    for r in results:
+        found = store.look_message_by_offset(r.wrote_offset)
+        assert found is not None and found.queue_offset == r.queue_offset
+        assert found.born_host == (V6 if r.wrote_bytes == 117 else v4.born_host)
+    store.close()
+
+
+def test_a_field_out_of_range_is_named_by_the_spec_encoder(tmp_path: Path) -> None:
+    store = MmapMessageStore(tmp_path, CFG, Profile.V4_9, ManualClock(1 << 63))
+    with pytest.raises(InvalidArgumentError, match="store_timestamp"):
+        store.put_messages([BrokerInnerMessage(topic="T", queue_id=0, body=b"x")])
+    store.close()
+
+
+def test_filter_rows_are_cached_by_identity_and_value(tmp_path: Path) -> None:
+    store = MmapMessageStore(tmp_path, CFG, Profile.V4_9, ManualClock(0))
+    f, same = tag_filter("T", "A || B"), tag_filter("T", "A || B")
+    row = store._filter_row(f)
+    assert row is not None and store._filter_row(f) is row
+    assert store._filter_row(same) is row  # an equal filter shares the row
+    everything = store._filter_row(None)
+    assert everything is not None and everything[0] == -1
+    assert store._filter_row(tag_filter("T", "*")) == (everything[0], everything[1])
+    store.close()
+
+
+class StrTopic(str):
+    """A str subclass: accepted as a topic, though not by the exact-type shortcut."""
+
+
+def test_arguments_outside_the_shortcuts_are_still_checked(tmp_path: Path) -> None:
+    store = MmapMessageStore(tmp_path, CFG, Profile.V4_9, ManualClock(0))
+    store.put_messages([BrokerInnerMessage(topic="T", queue_id=0, body=b"x")])
+    assert store.get_message("G", StrTopic("T"), 0, 0, 4).message_count == 1
+    assert store.get_max_offset_in_queue(StrTopic("T"), 0) == 1
+    for bad in ({"queue_id": True}, {"topic": b"T"}, {"max_msg_nums": 1.0}):
+        args: dict[str, Any] = {"topic": "T", "queue_id": 0, "max_msg_nums": 4, **bad}
+        with pytest.raises(InvalidTypeError):
+            store.get_message("G", args["topic"], args["queue_id"], 0, args["max_msg_nums"])
+    with pytest.raises(InvalidTypeError):
+        store.get_min_offset_in_queue("T", True)
+    store.close()
