@@ -288,7 +288,7 @@ class ConsumeQueue:
         if self.files:
             max_offset = (self.files[-1].start + self.wrote) // CQ_STORE_UNIT_SIZE
             return min(max_offset - first_index, n) if first_index < max_offset else 0
-        self._create(first_index - first_index % self.units)
+        self._create((first_index - first_index % self.units) * CQ_STORE_UNIT_SIZE)
         blanks = pre_blank_entries(first_index, self.units)
         if first_index != 0:
             self.min_logic_offset = first_index * CQ_STORE_UNIT_SIZE

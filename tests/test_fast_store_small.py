@@ -4,6 +4,7 @@ per-message record encoder, the filter rows cached by identity, the argument fas
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -195,3 +196,32 @@ def test_arguments_outside_the_shortcuts_are_still_checked(tmp_path: Path) -> No
     with pytest.raises(InvalidTypeError):
         store.get_min_offset_in_queue("T", True)
     store.close()
+
+
+def test_a_first_file_for_a_later_index_starts_at_its_byte_offset(tmp_path: Path) -> None:
+    q = _queue(tmp_path)
+    q.append_entries(5, [(0, 10, 0), (10, 10, 0), (20, 10, 0), (30, 10, 0)])
+    assert [f.start for f in q.files] == [80, 160]  # files of 4 entries: 4–7, 8–11
+    assert (q.min_offset(), q.max_offset()) == q.min_max() == (5, 9)
+    q.close()
+
+
+def test_a_queue_rebuilt_after_expiry_answers_as_before(tmp_path: Path) -> None:
+    config = StoreConfig(
+        mapped_file_size_commit_log=1024, mapped_file_size_consume_queue=80, file_reserved_time=0
+    )
+    clock = ManualClock(1_000)
+    store = MmapMessageStore(tmp_path, config, Profile.V4_9, clock)
+    store.put_messages([BrokerInnerMessage(topic="T", queue_id=0, body=bytes(200))] * 20)
+    store.delete_expired_files()
+
+    def observe(s: MmapMessageStore) -> Any:
+        pulls = [s.get_message("G", "T", 0, o, 4) for o in range(16, 21)]
+        return _observe(s), [(r.status, r.next_begin_offset, r.msg_offsets) for r in pulls]
+
+    before = observe(store)
+    assert before[0][0] == (18, 20)
+    store.close()
+    shutil.rmtree(tmp_path / "consumequeue")  # rebuilt from the commit log at the next open
+    with MmapMessageStore(tmp_path, config, Profile.V4_9, clock) as reopened:
+        assert observe(reopened) == before
