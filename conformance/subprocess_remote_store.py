@@ -1,0 +1,356 @@
+"""The session with one remote instance and the forwarding objects built on it for the broker
+side: the message store, the pull path and the send-back processor (`SubprocessCandidate`'s
+`message_store`, `broker` and `send_back`), plus the typed errors a reply carries back.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from conformance.adapters._config import STORE_KEYS
+from conformance.observe import CandidateCrashedError
+from conformance.ops import error_kind
+from spec.code import FLAG_SUBSCRIPTION, PullMessageRequest, PullResponse
+from spec.config import BrokerConfig, StoreConfig
+from spec.errors import ErrorKind, PullspecError, UnsupportedError
+from spec.filter import ExpressionMessageFilter
+from spec.message import BrokerInnerMessage, StoredMessage
+from spec.profiles import Profile
+from spec.results import GetMessageResult, PutMessageResult
+from spec.retry import (
+    MQ_VERSION_ORDINALS,
+    SendBackRequest,
+    SendBackResponse,
+    profile_request_version,
+)
+from spec.status import BrokerRole, GetMessageStatus, PutMessageStatus, ResponseCode
+
+if TYPE_CHECKING:
+    from conformance.subprocess_candidate import SubprocessCandidate
+
+
+class RemoteError(PullspecError):
+    """A typed error the subprocess reported: only its kind travels, never its text."""
+
+    def __init__(self, kind: ErrorKind, message: str = "") -> None:
+        self.kind = kind
+        super().__init__(f"{kind.value}: {message}" if message else kind.value)
+
+
+def raise_error(kind: ErrorKind, message: str = "") -> None:
+    """Raise the spec error of `kind` (UnsupportedError for UNSUPPORTED, so verdicts match)."""
+    if kind is ErrorKind.UNSUPPORTED:
+        raise UnsupportedError(message or "the subprocess does not support this")
+    raise RemoteError(kind, message)
+
+
+_FIELD_KEYS = {field: key for key, field in STORE_KEYS.items()}
+_VERSION_NAMES = {ordinal: name for name, ordinal in MQ_VERSION_ORDINALS.items()}
+
+
+def store_config_json(config: StoreConfig) -> dict[str, Any]:
+    """A StoreConfig in the vectors' MessageStoreConfig keys (UnsupportedError if inexpressible)."""
+    out: dict[str, Any] = {"brokerRole": config.broker_role.value}
+    default = StoreConfig()
+    for field in attrs.fields(StoreConfig):
+        value = getattr(config, field.name)
+        if field.name in _FIELD_KEYS:
+            out[_FIELD_KEYS[field.name]] = value
+        elif field.name != "broker_role" and value != getattr(default, field.name):
+            raise UnsupportedError(f"StoreConfig.{field.name} has no vector key")
+    return out
+
+
+def broker_config_json(config: BrokerConfig) -> dict[str, Any]:
+    """A BrokerConfig in the vectors' keys (only slaveReadEnable may differ from the default)."""
+    if attrs.evolve(config, slave_read_enable=False) != BrokerConfig():
+        raise UnsupportedError("a BrokerConfig beyond slaveReadEnable")
+    return {"slaveReadEnable": config.slave_read_enable}
+
+
+def raise_observed(observation: dict[str, Any]) -> None:
+    """Raise the typed error an observation carries (after its state was taken in)."""
+    if observation.get("error") is not None:
+        raise_error(error_kind(observation["error"]))
+
+
+class RemoteSession:
+    """One remote instance, created at its first op so that config learnt late still goes into
+    `create`; a config change after that recreates it and replays its ops, which must answer
+    exactly as before (a candidate that does not is not deterministic: CRASHED)."""
+
+    def __init__(
+        self, peer: SubprocessCandidate, area: str, config: dict[str, Any], profile: Profile
+    ) -> None:
+        self.peer, self.area, self.config, self.profile = peer, area, config, profile
+        self._instance: int | None = None
+        self._history: list[tuple[str, dict[str, Any], dict[str, Any]]] = []
+
+    def configure(self, **changes: Any) -> None:
+        """Set create-config keys; recreate and replay when they change a live instance."""
+        if all(self.config.get(k) == v for k, v in changes.items()):
+            return
+        self.config.update(changes)
+        if self._instance is None:
+            return
+        history, self._history, self._instance = self._history, [], None
+        for op, args, reply in history:
+            if self._raw(op, args) != reply:
+                raise CandidateCrashedError(f"replaying {op} {args} answered differently")
+
+    def _raw(self, op: str, args: dict[str, Any]) -> dict[str, Any]:
+        if self._instance is None:
+            self._instance = self.peer.create(self.area, self.config, self.profile)
+        reply = self.peer.call(self._instance, self.area, op, args)
+        self._history.append((op, args, reply))
+        return reply
+
+    def call(self, op: str, args: dict[str, Any]) -> dict[str, Any]:
+        """Run one op and answer its observation (a top-level error reply raises)."""
+        return self.peer.check(self._raw(op, args))
+
+
+def _message_json(msg: BrokerInnerMessage) -> dict[str, Any]:
+    plain = BrokerInnerMessage(
+        msg.topic, msg.queue_id, bytes(len(msg.body)), reconsume_times=msg.reconsume_times
+    )
+    if attrs.evolve(msg, properties=()) != plain or set(dict(msg.properties)) - {"TAGS"}:
+        raise UnsupportedError("a message beyond {queueId, tags, bodySize, reconsumeTimes}")
+    out: dict[str, Any] = {"queueId": msg.queue_id, "tags": msg.tags, "bodySize": len(msg.body)}
+    if msg.reconsume_times:
+        out["reconsumeTimes"] = msg.reconsume_times
+    return out
+
+
+@attrs.frozen
+class RemoteGetMessageResult(GetMessageResult):
+    """A getMessage answer whose records stayed in the subprocess: offsets and total size only."""
+
+    offsets: tuple[int, ...] = ()
+    total_size: int = 0
+
+    @property
+    def buffer_total_size(self) -> int:
+        """The total size the subprocess reported."""
+        return self.total_size
+
+    @property
+    def msg_offsets(self) -> list[int]:
+        """The queue offsets the subprocess reported."""
+        return list(self.offsets)
+
+
+class RemoteStore:
+    """MessageStore forwarding to a subprocess (area `store`, or the store of a broker or
+    send-back session). Offsets are those of the last put, delete or role switch."""
+
+    def __init__(self, session: RemoteSession) -> None:
+        self._s = session
+        self._seen: dict[str, Any] = {}
+        self._role = BrokerRole(session.config.get("brokerRole", "ASYNC_MASTER"))
+        self._check = bool(session.config.get("offsetCheckInSlave", False))
+
+    @property
+    def broker_role(self) -> BrokerRole:
+        """The role last set."""
+        return self._role
+
+    @property
+    def offset_check_in_slave(self) -> bool:
+        """offsetCheckInSlave last set."""
+        return self._check
+
+    def _learn(self, observation: dict[str, Any]) -> dict[str, Any]:
+        self._seen.update({k: v for k, v in observation.items() if k not in ("results", "error")})
+        return observation
+
+    def set_role(self, broker_role: BrokerRole, offset_check_in_slave: bool) -> None:
+        """Forward `set_role`."""
+        args = {"brokerRole": broker_role.value, "offsetCheckInSlave": offset_check_in_slave}
+        raise_observed(self._learn(self._s.call("set_role", args)))
+        self._role, self._check = broker_role, offset_check_in_slave
+
+    def put_messages(self, msgs: list[BrokerInnerMessage]) -> list[PutMessageResult]:
+        """Forward `put`."""
+        key = "originalTopic" if self._s.area == "send_back" else "topic"
+        for m in msgs:
+            self._s.configure(**{key: m.topic})
+        seen = self._learn(self._s.call("put", {"msgs": [_message_json(m) for m in msgs]}))
+        raise_observed(seen)
+        return [
+            PutMessageResult(
+                PutMessageStatus(r["status"]),
+                r.get("queueOffset", -1),
+                r.get("wroteOffset", -1),
+                r.get("wroteBytes", 0),
+            )
+            for r in seen["results"]
+        ]
+
+    def put_message(self, msg: BrokerInnerMessage) -> PutMessageResult:
+        """Forward a one-message `put`."""
+        return self.put_messages([msg])[0]
+
+    def get_message(
+        self,
+        group: str,
+        topic: str,
+        queue_id: int,
+        offset: int,
+        max_msg_nums: int,
+        message_filter: object = None,
+    ) -> GetMessageResult:
+        """Forward `get_message` (a TAG ExpressionMessageFilter or none)."""
+        if message_filter is not None and not isinstance(message_filter, ExpressionMessageFilter):
+            raise UnsupportedError("a filter other than a TAG expression")
+        sub = message_filter.subscription if message_filter else None
+        args = {
+            "queueId": queue_id,
+            "offset": offset,
+            "maxMsgNums": max_msg_nums,
+            "subscription": sub.sub_string if sub else None,
+            "group": group,
+            "topic": topic,
+        }
+        seen = self._s.call("get_message", args)
+        raise_observed(seen)
+        return RemoteGetMessageResult(
+            GetMessageStatus(seen["status"]),
+            seen["nextBeginOffset"],
+            seen["minOffset"],
+            seen["maxOffset"],
+            suggest_pulling_from_slave=seen["suggestPullingFromSlave"],
+            offsets=tuple(seen["msgOffsets"]),
+            total_size=seen["bufferTotalSize"],
+        )
+
+    def delete_expired_files(self) -> int:
+        """Forward `delete_expired` (the count of deleted files does not travel: 0)."""
+        raise_observed(self._learn(self._s.call("delete_expired", {})))
+        return 0
+
+    def _cached(self, key: str, *path: str) -> int:
+        value: Any = self._seen.get(key)
+        for p in path:
+            value = value.get(p) if isinstance(value, dict) else None
+        if not isinstance(value, int):
+            raise UnsupportedError(f"{key} {'.'.join(path)} was not observed yet")
+        return value
+
+    def get_min_offset_in_queue(self, topic: str, queue_id: int) -> int:
+        """The queue's min offset as last observed."""
+        return self._cached("queues", str(queue_id), "minOffset")
+
+    def get_max_offset_in_queue(self, topic: str, queue_id: int) -> int:
+        """The queue's max offset as last observed."""
+        return self._cached("queues", str(queue_id), "maxOffset")
+
+    def get_min_phy_offset(self) -> int:
+        """The commit-log min offset as last observed."""
+        return self._cached("commitLogMinOffset")
+
+    def get_max_phy_offset(self) -> int:
+        """The commit-log max offset as last observed."""
+        return self._cached("commitLogMaxOffset")
+
+
+@attrs.frozen(kw_only=True)
+class RemotePullResponse(PullResponse):
+    """A pull answer whose records stayed in the subprocess: their queue offsets only."""
+
+    offsets: tuple[int, ...] = ()
+
+    @property
+    def msg_offsets(self) -> list[int]:
+        """The queue offsets the subprocess reported."""
+        return list(self.offsets)
+
+
+class RemoteBroker:
+    """The broker's pull path forwarding to a subprocess (area `pull_code`)."""
+
+    def __init__(self, session: RemoteSession) -> None:
+        self._s = session
+        #: The same remote instance, for the setup steps.
+        self.store = RemoteStore(session)
+
+    def create_topic(self, topic: str, queue_nums: int = 4, perm: int = 6) -> None:
+        """Record the topic for `create` (config `topic`, `topicQueueNums`)."""
+        if perm != 6:
+            raise UnsupportedError("a topic permission other than read-write")
+        self._s.configure(topic=topic, topicQueueNums=queue_nums)
+
+    def pull_message(self, request: PullMessageRequest) -> tuple[int, PullResponse]:
+        """Forward `pull` (no suspend flag, no piggy-backed commit)."""
+        wanted = FLAG_SUBSCRIPTION if request.subscription is not None else 0
+        if request.sys_flag != wanted or request.expression_type not in (None, "TAG"):
+            raise UnsupportedError("a pull beyond {queueId, offset, maxMsgNums, subscription}")
+        self._s.configure(group=request.consumer_group, topic=request.topic)
+        args = {
+            "queueId": request.queue_id,
+            "offset": request.queue_offset,
+            "maxMsgNums": request.max_msg_nums,
+            "subscription": request.subscription,
+        }
+        seen = self._s.call("pull", args)
+        raise_observed(seen)
+        status = seen.get("status")
+        return 0, RemotePullResponse(
+            code=ResponseCode[seen["code"]],
+            status=GetMessageStatus(status) if status is not None else None,
+            next_begin_offset=seen.get("nextBeginOffset"),
+            min_offset=seen.get("minOffset"),
+            max_offset=seen.get("maxOffset"),
+            suggest_which_broker_id=seen.get("suggestWhichBrokerId", 0),
+            offsets=tuple(seen.get("msgOffsets") or ()),
+        )
+
+
+class RemoteSendBack:
+    """CONSUMER_SEND_MSG_BACK forwarding to a subprocess (area `send_back`)."""
+
+    def __init__(self, session: RemoteSession) -> None:
+        self._s = session
+        #: The same remote instance, for the `put` steps.
+        self.store = RemoteStore(session)
+        self._last: StoredMessage | None = None
+
+    @property
+    def last_stored(self) -> StoredMessage | None:
+        """The record the last send-back appended, as the subprocess described it."""
+        return self._last
+
+    def send_back(
+        self, request: SendBackRequest, *, request_version: int | None = None
+    ) -> SendBackResponse:
+        """Forward `send_back` (the request version travels in the create config)."""
+        if request.origin_msg_id is not None or request.unit_mode:
+            raise UnsupportedError("a send-back beyond the vectors' header fields")
+        version = (
+            profile_request_version(self._s.profile) if request_version is None else request_version
+        )
+        if version not in _VERSION_NAMES:
+            raise UnsupportedError(f"request version {version} has no name")
+        self._s.configure(
+            requestVersion=_VERSION_NAMES[version],
+            originalTopic=request.origin_topic or self._s.config["originalTopic"],
+        )
+        args = {
+            "originalCommitLogOffset": request.offset,
+            "group": request.group,
+            "delayLevel": request.delay_level,
+            "maxReconsumeTimes": request.max_reconsume_times,
+        }
+        seen = self._s.call("send_back", args)
+        raise_observed(seen)
+        stored = seen.get("stored")
+        self._last = None
+        if stored is not None:
+            self._last = StoredMessage(
+                stored["topic"], stored["queueId"], 0, 0, 0, 0, b"",
+                properties=stored.get("properties") or {},
+                reconsume_times=stored["reconsumeTimes"],
+            )  # fmt: skip
+        return SendBackResponse(ResponseCode[seen["code"]], seen.get("remark"))
