@@ -21,9 +21,10 @@ _EXTENSION = struct.Struct(">8sq")
 
 
 class Checkpoint:
-    """The checkpoint of one store directory; all zeros when the file is absent."""
+    """The checkpoint of one store directory; all zeros when the file is absent (as it is when
+    `fresh`: the directory was just made)."""
 
-    def __init__(self, path: Path, read_only: bool) -> None:
+    def __init__(self, path: Path, read_only: bool, fresh: bool = False) -> None:
         self.path = path
         self.read_only = read_only
         self.physic_msg_timestamp = 0
@@ -31,13 +32,13 @@ class Checkpoint:
         self.index_msg_timestamp = 0
         self.dispatched_offset: int | None = None
         self._mm: mmap.mmap | None = None
-        if path.exists():
+        if not fresh and path.exists():
             raw = path.read_bytes()[:CHECKPOINT_SIZE].ljust(CHECKPOINT_SIZE, b"\0")
             self._parse(raw)
         if not read_only:
             fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
             try:
-                if os.fstat(fd).st_size != CHECKPOINT_SIZE:
+                if fresh or os.fstat(fd).st_size != CHECKPOINT_SIZE:
                     os.ftruncate(fd, CHECKPOINT_SIZE)
                 self._mm = mmap.mmap(fd, CHECKPOINT_SIZE, access=mmap.ACCESS_WRITE)
             finally:

@@ -4,15 +4,18 @@ end-of-file blank (LAYOUT-4, LAYOUT-7)."""
 from __future__ import annotations
 
 import os
+import weakref
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from fast.gather import I64
 from fast.mapped import MappedFile, list_mapped_files
+from fast.spares import Spares
 from spec.errors import CorruptStoreError
 from spec.layout import (
     END_FILE_MIN_BLANK_LENGTH,
@@ -53,8 +56,13 @@ class CommitLog:
         #: Encode appends into a reused buffer and write them to the file with pwrite instead of
         #: through the mapping (RocketMQ's transientStorePoolEnable); reads still use the mapping.
         self.transient = False
+        #: Where expired small files are kept for reuse (fast.spares); None deletes them.
+        self.spares: Spares | None = None
         self._staging = np.empty(0, dtype=np.uint8)
         self._fds: dict[int, int] = {}
+        #: The directory, open for fsync after deletions (one open per log, not per round).
+        self._dir_fd: int | None = None
+        self._dir_fd_closer: weakref.finalize[Any, Any] | None = None
         # Files that filled are flushed in the background, as FlushCommitLogService does.
         self._flusher: ThreadPoolExecutor | None = None
         self._pending: list[Future[None]] = []
@@ -83,6 +91,9 @@ class CommitLog:
                 self._flusher = None
             for start in list(self._fds):
                 self._close_fd(start)
+            if self._dir_fd_closer is not None:
+                self._dir_fd_closer()
+                self._dir_fd = self._dir_fd_closer = None
             for f in self.files:
                 f.close()
 
@@ -172,7 +183,7 @@ class CommitLog:
 
     def _new_file(self, now_ms: int) -> MappedFile:
         start = self.files[-1].end if self.files else 0
-        f = MappedFile.create(self._dir, start, self.file_size, warm=self.warm)
+        f = MappedFile.create(self._dir, start, self.file_size, self.warm, self.spares)
         self.files.append(f)
         self.wrote = 0
         self.last_modified[start] = now_ms
@@ -339,6 +350,18 @@ class CommitLog:
             gone.destroy()
             deleted += 1
         return deleted
+
+    def sync_directory(self) -> None:
+        """fsync the log's directory so that deleted and created file names are durable."""
+        if self._dir_fd is None:
+            try:
+                fd = os.open(self._dir, os.O_RDONLY)
+            except OSError:
+                return
+            self._dir_fd = fd
+            # Closed by close(), or with the log when its store is dropped unclosed.
+            self._dir_fd_closer = weakref.finalize(self, os.close, fd)
+        os.fsync(self._dir_fd)
 
     def set_last_modified(self, file_start: int, ms: int) -> bool:
         """Set a file's last-write time (as touching it on disk would); False if no such file."""

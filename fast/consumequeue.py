@@ -22,6 +22,7 @@ from fast.cq_entries import (
     pack_entries,
 )
 from fast.mapped import MappedFile, list_mapped_files
+from fast.spares import Spares
 from spec.errors import CorruptStoreError
 from spec.layout import CQ_STORE_UNIT_SIZE, PRE_BLANK_ENTRY, pre_blank_entries
 from spec.store import expired_consume_queue_files, queue_min_max_offsets
@@ -39,14 +40,13 @@ class ConsumeQueue:
 
     def __init__(
         self,
-        directory: Path,
+        directory: str | Path,
         topic: str,
         queue_id: int,
         file_size: int,
         read_only: bool,
         commit_log_file_size: int = 1 << 30,
     ) -> None:
-        self.directory = directory
         self._dir = os.fspath(directory)
         self.topic = topic
         self.queue_id = queue_id
@@ -69,6 +69,13 @@ class ConsumeQueue:
         #: Append with pwrite instead of through the mapping (the store's transient_store_pool).
         self.transient = False
         self._fd: tuple[int, int] | None = None
+        #: Where expired files are kept for reuse (fast.spares); None deletes them.
+        self.spares: Spares | None = None
+
+    @property
+    def directory(self) -> Path:
+        """consumequeue/<topic>/<queueId>/."""
+        return Path(self._dir)
 
     # -- loading -----------------------------------------------------------------------------
 
@@ -335,7 +342,7 @@ class ConsumeQueue:
         f = (
             MappedFile.anonymous(start, self.file_size)
             if self.read_only
-            else MappedFile.create(self._dir, start, self.file_size)
+            else MappedFile.create(self._dir, start, self.file_size, spares=self.spares)
         )
         self._append_file(f)
         self.wrote = 0

@@ -29,9 +29,16 @@ if TYPE_CHECKING:
 
 #: Distinct filters whose kernel rows are kept (filters are frozen values: equal ones share).
 _FILTER_ROWS_KEPT = 256
-#: The kernel row of no filter: every entry matches.
-_MATCH_ALL: tuple[int, I64] = (ALL, np.zeros(1, dtype=np.int64))
-_MATCH_ALL[1].flags.writeable = False
+Row = tuple[int, I64]
+#: The kernel row of no filter: every entry matches. (Writeable, as every kernel argument:
+#: numba types a read-only array through its slow Python path.)
+_MATCH_ALL: Row = (ALL, np.zeros(1, dtype=np.int64))
+#: Kernel rows by filter identity: a caller that reuses its filter objects skips hashing them
+#: (a frozen filter's hash walks its subscription). Each entry holds its filter, so the id is
+#: not reused while cached. Rows depend on the filter alone, so every store shares them.
+_ROWS_BY_ID: dict[int, tuple[Any, Row | None]] = {}
+#: Kernel rows by filter value.
+_ROWS: dict[Any, Row | None] = {}
 #: Entries a pull examines at most, by maxMsgNums (max_filter_message_count in entries).
 _BUDGETS: dict[int, int] = {}
 _FOUND, _NO_MATCH = GetMessageStatus.FOUND, GetMessageStatus.NO_MATCHED_MESSAGE
@@ -88,8 +95,8 @@ class SingleGetPath(CompiledMultiGet):
             q.addresses[number], rel // CQ_STORE_UNIT_SIZE, n, max_msg_nums, wanted, codes,
             facts, lim, picked_pos, picked_phys, 0,
         )  # fmt: skip
-        if status == BAIL:
-            return self._get(q, offset, max_msg_nums, message_filter)
+        if status == BAIL:  # the numpy scan would meet the same unreadable record
+            return self._get(q, offset, max_msg_nums, message_filter, vectorized=False)
         log = self.commit_log
         phys = picked_phys[:count].tolist()
         if count and picked_pos[count - 1] == count - 1:  # entries returned in a row
@@ -125,37 +132,32 @@ class SingleGetPath(CompiledMultiGet):
             self._delay_levels,
         )  # fmt: skip
 
-    def _filter_row(self, message_filter: MessageFilter | None) -> tuple[int, I64] | None:
+    def _filter_row(self, message_filter: MessageFilter | None) -> Row | None:
         """The kernel's (code count or ALL, codes) for a filter; None when only the entry-by-
         entry path can evaluate it."""
         if message_filter is None:
             return _MATCH_ALL
-        # By identity first: a caller that reuses its filter objects skips hashing them (a
-        # frozen filter's hash walks its subscription). The entry keeps the filter alive, so
-        # its id is not reused while cached.
-        by_id: dict[int, tuple[Any, tuple[int, I64] | None]] = self.__dict__.setdefault(
-            "_filter_rows_by_id", {}
-        )
-        hit = by_id.get(id(message_filter))
+        hit = _ROWS_BY_ID.get(id(message_filter))
         if hit is not None and hit[0] is message_filter:
             return hit[1]
-        row = self._filter_row_of(message_filter)
-        if len(by_id) >= _FILTER_ROWS_KEPT:
-            by_id.clear()
-        by_id[id(message_filter)] = (message_filter, row)
+        row = filter_row(message_filter)
+        if len(_ROWS_BY_ID) >= _FILTER_ROWS_KEPT:
+            _ROWS_BY_ID.clear()
+        _ROWS_BY_ID[id(message_filter)] = (message_filter, row)
         return row
 
-    def _filter_row_of(self, message_filter: MessageFilter) -> tuple[int, I64] | None:
-        cache: dict[Any, tuple[int, I64] | None] = self.__dict__.setdefault("_filter_rows", {})
-        try:
-            found = cache.get(message_filter, False)
-        except TypeError:  # an unhashable custom filter
-            return None
-        if found is not False:
-            return cast("tuple[int, I64] | None", found)
-        codes, counts, unknown = filter_table([message_filter])
-        row = None if unknown else (int(counts[0]), np.ascontiguousarray(codes[0]))
-        if len(cache) >= _FILTER_ROWS_KEPT:
-            cache.clear()
-        cache[message_filter] = row
-        return row
+
+def filter_row(message_filter: MessageFilter) -> Row | None:
+    """The kernel row of a filter by value (equal filters share it), or None."""
+    try:
+        found = _ROWS.get(message_filter, False)
+    except TypeError:  # an unhashable custom filter
+        return None
+    if found is not False:
+        return cast("Row | None", found)
+    codes, counts, unknown = filter_table([message_filter])
+    row = None if unknown else (int(counts[0]), np.ascontiguousarray(codes[0]))
+    if len(_ROWS) >= _FILTER_ROWS_KEPT:
+        _ROWS.clear()
+    _ROWS[message_filter] = row
+    return row

@@ -125,7 +125,7 @@ class GetPath:
     ) -> GetMessageResult | tuple[int, int, int, int, int]:
         """The result of every case but the scan (STORE-5, STORE-10, BATCH-4), or the scan's
         (file number, first entry, entries to examine, min, max)."""
-        min_offset, max_offset = q.min_max()
+        min_offset, max_offset = q.min_offset(), q.max_offset()
         decided = classify_offset(
             offset, min_offset, max_offset, self._role, self._offset_check_in_slave, self.profile
         )
@@ -151,13 +151,20 @@ class GetPath:
         offset: int,
         max_msg_nums: int,
         message_filter: MessageFilter | None,
+        vectorized: bool = True,
     ) -> GetMessageResult:
-        max_offset_py = self.commit_log.max_offset()
+        """get_message's answer by numpy (`vectorized`) or, where that does not apply, entry by
+        entry."""
         decided = self._decided(q, offset, max_msg_nums)
-        if isinstance(decided, GetMessageResult):
-            return decided
+        if type(decided) is not tuple:
+            return cast(GetMessageResult, decided)
+        max_offset_py = self.commit_log.max_offset()
         number, first, n, min_offset, max_offset = decided
-        scanned = self._scan_fast(q, number, first, n, max_msg_nums, max_offset_py, message_filter)
+        scanned = (
+            self._scan_fast(q, number, first, n, max_msg_nums, max_offset_py, message_filter)
+            if vectorized
+            else None
+        )
         if scanned is None:
             return self._scan_slow(
                 q.views[number][first : first + n],

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
+from fast.spares import Spares
 from spec.errors import CorruptStoreError
 
 PAGE = mmap.PAGESIZE
@@ -47,7 +48,7 @@ class MappedFile:
     repair it in memory, by an anonymous mapping holding a private copy (`file` None).
     """
 
-    __slots__ = ("data", "file", "mm", "read_only", "size", "start")
+    __slots__ = ("data", "file", "mm", "read_only", "size", "spares", "start")
 
     def __init__(
         self, path: str | Path | None, start: int, size: int, mm: mmap.mmap, read_only: bool
@@ -58,6 +59,8 @@ class MappedFile:
         self.size = size
         self.mm = mm
         self.read_only = read_only
+        #: Where `destroy` may keep the file for reuse instead of deleting it.
+        self.spares: Spares | None = None
         self.data: npt.NDArray[np.uint8] = np.frombuffer(mm, dtype=np.uint8)
 
     @property
@@ -71,11 +74,23 @@ class MappedFile:
         return self.start + self.size
 
     @classmethod
-    def create(cls, directory: str | Path, start: int, size: int, warm: bool = False) -> MappedFile:
+    def create(
+        cls,
+        directory: str | Path,
+        start: int,
+        size: int,
+        warm: bool = False,
+        spares: Spares | None = None,
+    ) -> MappedFile:
         """Create a zero-filled file of `size` bytes named after `start` in `directory` (made
-        when missing) and map it; `warm` allocates its blocks now, which makes first writes
-        through the mapping much cheaper."""
+        when missing) and map it — or rename a spare to it; `warm` allocates its blocks now,
+        which makes first writes through the mapping much cheaper. The file's `destroy` may
+        later keep it in `spares`."""
         path = f"{os.fspath(directory)}/{start:020d}"
+        if spares is not None:
+            found = spares.take(path, start, size)
+            if found is not None:
+                return found
         # Sized under a temporary name, then renamed: a crash never leaves a short file.
         staging = path + ".creating"
         try:
@@ -94,7 +109,9 @@ class MappedFile:
             mm = mmap.mmap(fd, size, access=mmap.ACCESS_WRITE)
         finally:
             os.close(fd)
-        return cls(path, start, size, mm, read_only=False)
+        f = cls(path, start, size, mm, read_only=False)
+        f.spares = spares
+        return f
 
     @classmethod
     def open(
@@ -140,7 +157,9 @@ class MappedFile:
             return  # unmapped when the last view of it dies
 
     def destroy(self) -> None:
-        """Unmap and delete the file (RocketMQ's MappedFile.destroy)."""
+        """Unmap and delete the file (RocketMQ's MappedFile.destroy), or keep it as a spare."""
+        if self.spares is not None and self.spares.keep(self):
+            return
         self.close()
         if self.file is not None:
             try:

@@ -194,30 +194,32 @@ class CompiledMultiGet(GetPath):
     def _kernel_facts(self) -> tuple[I64, I64]:
         """The commit-log facts (min, last file start, written, file size, max, memory share)
         and the four BATCH-2 limits (bytes and count on disk, bytes and count in memory),
-        rebuilt only when the commit log has changed."""
+        the facts rebuilt only when the commit log has changed. Both stay writeable: numba
+        types a read-only argument through its slow Python path on every call."""
         log = self.commit_log
         files = log.files
         key = (files[0].start, files[-1].start, log.wrote) if files else None
         cached: tuple[Any, I64, I64] | None = self.__dict__.get("_facts_cache")
-        if cached is not None and cached[0] == key:
-            return cached[1], cached[2]
+        if cached is not None:
+            if cached[0] == key:
+                return cached[1], cached[2]
+            lim = cached[2]
+        else:
+            limits = self._limits
+            lim = np.array(
+                (
+                    limits.max_transfer_bytes_on_message_in_disk,
+                    limits.max_transfer_count_on_message_in_disk,
+                    limits.max_transfer_bytes_on_message_in_memory,
+                    limits.max_transfer_count_on_message_in_memory,
+                ),
+                dtype=np.int64,
+            )
         if files:
             log_facts = (files[0].start, files[-1].start, log.wrote, log.file_size)
         else:  # nothing is readable: any returned entry bails
             log_facts = (1 << 62, 1 << 62, 0, log.file_size)
         facts = np.array((*log_facts, log.max_offset(), self._memory), dtype=np.int64)
-        limits = self._limits
-        lim = np.array(
-            (
-                limits.max_transfer_bytes_on_message_in_disk,
-                limits.max_transfer_count_on_message_in_disk,
-                limits.max_transfer_bytes_on_message_in_memory,
-                limits.max_transfer_count_on_message_in_memory,
-            ),
-            dtype=np.int64,
-        )
-        facts.flags.writeable = False
-        lim.flags.writeable = False
         self.__dict__["_facts_cache"] = (key, facts, lim)
         return facts, lim
 

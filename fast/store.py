@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import functools
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
@@ -17,6 +19,7 @@ from fast.multiget import MultiGetPath
 from fast.putpath import PutPath
 from fast.putvector import PutResults
 from fast.recovery import RecoveryReport, recover
+from fast.spares import Spares, remove_spares
 from spec.batch import check_in_disk_by_commit_offset
 from spec.clock import Clock
 from spec.config import StoreConfig
@@ -38,6 +41,8 @@ from spec.status import BrokerRole
 from spec.store import find_consume_queue
 
 HOUR_MS = 3_600_000
+#: messageDelayLevel parsed once per distinct string.
+_delay_levels = functools.lru_cache(maxsize=64)(parse_delay_levels)
 FlushMode = Literal["async", "sync"]
 
 
@@ -75,6 +80,7 @@ class MmapMessageStore(MultiGetPath, PutPath):
         if flush not in ("async", "sync"):
             raise InvalidArgumentError("flush", flush, "expected 'async' or 'sync'")
         self.store_dir = Path(store_dir)
+        self._root = os.fspath(self.store_dir)
         self.config = config
         self.profile = Profile.parse(profile)
         self.clock = clock
@@ -86,13 +92,16 @@ class MmapMessageStore(MultiGetPath, PutPath):
         self._last_physical_min_offset = 0
         self._last_store_timestamp = 0
         self._counters: dict[tuple[str, int], int] = {}
-        self._delay_levels = parse_delay_levels(config.message_delay_level)
+        self._delay_levels = _delay_levels(config.message_delay_level)
+        # A directory just made empty (TemporaryMmapMessageStore's) has nothing to look for.
+        fresh = self._fresh_directory and not read_only
         if not read_only:
-            self.store_dir.mkdir(parents=True, exist_ok=True)
-        elif not self.store_dir.is_dir():
+            if not fresh:
+                os.makedirs(self._root, exist_ok=True)
+        elif not os.path.isdir(self._root):
             raise InvalidArgumentError("store_dir", str(store_dir), "no such directory")
-        abort = self.store_dir / "abort"
-        abnormal = abort.exists()
+        abort = os.path.join(self._root, "abort")
+        abnormal = not fresh and os.path.exists(abort)
         self.commit_log = CommitLog(
             self.store_dir / "commitlog",
             config.mapped_file_size_commit_log,
@@ -101,11 +110,18 @@ class MmapMessageStore(MultiGetPath, PutPath):
         )
         self.commit_log.warm = bool(warm_mapped_files)
         self.commit_log.transient = bool(transient_store_pool)
+        self._spares = None
+        if not read_only:
+            if not fresh:
+                remove_spares(self._root)  # a crash may have left some
+            self._spares = Spares(self._root)
+        self.commit_log.spares = self._spares
         self.queues: dict[tuple[str, int], ConsumeQueue] = {}
-        self.checkpoint = Checkpoint(self.store_dir / "checkpoint", read_only)
+        self.checkpoint = Checkpoint(self.store_dir / "checkpoint", read_only, fresh)
         try:
-            self.commit_log.load()
-            self._load_queues()
+            if not fresh:
+                self.commit_log.load()
+                self._load_queues()
             self.recovery: RecoveryReport = recover(
                 self.commit_log,
                 self.queues,
@@ -126,13 +142,19 @@ class MmapMessageStore(MultiGetPath, PutPath):
             self._counters[key] = q.min_max()[1]
             q.correct_min_offset(cl_min)
         if not read_only:
-            abort.touch()
+            if abnormal:
+                os.utime(abort)
+            else:
+                os.close(os.open(abort, os.O_WRONLY | os.O_CREAT, 0o666))  # as Path.touch
             self._checkpoint()
+
+    #: Whether the store directory is always one just made empty (so nothing is loaded).
+    _fresh_directory = False
 
     # -- layout ------------------------------------------------------------------------------
 
-    def _queue_dir(self, topic: str, queue_id: int) -> Path:
-        return self.store_dir / "consumequeue" / topic / str(queue_id)
+    def _queue_dir(self, topic: str, queue_id: int) -> str:
+        return os.path.join(self._root, "consumequeue", topic, str(queue_id))
 
     def _new_queue(self, topic: str, queue_id: int) -> ConsumeQueue:
         q = ConsumeQueue(
@@ -144,6 +166,7 @@ class MmapMessageStore(MultiGetPath, PutPath):
             self.config.mapped_file_size_commit_log,
         )
         q.transient = self.commit_log.transient
+        q.spares = self._spares
         return q
 
     def _load_queues(self) -> None:
@@ -183,6 +206,8 @@ class MmapMessageStore(MultiGetPath, PutPath):
         self._checkpoint()
 
     def _unmap(self) -> None:
+        if self._spares is not None:
+            self._spares.close()
         self.commit_log.close()
         for q in self.queues.values():
             q.close()
@@ -308,7 +333,7 @@ class MmapMessageStore(MultiGetPath, PutPath):
             for q in self.queues.values():
                 q.delete_expired(cl_min)
         if deleted:
-            fsync_dir(self.commit_log.directory)
+            self.commit_log.sync_directory()
         return deleted
 
     def set_last_modified(self, file_start: int, timestamp: int) -> None:

@@ -225,3 +225,32 @@ def test_a_queue_rebuilt_after_expiry_answers_as_before(tmp_path: Path) -> None:
     shutil.rmtree(tmp_path / "consumequeue")  # rebuilt from the commit log at the next open
     with MmapMessageStore(tmp_path, config, Profile.V4_9, clock) as reopened:
         assert observe(reopened) == before
+
+
+@pytest.mark.parametrize("profile", ALL_PROFILES, ids=lambda p: p.value)
+def test_the_entry_by_entry_scan_answers_as_the_numpy_scan(
+    tmp_path: Path, profile: Profile
+) -> None:
+    config = StoreConfig(
+        mapped_file_size_commit_log=1024,
+        mapped_file_size_consume_queue=160,
+        file_reserved_time=0,
+        max_transfer_count_on_message_in_memory=3,
+    )
+    store = MmapMessageStore(tmp_path, config, profile, ManualClock(1_000))
+    store.put_messages(
+        [
+            BrokerInnerMessage(topic="T", queue_id=0, body=bytes(40 + k), properties={"TAGS": t})
+            for k, t in enumerate("ABCA" * 12)
+        ]
+    )
+    store.delete_expired_files()
+    q = store.queues[("T", 0)]
+    for offset in range(q.min_offset() - 1, q.max_offset() + 2):
+        for nums in (1, 2, 32):
+            for f in (None, tag_filter("T", "A"), tag_filter("T", "B || C")):
+                fast_answer = store._get(q, offset, nums, f)
+                slow_answer = store._get(q, offset, nums, f, vectorized=False)
+                assert fast_answer == slow_answer, (offset, nums, f)
+                assert fast_answer.msg_offsets == slow_answer.msg_offsets
+    store.close()
