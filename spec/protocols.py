@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 from spec.message import BrokerInnerMessage, MessageQueue, StoredMessage
-from spec.process_queue import ProcessQueueState
+from spec.process_queue_state import ProcessQueueState
 from spec.results import GetMessageResult, PutMessageResult
 from spec.status import BrokerRole
 

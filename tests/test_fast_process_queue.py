@@ -26,7 +26,7 @@ from reference.process_queue import ReferenceProcessQueue
 from spec.clock import ManualClock
 from spec.errors import InvalidArgumentError, InvalidTypeError, NoSuchElementError
 from spec.message import PROPERTY_CONSUME_START_TIME, PROPERTY_MAX_OFFSET, StoredMessage
-from spec.process_queue import ProcessQueueState
+from spec.process_queue_state import ProcessQueueState
 from spec.profiles import ALL_PROFILES, Profile
 from spec.protocols import ProcessQueue
 

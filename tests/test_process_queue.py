@@ -26,7 +26,7 @@ from spec.errors import (
     NumberFormatError,
 )
 from spec.message import PROPERTY_CONSUME_START_TIME, PROPERTY_MAX_OFFSET, StoredMessage
-from spec.process_queue import ProcessQueueState
+from spec.process_queue_state import ProcessQueueState
 from spec.profiles import Profile
 from spec.protocols import ProcessQueue
 
