@@ -47,9 +47,9 @@ from spec.clock import Clock
 from spec.config import BrokerConfig, StoreConfig, SubscriptionGroupConfig
 from spec.delay import parse_delay_levels
 from spec.errors import PullspecError, UnsupportedError
-from spec.process_queue import LOCK_MAX_LIVE_TIME_MS, PULL_MAX_IDLE_TIME_MS
+from spec.process_queue_expiry import LOCK_MAX_LIVE_TIME_MS, PULL_MAX_IDLE_TIME_MS
 from spec.profiles import Profile
-from spec.retry import profile_request_version
+from spec.retry_request import profile_request_version
 
 PROTOCOL_VERSION = 1
 

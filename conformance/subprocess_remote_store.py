@@ -19,7 +19,7 @@ from spec.filter import ExpressionMessageFilter
 from spec.message import BrokerInnerMessage, StoredMessage
 from spec.profiles import Profile
 from spec.results import GetMessageResult, PutMessageResult
-from spec.retry import (
+from spec.retry_request import (
     MQ_VERSION_ORDINALS,
     SendBackRequest,
     SendBackResponse,

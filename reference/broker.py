@@ -57,7 +57,7 @@ from spec.message import BrokerInnerMessage, MessageQueue
 from spec.profiles import Profile
 from spec.protocols import MessageStore
 from spec.results import PutMessageResult
-from spec.retry import SendBackRequest, SendBackResponse
+from spec.retry_request import SendBackRequest, SendBackResponse
 from spec.status import BrokerRole, ResponseCode
 from spec.store import commit_log_roll_next_file
 

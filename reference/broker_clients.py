@@ -24,7 +24,7 @@ from spec.filter import SubscriptionData
 from spec.message import BrokerInnerMessage
 from spec.profiles import Profile
 from spec.results import PutMessageResult
-from spec.retry import (
+from spec.retry_request import (
     RETRY_GROUP_TOPIC_PREFIX,
     SendBackResponse,
     profile_request_version,

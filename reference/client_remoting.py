@@ -29,7 +29,7 @@ from spec.message import (
     StoredMessage,
 )
 from spec.profiles import Profile
-from spec.retry import SendBackRequest
+from spec.retry_request import SendBackRequest
 from spec.status import ResponseCode
 
 #: DefaultMQProducer.retryTimesWhenSendFailed: a synchronous send is tried 1 + 2 times.

@@ -8,15 +8,12 @@ from collections.abc import Callable
 import attrs
 
 from spec.config import PERM_READ, PERM_WRITE
-from spec.retry import (
+from spec.retry import V47, V49, max_reconsume_times_v47, max_reconsume_times_v49
+from spec.retry_request import (
     RETRY_GROUP_TOPIC_PREFIX,
-    V47,
-    V49,
     SendBackResponse,
     _group_missing,
     dlq_topic_name,
-    max_reconsume_times_v47,
-    max_reconsume_times_v49,
 )
 from spec.rules import rule
 

@@ -34,7 +34,7 @@ from spec.errors import InvalidArgumentError
 from spec.filter import SubscriptionData
 from spec.message import BrokerInnerMessage, MessageQueue
 from spec.profiles import Profile
-from spec.retry import SendBackResponse
+from spec.retry_request import SendBackResponse
 from spec.status import BrokerRole, ResponseCode
 
 G = "G"

@@ -18,12 +18,8 @@ from spec.errors import InvalidArgumentError, InvalidTypeError, NullPointerError
 from spec.layout import SYSFLAG_TRANSACTION_PREPARED_TYPE
 from spec.message import DEFAULT_STORE_HOST, StoredMessage
 from spec.profiles import Profile
-from spec.retry import (
-    V3_4_9,
-    DeadLetterTarget,
-    SendBackRequest,
-    SendBackResponse,
-)
+from spec.retry import DeadLetterTarget
+from spec.retry_request import V3_4_9, SendBackRequest, SendBackResponse
 from spec.retry_send import SendTarget
 from spec.rules import function
 from spec.status import PutMessageStatus, ResponseCode

@@ -20,7 +20,8 @@ from spec.config import PERM_READ, PERM_WRITE, StoreConfig, SubscriptionGroupCon
 from spec.errors import IllegalTopicError, InvalidTypeError, NullPointerError
 from spec.message import BrokerInnerMessage, StoredMessage
 from spec.profiles import Profile
-from spec.retry import SendBackRequest, SendBackResponse, retry_timetable
+from spec.retry import retry_timetable
+from spec.retry_request import SendBackRequest, SendBackResponse
 from spec.status import BrokerRole, ResponseCode
 
 VECTORS = Path(__file__).resolve().parents[2] / "shared" / "vectors"
