@@ -8,6 +8,7 @@ from collections.abc import Callable
 import attrs
 
 from spec.config import PERM_READ, PERM_WRITE
+from spec.errors import NullPointerError  # noqa: F401  (named by raises: lines CrossHair reads)
 from spec.retry import V47, V49, max_reconsume_times_v47, max_reconsume_times_v49
 from spec.retry_request import (
     RETRY_GROUP_TOPIC_PREFIX,
