@@ -262,3 +262,49 @@ def test_single_pulls_through_the_kernel_equal_the_numpy_path(
         assert expected.msg_offsets == actual.msg_offsets
         assert expected.buffer_total_size == actual.buffer_total_size
         assert expected.suggest_pulling_from_slave == actual.suggest_pulling_from_slave
+
+
+def test_the_compiled_loops_use_the_kernel_codes() -> None:
+    compiled = pytest.importorskip("fast.multiget_numba")
+    for name in ("NO_MATCH", "FOUND", "BAIL", "STOP_DONE", "STOP_ASK", "STOP_FULL", "ALL"):
+        assert getattr(compiled, name) == getattr(fast.multiget_kernel, name)
+    assert compiled.CQ_EXT_MAX_ADDRESS == fast.multiget_kernel.CQ_EXT_MAX_ADDRESS
+
+
+_FIRST_PULL = """
+import tempfile
+from fast import multiget_kernel, multiget_numba
+from fast.multiget import GetRequest
+from fast.store import MmapMessageStore
+from spec.clock import ManualClock
+from spec.config import StoreConfig
+from spec.filter import tag_filter
+from spec.message import BrokerInnerMessage
+from spec.profiles import Profile
+
+store = MmapMessageStore(tempfile.mkdtemp(), StoreConfig(), Profile.V4_9, ManualClock(0))
+store.put_messages([BrokerInnerMessage(topic="T", queue_id=0, body=b"x")] * 3)
+assert store.get_message("G", "T", 0, 0, 32, tag_filter("T", "*")).msg_offsets == [0, 1, 2]
+assert store.get_messages([GetRequest("G", "T", 0, 1, 32)])[0].msg_offsets == [1, 2]
+assert len(list(store.pull_through("G", "T", 0, 0, 1, None))) == 3
+store.close()
+kernels = (multiget_numba.window_one, multiget_numba.scan, multiget_numba.chain)
+print(sum(sum(k.stats.cache_misses.values()) for k in kernels))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    fast.multiget_kernel.window_kernel() is None, reason="numba missing or disabled"
+)
+def test_a_fresh_process_loads_the_compiled_loops_from_the_cache() -> None:
+    import subprocess
+    import sys
+
+    runs = [
+        subprocess.run(
+            [sys.executable, "-c", _FIRST_PULL], capture_output=True, text=True, check=True
+        ).stdout.split()
+        for _ in range(2)
+    ]
+    assert runs[1] == ["0"]  # nothing compiled: every kernel came from numba's disk cache
