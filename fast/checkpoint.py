@@ -24,8 +24,12 @@ class Checkpoint:
     """The checkpoint of one store directory; all zeros when the file is absent (as it is when
     `fresh`: the directory was just made)."""
 
-    def __init__(self, path: Path, read_only: bool, fresh: bool = False) -> None:
+    def __init__(
+        self, path: Path, read_only: bool, fresh: bool = False, volatile: bool = False
+    ) -> None:
         self.path = path
+        #: On a RAM filesystem: the page is not msynced (fast.mapped.on_ram_filesystem).
+        self.volatile = volatile
         self.read_only = read_only
         self.physic_msg_timestamp = 0
         self.logics_msg_timestamp = 0
@@ -69,7 +73,8 @@ class Checkpoint:
             self._mm, 0, store_timestamp, store_timestamp, self.index_msg_timestamp
         )
         _EXTENSION.pack_into(self._mm, _TIMESTAMPS.size, EXTENSION_MAGIC, dispatched_offset)
-        self._mm.flush()
+        if not self.volatile:
+            self._mm.flush()
 
     def close(self) -> None:
         """Unmap the page."""

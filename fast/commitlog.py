@@ -58,6 +58,8 @@ class CommitLog:
         self.transient = False
         #: Where expired small files are kept for reuse (fast.spares); None deletes them.
         self.spares: Spares | None = None
+        #: On a RAM filesystem, where flushing protects nothing (fast.mapped.on_ram_filesystem).
+        self.volatile = False
         self._staging = np.empty(0, dtype=np.uint8)
         self._fds: dict[int, int] = {}
         #: The directory, open for fsync after deletions (one open per log, not per round).
@@ -77,7 +79,9 @@ class CommitLog:
                 raise CorruptStoreError(str(path), f"start {start} is not a multiple of the size")
             if self.files and start != self.files[-1].end:
                 raise CorruptStoreError(str(path), "commit-log files are not contiguous")
-            self.files.append(MappedFile.open(path, start, self.file_size, self.read_only))
+            f = MappedFile.open(path, start, self.file_size, self.read_only)
+            f.volatile = self.volatile
+            self.files.append(f)
             self.last_modified[start] = path.stat().st_mtime_ns // 1_000_000
         self.wrote = self.file_size if self.files else 0
 
@@ -100,7 +104,7 @@ class CommitLog:
     def _flush_filled(self, f: MappedFile) -> None:
         """Start flushing a file that just filled, in a background thread: appends go on into
         the next file meanwhile. `drain` waits for it (and raises what it raised)."""
-        if f.file is None or f.read_only:
+        if f.file is None or f.read_only or f.volatile:
             return
         if self.file_size < BACKGROUND_FLUSH_MIN:
             f.flush(0, self.file_size)  # a hand-off to a thread costs more than this msync
@@ -184,6 +188,7 @@ class CommitLog:
     def _new_file(self, now_ms: int) -> MappedFile:
         start = self.files[-1].end if self.files else 0
         f = MappedFile.create(self._dir, start, self.file_size, self.warm, self.spares)
+        f.volatile = self.volatile
         self.files.append(f)
         self.wrote = 0
         self.last_modified[start] = now_ms
@@ -353,6 +358,8 @@ class CommitLog:
 
     def sync_directory(self) -> None:
         """fsync the log's directory so that deleted and created file names are durable."""
+        if self.volatile:
+            return
         if self._dir_fd is None:
             try:
                 fd = os.open(self._dir, os.O_RDONLY)

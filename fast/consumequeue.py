@@ -71,6 +71,8 @@ class ConsumeQueue:
         self._fd: tuple[int, int] | None = None
         #: Where expired files are kept for reuse (fast.spares); None deletes them.
         self.spares: Spares | None = None
+        #: On a RAM filesystem, where flushing protects nothing (fast.mapped.on_ram_filesystem).
+        self.volatile = False
 
     @property
     def directory(self) -> Path:
@@ -104,6 +106,7 @@ class ConsumeQueue:
         self.wrote = self.file_size if self.files else 0
 
     def _append_file(self, f: MappedFile) -> None:
+        f.volatile = self.volatile
         self._index[f.start] = len(self.files)
         self.files.append(f)
         self.views.append(np.frombuffer(f.mm, dtype=CQ_DTYPE))
@@ -342,7 +345,10 @@ class ConsumeQueue:
         f = (
             MappedFile.anonymous(start, self.file_size)
             if self.read_only
-            else MappedFile.create(self._dir, start, self.file_size, spares=self.spares)
+            # The store never reads a queue file's modification time back.
+            else MappedFile.create(
+                self._dir, start, self.file_size, spares=self.spares, stamp=False
+            )
         )
         self._append_file(f)
         self.wrote = 0

@@ -4,8 +4,12 @@
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import ctypes.util
 import mmap
 import os
+import struct
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +23,36 @@ PAGE = mmap.PAGESIZE
 _CLOSED = np.empty(0, dtype=np.uint8)
 _CLOSED.flags.writeable = False
 _CREATE_FLAGS = os.O_RDWR | os.O_CREAT | os.O_TRUNC
+
+
+#: statfs f_type of the RAM filesystems: tmpfs, ramfs.
+_RAM_FILESYSTEMS = frozenset((0x01021994, 0x858458F6))
+
+
+def on_ram_filesystem(path: str) -> bool:
+    """Whether `path` lies on a RAM filesystem (tmpfs, ramfs: /dev/shm, where campaigns keep
+    their stores). There msync and fsync protect nothing: what they guard against (a kernel
+    crash, a power loss) loses the whole filesystem, while a process crash loses nothing, the
+    written pages being the page cache itself. False when it cannot be told."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        statfs = _libc().statfs
+        buf = ctypes.create_string_buffer(256)  # struct statfs, f_type first
+        if statfs(os.fsencode(path), buf) != 0:
+            return False
+        return struct.unpack_from("l", buf.raw)[0] & 0xFFFFFFFF in _RAM_FILESYSTEMS
+    except (OSError, AttributeError):
+        return False
+
+
+_LIBC: list[ctypes.CDLL] = []
+
+
+def _libc() -> ctypes.CDLL:
+    if not _LIBC:
+        _LIBC.append(ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True))
+    return _LIBC[0]
 
 
 def parse_file_name(name: str) -> int | None:
@@ -48,7 +82,7 @@ class MappedFile:
     repair it in memory, by an anonymous mapping holding a private copy (`file` None).
     """
 
-    __slots__ = ("data", "file", "mm", "read_only", "size", "spares", "start")
+    __slots__ = ("data", "file", "mm", "read_only", "size", "spares", "start", "volatile")
 
     def __init__(
         self, path: str | Path | None, start: int, size: int, mm: mmap.mmap, read_only: bool
@@ -61,6 +95,8 @@ class MappedFile:
         self.read_only = read_only
         #: Where `destroy` may keep the file for reuse instead of deleting it.
         self.spares: Spares | None = None
+        #: On a RAM filesystem: `flush` has nothing to do (on_ram_filesystem).
+        self.volatile = False
         self.data: npt.NDArray[np.uint8] = np.frombuffer(mm, dtype=np.uint8)
 
     @property
@@ -81,14 +117,16 @@ class MappedFile:
         size: int,
         warm: bool = False,
         spares: Spares | None = None,
+        stamp: bool = True,
     ) -> MappedFile:
         """Create a zero-filled file of `size` bytes named after `start` in `directory` (made
         when missing) and map it — or rename a spare to it; `warm` allocates its blocks now,
         which makes first writes through the mapping much cheaper. The file's `destroy` may
-        later keep it in `spares`."""
+        later keep it in `spares`; a spare's modification time is set to now unless not
+        `stamp`."""
         path = f"{os.fspath(directory)}/{start:020d}"
         if spares is not None:
-            found = spares.take(path, start, size)
+            found = spares.take(path, start, size, stamp)
             if found is not None:
                 return found
         # Sized under a temporary name, then renamed: a crash never leaves a short file.
@@ -140,8 +178,9 @@ class MappedFile:
         return cls(None, start, size, mm, read_only=False)
 
     def flush(self, lo: int = 0, hi: int | None = None) -> None:
-        """msync bytes [lo, hi) of the mapping to disk (no-op for anonymous files)."""
-        if self.file is None or self.read_only:
+        """msync bytes [lo, hi) of the mapping to disk (no-op for anonymous and volatile
+        files)."""
+        if self.file is None or self.read_only or self.volatile:
             return
         hi = self.size if hi is None else hi
         lo -= lo % PAGE

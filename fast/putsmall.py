@@ -5,6 +5,7 @@ each commit-log segment with one copy and each queue's entries with one packed w
 
 from __future__ import annotations
 
+import functools
 import struct
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -43,6 +44,13 @@ _INT64 = (-(1 << 63), (1 << 63) - 1)
 _HEAD_V4 = struct.Struct(">iiiiiqqiq4siq4siiqi")
 _PUT_OK = PutMessageStatus.PUT_OK
 _CACHE_LIMIT = 4096
+#: Validated messages kept per store configuration, and the largest body one may have.
+_PREPARED_KEPT = 4096
+_PREPARED_BODY_MAX = 4096
+#: Validated messages by identity, per (max message size, commit-log file size, profile,
+#: delay levels): what validation depends on besides the (frozen) message. Each entry holds its
+#: message, so the id is not reused while cached.
+_PREPARED: dict[tuple[Any, ...], dict[int, tuple[BrokerInnerMessage, Prepared]]] = {}
 
 
 class Encoding(NamedTuple):
@@ -138,11 +146,37 @@ class SmallPut:
             found = self.__dict__["_encoding_cache"] = {}
         return found
 
+    @functools.cached_property
+    def _prepared(self) -> dict[int, tuple[BrokerInnerMessage, Prepared]]:
+        key = (
+            self.config.max_message_size,
+            self.config.mapped_file_size_commit_log,
+            self.profile,
+            self._delay_levels,
+        )
+        return _PREPARED.setdefault(key, {})
+
     def _prepare(self, msg: BrokerInnerMessage) -> Prepared:
         """Validate one message (types, TopicValidator, LAYOUT-11, Java field ranges, fitting a
-        commit-log file) without touching the store."""
-        if type(msg) is not BrokerInnerMessage and not isinstance(msg, BrokerInnerMessage):
+        commit-log file) without touching the store. A message object put again (a producer's
+        retry, the campaigns' shared messages) is validated once: it is frozen, and the answer
+        depends on nothing else but the store's configuration."""
+        if type(msg) is BrokerInnerMessage:
+            hit = self._prepared.get(id(msg))
+            if hit is not None and hit[0] is msg:
+                return hit[1]
+            prepared = self._validate(msg)
+            if len(msg.body) <= _PREPARED_BODY_MAX:
+                cache = self._prepared
+                if len(cache) >= _PREPARED_KEPT:
+                    cache.clear()
+                cache[id(msg)] = (msg, prepared)
+            return prepared
+        if not isinstance(msg, BrokerInnerMessage):
             raise InvalidTypeError("msg", msg, "BrokerInnerMessage")
+        return self._validate(msg)
+
+    def _validate(self, msg: BrokerInnerMessage) -> Prepared:
         level = 0
         enc = None
         if msg.stored_properties is None:

@@ -68,18 +68,19 @@ class Spares:
         kept.append(f)
         return True
 
-    def take(self, path: str, start: int, size: int) -> MappedFile | None:
-        """A kept file of `size` bytes, zeroed, its modification time set to now (as a new
-        file's) and renamed to `path` for a file starting at `start`; None when none is
-        kept."""
+    def take(self, path: str, start: int, size: int, stamp: bool = True) -> MappedFile | None:
+        """A kept file of `size` bytes, zeroed, its modification time set to now as a new
+        file's (when `stamp`: a commit-log file's is read back at the next open) and renamed to
+        `path` for a file starting at `start`; None when none is kept."""
         kept = self._by_size.get(size)
         if not kept:
             return None
         f = kept.pop()
         f.data.fill(0)
-        f.mm.flush()  # the zeros are on disk before the file takes a store name
+        f.flush()  # the zeros are on disk before the file takes a store name
         assert f.file is not None
-        os.utime(f.file)
+        if stamp:
+            os.utime(f.file)
         try:
             os.rename(f.file, path)
         except FileNotFoundError:  # the first file of its directory

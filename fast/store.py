@@ -15,6 +15,7 @@ from fast.checkpoint import Checkpoint
 from fast.commitlog import CommitLog, fsync_dir
 from fast.consumequeue import ConsumeQueue
 from fast.getpath import check_pull_arguments
+from fast.mapped import on_ram_filesystem
 from fast.multiget import MultiGetPath
 from fast.putpath import PutPath
 from fast.putvector import PutResults
@@ -108,6 +109,8 @@ class MmapMessageStore(MultiGetPath, PutPath):
             self.profile,
             read_only,
         )
+        self._volatile = on_ram_filesystem(self._root)
+        self.commit_log.volatile = self._volatile
         self.commit_log.warm = bool(warm_mapped_files)
         self.commit_log.transient = bool(transient_store_pool)
         self._spares = None
@@ -117,7 +120,9 @@ class MmapMessageStore(MultiGetPath, PutPath):
             self._spares = Spares(self._root)
         self.commit_log.spares = self._spares
         self.queues: dict[tuple[str, int], ConsumeQueue] = {}
-        self.checkpoint = Checkpoint(self.store_dir / "checkpoint", read_only, fresh)
+        self.checkpoint = Checkpoint(
+            self.store_dir / "checkpoint", read_only, fresh, self._volatile
+        )
         try:
             if not fresh:
                 self.commit_log.load()
@@ -167,6 +172,7 @@ class MmapMessageStore(MultiGetPath, PutPath):
         )
         q.transient = self.commit_log.transient
         q.spares = self._spares
+        q.volatile = self._volatile
         return q
 
     def _load_queues(self) -> None:
@@ -221,7 +227,8 @@ class MmapMessageStore(MultiGetPath, PutPath):
             self.flush()
             with contextlib.suppress(FileNotFoundError):
                 (self.store_dir / "abort").unlink()
-            fsync_dir(self.store_dir)
+            if not self._volatile:
+                fsync_dir(self.store_dir)
         self._closed = True
         self._unmap()
 

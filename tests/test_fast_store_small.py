@@ -7,6 +7,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -19,7 +20,7 @@ from reference.store import ReferenceMessageStore
 from spec.clock import ManualClock
 from spec.config import StoreConfig
 from spec.delay import SCHEDULE_TOPIC
-from spec.errors import InvalidArgumentError, InvalidTypeError, PullspecError
+from spec.errors import InvalidArgumentError, InvalidTypeError, MessageIllegalError, PullspecError
 from spec.filter import tag_filter
 from spec.message import BrokerInnerMessage, HostAddress
 from spec.profiles import ALL_PROFILES, Profile
@@ -253,4 +254,44 @@ def test_the_entry_by_entry_scan_answers_as_the_numpy_scan(
                 slow_answer = store._get(q, offset, nums, f, vectorized=False)
                 assert fast_answer == slow_answer, (offset, nums, f)
                 assert fast_answer.msg_offsets == slow_answer.msg_offsets
+    store.close()
+
+
+def test_a_message_put_again_is_validated_once(tmp_path: Path) -> None:
+    import fast.putsmall
+
+    store = MmapMessageStore(tmp_path, CFG, Profile.V4_9, ManualClock(1_000))
+    m = BrokerInnerMessage(topic="T", queue_id=0, body=b"x", properties={"TAGS": "A"})
+    twin = BrokerInnerMessage(topic="T", queue_id=0, body=b"x", properties={"TAGS": "A"})
+    with mock.patch.object(
+        fast.putsmall.SmallPut,
+        "_validate",
+        autospec=True,
+        side_effect=fast.putsmall.SmallPut._validate,
+    ) as validate:
+        first = store.put_messages([m, m, twin])
+        store.put_messages([m, twin])
+    assert validate.call_count == 2  # m and twin once each: the cache goes by identity
+    assert [r.queue_offset for r in first] == [0, 1, 2]
+    roomy = StoreConfig(mapped_file_size_commit_log=1 << 16, mapped_file_size_consume_queue=80)
+    big = BrokerInnerMessage(
+        topic="T", queue_id=0, body=bytes(fast.putsmall._PREPARED_BODY_MAX + 1)
+    )
+    with (
+        MmapMessageStore(tmp_path / "roomy", roomy, Profile.V4_9, ManualClock(0)) as large,
+        mock.patch.object(
+            fast.putsmall.SmallPut,
+            "_validate",
+            autospec=True,
+            side_effect=fast.putsmall.SmallPut._validate,
+        ) as validate,
+    ):
+        large.put_messages([big, big])
+    assert validate.call_count == 2  # large bodies are not kept alive by the cache
+    # Another configuration validates for itself: fitting a file depends on its size.
+    small = StoreConfig(mapped_file_size_commit_log=128, mapped_file_size_consume_queue=80)
+    with MmapMessageStore(tmp_path / "small", small, Profile.V4_9, ManualClock(0)) as other:
+        with pytest.raises(MessageIllegalError):
+            other.put_messages([BrokerInnerMessage(topic="T", queue_id=0, body=bytes(60))])
+        assert other.put_messages([m])[0].wrote_offset == 0
     store.close()

@@ -5,6 +5,7 @@ a result is never reused, and what a crash leaves is cleaned up."""
 from __future__ import annotations
 
 import hashlib
+import mmap
 import os
 from pathlib import Path
 from typing import Any
@@ -184,3 +185,60 @@ def test_the_directory_is_synced_through_one_descriptor(tmp_path: Path) -> None:
     store.close()
     with pytest.raises(OSError):
         os.fstat(fd)
+
+
+def test_ram_filesystems_are_told_apart(tmp_path: Path) -> None:
+    from fast.mapped import on_ram_filesystem
+
+    if Path("/dev/shm").is_dir():
+        assert on_ram_filesystem("/dev/shm")
+    assert not on_ram_filesystem(str(tmp_path / "missing"))
+    assert not on_ram_filesystem("/proc")
+
+
+class _NoSync(mmap.mmap):
+    """A mapping that fails the test if it is msynced."""
+
+    def flush(self, *args: Any) -> None:
+        raise AssertionError("msync on a RAM filesystem")
+
+
+def test_files_on_a_ram_filesystem_are_not_synced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import fast.store
+
+    monkeypatch.setattr(fast.store, "on_ram_filesystem", lambda path: True)
+    monkeypatch.setattr(mmap, "mmap", _NoSync)
+    synced: list[Any] = []
+    monkeypatch.setattr(os, "fsync", synced.append)
+    with MmapMessageStore(tmp_path, CFG, Profile.V4_9, ManualClock(1_000), flush="sync") as store:
+        assert store.commit_log.volatile and store.checkpoint.volatile
+        for k in range(4):
+            store.put_messages(_messages(20, 20 * k))
+            store.delete_expired_files()
+        files = [*store.commit_log.files, *store.queues[("T", 0)].files]
+        assert files and all(f.volatile and type(f.mm) is _NoSync for f in files)
+        store.flush()
+    assert synced == []
+    monkeypatch.undo()
+    with MmapMessageStore(tmp_path, CFG, Profile.V4_9, ManualClock(1_000)) as reopened:
+        assert reopened.get_max_offset_in_queue("T", 0) == 40
+
+
+def test_only_log_spares_get_a_new_modification_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spares = Spares(str(tmp_path))
+    stamped: list[Any] = []
+    real_utime = os.utime
+    for stamp in (False, True):
+        f = MappedFile.create(str(tmp_path / "q"), 0, 64, spares=spares)
+        f.destroy()
+        monkeypatch.setattr(os, "utime", lambda path, *a, **k: stamped.append(path))
+        g = MappedFile.create(str(tmp_path / "q"), 64, 64, spares=spares, stamp=stamp)
+        monkeypatch.setattr(os, "utime", real_utime)
+        assert g is f and len(stamped) == int(stamp)
+        g.spares = None
+        g.destroy()
+    spares.close()
