@@ -12,13 +12,14 @@ import numpy as np
 import numpy.typing as npt
 
 from fast.cq_entries import (
+    BLOCK,
     CQ_DTYPE,
     ENTRY,
     I64,
     PHYS,
     Block,
+    BlockCache,
     address_of,
-    make_block,
     pack_entries,
 )
 from fast.mapped import MappedFile, list_mapped_files
@@ -29,13 +30,11 @@ from spec.store import expired_consume_queue_files, queue_min_max_offsets
 
 __all__ = ["BLOCK", "Block", "ConsumeQueue"]
 
-#: Entries per block of the native-endian cache that pulls read instead of the big-endian file.
-BLOCK = 4096
 #: Written entries of a first file up to which correct_min_offset reads them one by one.
 _FEW = 64
 
 
-class ConsumeQueue:
+class ConsumeQueue(BlockCache):
     """The files of consumequeue/<topic>/<queueId>/ and the queue's offsets."""
 
     def __init__(
@@ -153,10 +152,6 @@ class ConsumeQueue:
                 stop = self.wrote + int(np.flatnonzero(tail)[-1]) + 1
                 last.mm[self.wrote : stop] = bytes(stop - self.wrote)
 
-    def _forget(self, start: int) -> None:
-        for key in [k for k in self._blocks if k[0] == start]:
-            del self._blocks[key]
-
     def _drop_last(self) -> None:
         self._close_fd()
         f = self.files.pop()
@@ -223,37 +218,6 @@ class ConsumeQueue:
         if rel >= readable:
             return None
         return i, rel // CQ_STORE_UNIT_SIZE, readable // CQ_STORE_UNIT_SIZE
-
-    def block(self, i: int, b: int) -> Block:
-        """The native copy of block `b` of file number `i`, converted on first use."""
-        key = (self.files[i].start, b)
-        found = self._blocks.get(key)
-        if found is None:
-            raw = self.views[i][b * BLOCK : (b + 1) * BLOCK]
-            found = self._blocks[key] = make_block(
-                raw["phys"].astype(np.int64),
-                raw["size"].astype(np.int64),
-                raw["tags"].astype(np.int64),
-                self.commit_log_file_size,
-            )
-        return found
-
-    def native(self, i: int, a: int, b: int) -> Block:
-        """Native copies of entries [a, b) of file number `i`."""
-        first, last = a // BLOCK, (b - 1) // BLOCK
-        lo, hi = a - first * BLOCK, b - first * BLOCK
-        if first == last:
-            return self.block(i, first).part(lo, hi)
-        parts = [self.block(i, k) for k in range(first, last + 1)]
-        phys, size, tags = (
-            np.concatenate([getattr(p, n) for p in parts]) for n in ("phys", "size", "tags")
-        )
-        return make_block(phys, size, tags, self.commit_log_file_size).part(lo, hi)
-
-    def _refresh_blocks(self, start: int, a: int, b: int) -> None:
-        """Drop cached blocks that freshly written entries [a, b) of the file at `start` touch."""
-        for k in range(a // BLOCK, (b - 1) // BLOCK + 1):
-            self._blocks.pop((start, k), None)
 
     def spec_files(self) -> list[tuple[int, int]]:
         """(start byte, written bytes) of every file, as spec.store.index_window takes them."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ctypes
 import struct
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -86,3 +86,53 @@ def pack_entries(phys: I64, size: I64, tags: I64) -> npt.NDArray[np.void]:
     out["size"] = size
     out["tags"] = tags
     return out
+
+
+#: Entries per block of the native-endian cache that pulls read instead of the big-endian file.
+BLOCK = 4096
+
+
+class BlockCache:
+    """Mixin of ConsumeQueue: native-endian Blocks of its files' entries, converted on first use
+    and dropped when entries they cover are written or their file goes."""
+
+    if TYPE_CHECKING:
+        files: list[MappedFile]
+        views: list[npt.NDArray[np.void]]
+        commit_log_file_size: int
+        _blocks: dict[tuple[int, int], Block]
+
+    def block(self, i: int, b: int) -> Block:
+        """The native copy of block `b` of file number `i`, converted on first use."""
+        key = (self.files[i].start, b)
+        found = self._blocks.get(key)
+        if found is None:
+            raw = self.views[i][b * BLOCK : (b + 1) * BLOCK]
+            found = self._blocks[key] = make_block(
+                raw["phys"].astype(np.int64),
+                raw["size"].astype(np.int64),
+                raw["tags"].astype(np.int64),
+                self.commit_log_file_size,
+            )
+        return found
+
+    def native(self, i: int, a: int, b: int) -> Block:
+        """Native copies of entries [a, b) of file number `i`."""
+        first, last = a // BLOCK, (b - 1) // BLOCK
+        lo, hi = a - first * BLOCK, b - first * BLOCK
+        if first == last:
+            return self.block(i, first).part(lo, hi)
+        parts = [self.block(i, k) for k in range(first, last + 1)]
+        phys, size, tags = (
+            np.concatenate([getattr(p, n) for p in parts]) for n in ("phys", "size", "tags")
+        )
+        return make_block(phys, size, tags, self.commit_log_file_size).part(lo, hi)
+
+    def _refresh_blocks(self, start: int, a: int, b: int) -> None:
+        """Drop cached blocks that freshly written entries [a, b) of the file at `start` touch."""
+        for k in range(a // BLOCK, (b - 1) // BLOCK + 1):
+            self._blocks.pop((start, k), None)
+
+    def _forget(self, start: int) -> None:
+        for key in [k for k in self._blocks if k[0] == start]:
+            del self._blocks[key]

@@ -70,6 +70,15 @@ def check_pull_arguments(
     message_filter: object,
 ) -> None:
     """Refuse a get_message argument of the wrong type, naming it (InvalidTypeError)."""
+    if (
+        type(group) is str
+        and type(topic) is str
+        and type(queue_id) is int
+        and type(offset) is int
+        and type(max_msg_nums) is int
+        and (message_filter is None or type(message_filter) is ExpressionMessageFilter)
+    ):
+        return  # the usual exact types, told apart at once
     require_str("group", group)
     require_str("topic", topic)
     require_int("queue_id", queue_id)

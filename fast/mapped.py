@@ -46,6 +46,27 @@ def on_ram_filesystem(path: str) -> bool:
         return False
 
 
+def fdatasync_file(path: Path) -> None:
+    """Write a file's dirty pages (those written through a mapping included) to disk."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fdatasync(fd)
+    finally:
+        os.close(fd)
+
+
+def fsync_dir(directory: str | Path) -> None:
+    """fsync a directory so created and deleted file names are durable."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 _LIBC: list[ctypes.CDLL] = []
 
 

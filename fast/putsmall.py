@@ -43,10 +43,15 @@ _INT64 = (-(1 << 63), (1 << 63) - 1)
 #: A record's fields before its body with IPv4 hosts (LAYOUT-5): TOTALSIZE … BODYLENGTH.
 _HEAD_V4 = struct.Struct(">iiiiiqqiq4siq4siiqi")
 _PUT_OK = PutMessageStatus.PUT_OK
+#: A slave's answer to every put (frozen, so one instance serves them all).
+_UNAVAILABLE = PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE)
+_SLAVE = BrokerRole.SLAVE
 _CACHE_LIMIT = 4096
-#: Validated messages kept per store configuration, and the largest body one may have.
+#: Validated messages kept per store configuration, the largest body one may have (together at
+#: most 4 MiB of bodies kept alive), and configurations kept.
 _PREPARED_KEPT = 4096
-_PREPARED_BODY_MAX = 4096
+_PREPARED_BODY_MAX = 1024
+_PREPARED_CONFIGS = 16
 #: Validated messages by identity, per (max message size, commit-log file size, profile,
 #: delay levels): what validation depends on besides the (frozen) message. Each entry holds its
 #: message, so the id is not reused while cached.
@@ -154,7 +159,12 @@ class SmallPut:
             self.profile,
             self._delay_levels,
         )
-        return _PREPARED.setdefault(key, {})
+        found = _PREPARED.get(key)
+        if found is None:
+            if len(_PREPARED) >= _PREPARED_CONFIGS:
+                _PREPARED.clear()
+            found = _PREPARED[key] = {}
+        return found
 
     def _prepare(self, msg: BrokerInnerMessage) -> Prepared:
         """Validate one message (types, TopicValidator, LAYOUT-11, Java field ranges, fitting a
@@ -247,8 +257,8 @@ class SmallPut:
     def _put_each(self, msgs: Sequence[BrokerInnerMessage]) -> list[PutMessageResult]:
         """Validate every message, then append them one record at a time."""
         prepared = [self._prepare(m) for m in msgs]
-        if self._role is BrokerRole.SLAVE:
-            return [PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE) for _ in prepared]
+        if self._role is _SLAVE:
+            return [_UNAVAILABLE] * len(prepared)
         log = self.commit_log
         size = log.file_size
         low = log.max_offset()

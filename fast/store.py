@@ -12,10 +12,10 @@ from typing import Literal
 
 from fast.batch import MessageBatch
 from fast.checkpoint import Checkpoint
-from fast.commitlog import CommitLog, fsync_dir
+from fast.commitlog import CommitLog
 from fast.consumequeue import ConsumeQueue
 from fast.getpath import check_pull_arguments
-from fast.mapped import on_ram_filesystem
+from fast.mapped import fsync_dir, on_ram_filesystem
 from fast.multiget import MultiGetPath
 from fast.putpath import PutPath
 from fast.putvector import PutResults
@@ -32,7 +32,6 @@ from spec.errors import (
     require_int,
     require_str,
 )
-from spec.filter import ExpressionMessageFilter
 from spec.message import BrokerInnerMessage, StoredMessage
 from spec.profiles import Profile
 from spec.protocols import MessageFilter
@@ -386,15 +385,7 @@ class MmapMessageStore(MultiGetPath, PutPath):
         message_filter: MessageFilter | None = None,
     ) -> GetMessageResult:
         """Answer a pull exactly as DefaultMessageStore.getMessage does, vectorized."""
-        if not (
-            type(group) is str
-            and type(topic) is str
-            and type(queue_id) is int
-            and type(offset) is int
-            and type(max_msg_nums) is int
-            and (message_filter is None or type(message_filter) is ExpressionMessageFilter)
-        ):
-            check_pull_arguments(group, topic, queue_id, offset, max_msg_nums, message_filter)
+        check_pull_arguments(group, topic, queue_id, offset, max_msg_nums, message_filter)
         if self._closed:
             raise ReadOnlyStoreError("get_message on a closed store")
         q = self.queues.get((topic, queue_id))

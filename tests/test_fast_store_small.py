@@ -295,3 +295,16 @@ def test_a_message_put_again_is_validated_once(tmp_path: Path) -> None:
             other.put_messages([BrokerInnerMessage(topic="T", queue_id=0, body=bytes(60))])
         assert other.put_messages([m])[0].wrote_offset == 0
     store.close()
+
+
+def test_validated_messages_are_kept_for_a_bounded_number_of_configurations(
+    tmp_path: Path,
+) -> None:
+    import fast.putsmall
+
+    m = BrokerInnerMessage(topic="T", queue_id=0, body=b"x")
+    for k in range(fast.putsmall._PREPARED_CONFIGS + 4):
+        config = StoreConfig(mapped_file_size_commit_log=1024 + 4 * k)
+        with MmapMessageStore(tmp_path / str(k), config, Profile.V4_9, ManualClock(0)) as store:
+            assert store.put_messages([m])[0].wrote_offset == 0
+        assert 0 < len(fast.putsmall._PREPARED) <= fast.putsmall._PREPARED_CONFIGS
