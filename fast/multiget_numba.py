@@ -143,6 +143,8 @@ def scan_py(  # pragma: no cover - compiled
     picked_pos: Any,
     picked_phys: Any,
 ) -> None:
+    """Every request's window (row r of the columns), each with its filter row: get_messages'
+    batch scan."""
     for r in range(len(address)):
         row = filter_row[r]
         status, scanned, count, total, last, _ = window(

@@ -49,11 +49,13 @@ FlushMode = Literal["async", "sync"]
 class MmapMessageStore(MultiGetPath, PutPath):
     """A DefaultMessageStore over mapped files in `store_dir`: `commitlog/`, `consumequeue/`,
     `checkpoint` and, while open for writing, `abort` (its presence at open means the last writer
-    did not close cleanly, so recovery starts from the checkpoint, not the last three files).
+    did not close cleanly, so recovery starts from the checkpoint, not the last three files) and
+    `.spares` (expired small files kept for reuse, fast.spares).
 
     flush="sync" msyncs every put before returning (the put is then durable); "async" flushes
     a commit-log file when it fills (in a background thread for files of 4 MiB or more), on
-    flush() and on close(). A read-only store never writes; it
+    flush() and on close(); on a RAM filesystem (tmpfs), where flushing protects nothing, neither
+    msyncs (fast.mapped.on_ram_filesystem). A read-only store never writes; it
     recovers in memory. `repair=True` truncates at corruption in the middle of the commit log, as
     RocketMQ does, instead of raising CorruptStoreError. `warm_mapped_files=True` (RocketMQ's
     warmMapedFileEnable) allocates each new commit-log file's blocks when the file is created,
