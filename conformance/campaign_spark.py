@@ -56,7 +56,7 @@ TASK_SECONDS = 5.0
 #: one-second task, and on a 2-core machine the JVM's share is taken from the traces' cores.
 MIN_TASKS_PER_CORE = 2
 #: Rough single-core rates the task size is estimated from (measured: docs/using/campaigns.md).
-LOCKSTEP_OPS_PER_S = 12000.0
+LOCKSTEP_OPS_PER_S = 18000.0
 SIM_STEPS_PER_S = 2400.0
 
 
@@ -176,9 +176,11 @@ def seed_seconds(plan: Plan) -> float:
 
 def partitions_for(seeds: int, parallelism: int, seconds_per_seed: float) -> int:
     """Tasks for `seeds`: about TASK_SECONDS of work each, at least MIN_TASKS_PER_CORE per core,
-    at most one per seed."""
+    a whole number of rounds over the cores, at most one per seed."""
     per_task = max(1, round(TASK_SECONDS / max(seconds_per_seed, 1e-6)))
     wanted = max(MIN_TASKS_PER_CORE * parallelism, math.ceil(seeds / per_task))
+    # Equal tasks in whole rounds: 7 tasks on 2 cores would leave one core idle for the last.
+    wanted = math.ceil(wanted / max(parallelism, 1)) * max(parallelism, 1)
     return max(1, min(seeds, wanted))
 
 

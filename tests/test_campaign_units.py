@@ -119,7 +119,9 @@ def test_seed_ranges_cover_every_seed_once() -> None:
 
 def test_partitions_per_core_and_per_seed() -> None:
     cases = ((1, 4, 0.1), (8, 2, 0.1), (100, 2, 0.1), (1024, 2, 0.1), (100, 2, 1.0), (9, 1, 9.0))
-    assert (1, 4, 4, 21, 20, 9) == tuple(campaign_spark.partitions_for(*c) for c in cases)
+    assert (1, 4, 4, 22, 20, 9) == tuple(campaign_spark.partitions_for(*c) for c in cases)
+    # Whole rounds over the cores: 10 tasks' worth on 4 cores is cut into 12.
+    assert 12 == campaign_spark.partitions_for(1000, 4, 0.05)
 
 
 def test_seed_seconds_estimates_lockstep_ops_and_simulator_steps() -> None:
