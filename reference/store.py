@@ -31,6 +31,7 @@ from spec.layout import (
     is_dispatched_type,
     message_properties_to_string,
     needs_end_of_file_blank,
+    sys_flag_for_hosts,
     validate_topic,
 )
 from spec.message import BrokerInnerMessage, StoredMessage
@@ -204,6 +205,9 @@ class ReferenceMessageStore:
             )
         elif msg.stored_properties is not None:
             msg = attrs.evolve(msg, properties=msg.stored_properties, stored_properties=None)
+        flags = sys_flag_for_hosts(msg.sys_flag, msg.born_host.is_ipv6, msg.store_host.is_ipv6)
+        if flags != msg.sys_flag:
+            msg = attrs.evolve(msg, sys_flag=flags)
         return (msg, self._validate(msg), level)
 
     def _validate(self, msg: BrokerInnerMessage) -> int:

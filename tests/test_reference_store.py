@@ -24,7 +24,12 @@ from spec.errors import (
     MessageIllegalError,
 )
 from spec.filter import java_string_hash, tag_filter
-from spec.message import BrokerInnerMessage
+from spec.message import (
+    DEFAULT_BORN_HOST,
+    DEFAULT_STORE_HOST,
+    BrokerInnerMessage,
+    HostAddress,
+)
 from spec.profiles import ALL_PROFILES, Profile
 from spec.results import GetMessageResult
 from spec.status import BrokerRole, GetMessageStatus, PutMessageStatus
@@ -640,3 +645,30 @@ StoreMachine.TestCase.settings = settings(
     max_examples=max(10, settings().max_examples // 2), stateful_step_count=40
 )
 test_reference_store_state_machine = StoreMachine.TestCase
+
+
+IPV6_HOST = HostAddress(bytes(range(16)), 1234)
+
+
+@pytest.mark.parametrize(
+    ("born_host", "store_host", "sys_flag", "length"),
+    [
+        (IPV6_HOST, DEFAULT_STORE_HOST, 0x10, 105),
+        (DEFAULT_BORN_HOST, IPV6_HOST, 0x20, 105),
+        (IPV6_HOST, IPV6_HOST, 0x30, 117),
+        (DEFAULT_BORN_HOST, DEFAULT_STORE_HOST, 0, 93),
+    ],
+)
+def test_put_sets_the_ipv6_bit_of_each_ipv6_host(
+    born_host: HostAddress, store_host: HostAddress, sys_flag: int, length: int
+) -> None:
+    # CommitLog.putMessage / asyncPutMessage set BORNHOST_V6 / STOREHOSTADDRESS_V6 from the
+    # addresses before computing the record's length; a producer never has to.
+    store = ReferenceMessageStore(clock=ManualClock(0))
+    msg = BrokerInnerMessage(
+        topic="T", queue_id=0, body=b"x", born_host=born_host, store_host=store_host
+    )
+    result = store.put_message(msg)
+    record = store.look_message_by_offset(result.wrote_offset)
+    assert record is not None
+    assert (length, sys_flag) == (result.wrote_bytes, record.sys_flag)
