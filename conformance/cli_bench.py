@@ -96,7 +96,7 @@ def measure(
     default=None,
     help="Tasks [default: a campaign's for the most cores].",
 )
-@click.option("--repeat", type=click.IntRange(min=1), default=3, show_default=True, help="Best of.")
+@click.option("--repeat", type=click.IntRange(min=1), default=5, show_default=True, help="Best of.")
 @click.option("--scratch", default=None, help="Candidates' scratch folder (default /dev/shm).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def bench_campaign_command(
