@@ -31,12 +31,12 @@ from spec.layout import (
     is_dispatched_type,
     message_properties_to_string,
     needs_end_of_file_blank,
-    sys_flag_for_hosts,
     validate_topic,
 )
 from spec.message import BrokerInnerMessage, StoredMessage
 from spec.profiles import Profile
 from spec.protocols import MessageFilter
+from spec.record import host_sys_flag
 from spec.results import GetMessageResult, PutMessageResult
 from spec.status import BrokerRole, GetMessageStatus, PutMessageStatus
 from spec.store import (
@@ -205,7 +205,7 @@ class ReferenceMessageStore:
             )
         elif msg.stored_properties is not None:
             msg = attrs.evolve(msg, properties=msg.stored_properties, stored_properties=None)
-        flags = sys_flag_for_hosts(msg.sys_flag, msg.born_host.is_ipv6, msg.store_host.is_ipv6)
+        flags = host_sys_flag(msg.sys_flag, msg.born_host, msg.store_host)
         if flags != msg.sys_flag:
             msg = attrs.evolve(msg, sys_flag=flags)
         return (msg, self._validate(msg), level)

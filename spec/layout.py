@@ -260,19 +260,6 @@ def transaction_type(sys_flag: int) -> int:
     return sys_flag & SYSFLAG_TRANSACTION_ROLLBACK_TYPE
 
 
-def sys_flag_for_hosts(sys_flag: int, born_host_ipv6: bool, store_host_ipv6: bool) -> int:
-    """putMessage sets the IPv6 bit of each IPv6 host in sysFlag (LAYOUT-10) and clears none.
-
-    The rulebook lists the bits but not who sets them: CommitLog.putMessage (4.7.1) and
-    asyncPutMessage (4.9.7) do, from the addresses, before computing the record's length.
-    """
-    if born_host_ipv6:
-        sys_flag |= SYSFLAG_BORNHOST_V6
-    if store_host_ipv6:
-        sys_flag |= SYSFLAG_STOREHOST_V6
-    return sys_flag
-
-
 def is_dispatched_type(sys_flag: int) -> bool:
     """True for transaction types none and commit: the ones that take a queue offset (STORE-18)."""
     return transaction_type(sys_flag) in (
