@@ -20,6 +20,7 @@ from spec.errors import (
     ErrorKind,
     IllegalCapacityError,
     IllegalTopicError,
+    InvalidArgumentError,
     InvalidTypeError,
     MessageIllegalError,
 )
@@ -672,3 +673,16 @@ def test_put_sets_the_ipv6_bit_of_each_ipv6_host(
     record = store.look_message_by_offset(result.wrote_offset)
     assert record is not None
     assert (length, sys_flag) == (result.wrote_bytes, record.sys_flag)
+
+
+def test_a_flag_claiming_an_ipv6_host_for_an_ipv4_one_is_refused_before_any_change() -> None:
+    # RocketMQ never clears the bits, so such a record would be unreadable (spec.record).
+    store = ReferenceMessageStore(clock=ManualClock(0))
+    with pytest.raises(InvalidArgumentError):
+        store.put_messages(
+            [
+                BrokerInnerMessage(topic="T", queue_id=0, body=b"x"),
+                BrokerInnerMessage(topic="T", queue_id=0, body=b"x", sys_flag=0x10),
+            ]
+        )
+    assert (0, 0) == (store.get_max_phy_offset(), store.get_max_offset_in_queue("T", 0))
