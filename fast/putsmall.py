@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import attrs
 
-from fast.putvector import properties_tags_code
+from fast.putvector import INT32_RANGE, INT64_RANGE, properties_tags_code
 from spec.clock import Clock
 from spec.config import StoreConfig
 from spec.delay import delay_rewrite, deliver_timestamp
@@ -38,8 +38,6 @@ if TYPE_CHECKING:
     from fast.commitlog import CommitLog
     from fast.consumequeue import ConsumeQueue
 
-_INT32 = (-(1 << 31), (1 << 31) - 1)
-_INT64 = (-(1 << 63), (1 << 63) - 1)
 #: A record's fields before its body with IPv4 hosts (LAYOUT-5): TOTALSIZE … BODYLENGTH.
 _HEAD_V4 = struct.Struct(">iiiiiqqiq4siq4siiqi")
 _PUT_OK = PutMessageStatus.PUT_OK
@@ -228,7 +226,7 @@ class SmallPut:
             raise MessageIllegalError(
                 "msg", length, "the record cannot fit one commit-log file", "MESSAGE_ILLEGAL"
             )
-        lo32, hi32, lo64, hi64 = _INT32[0], _INT32[1], _INT64[0], _INT64[1]
+        lo32, hi32, lo64, hi64 = INT32_RANGE[0], INT32_RANGE[1], INT64_RANGE[0], INT64_RANGE[1]
         if not (
             lo32 <= msg.queue_id <= hi32
             and lo32 <= msg.flag <= hi32
@@ -240,14 +238,14 @@ class SmallPut:
             and lo32 <= store.port <= hi32
         ):
             for name, value, bounds in (
-                ("queue_id", msg.queue_id, _INT32),
-                ("flag", msg.flag, _INT32),
-                ("sys_flag", msg.sys_flag, _INT32),
-                ("reconsume_times", msg.reconsume_times, _INT32),
-                ("born_timestamp", msg.born_timestamp, _INT64),
-                ("prepared_transaction_offset", msg.prepared_transaction_offset, _INT64),
-                ("born_host.port", born.port, _INT32),
-                ("store_host.port", store.port, _INT32),
+                ("queue_id", msg.queue_id, INT32_RANGE),
+                ("flag", msg.flag, INT32_RANGE),
+                ("sys_flag", msg.sys_flag, INT32_RANGE),
+                ("reconsume_times", msg.reconsume_times, INT32_RANGE),
+                ("born_timestamp", msg.born_timestamp, INT64_RANGE),
+                ("prepared_transaction_offset", msg.prepared_transaction_offset, INT64_RANGE),
+                ("born_host.port", born.port, INT32_RANGE),
+                ("store_host.port", store.port, INT32_RANGE),
             ):
                 _require_java(name, value, bounds)
         return Prepared(

@@ -41,8 +41,9 @@ if TYPE_CHECKING:
     from fast.commitlog import CommitLog
     from fast.consumequeue import ConsumeQueue
 
-_INT32 = (-(1 << 31), (1 << 31) - 1)
-_INT64 = (-(1 << 63), (1 << 63) - 1)
+#: Java int and long ranges, inclusive (a record's 4- and 8-byte fields).
+INT32_RANGE = (-(1 << 31), (1 << 31) - 1)
+INT64_RANGE = (-(1 << 63), (1 << 63) - 1)
 #: Bytes of a record with IPv4 hosts besides its body, topic and properties.
 _FIXED = calc_msg_length(0, 0, 0, 0)
 _CACHE_LIMIT = 4096
@@ -118,11 +119,11 @@ class VectorPut:
             born.is_ipv6
             or store.is_ipv6
             or sys_flag & (SYSFLAG_BORNHOST_V6 | SYSFLAG_STOREHOST_V6)
-            or not _INT32[0] <= sys_flag <= _INT32[1]
-            or not _INT64[0] <= batch.prepared_transaction_offset <= _INT64[1]
-            or not _within(batch.queue_ids, _INT32)
-            or not _within(batch.flags, _INT32)
-            or not _within(batch.reconsume_times, _INT32)
+            or not INT32_RANGE[0] <= sys_flag <= INT32_RANGE[1]
+            or not INT64_RANGE[0] <= batch.prepared_transaction_offset <= INT64_RANGE[1]
+            or not _within(batch.queue_ids, INT32_RANGE)
+            or not _within(batch.flags, INT32_RANGE)
+            or not _within(batch.reconsume_times, INT32_RANGE)
         ):
             return None
         topic_cache, set_cache = self._caches()
