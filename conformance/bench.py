@@ -39,11 +39,11 @@ from typing import Any
 
 import numpy as np
 
-from spec.clock import ManualClock
-from spec.config import StoreConfig
-from spec.filter import tag_filter
-from spec.message import BrokerInnerMessage, HostAddress
-from spec.profiles import Profile
+from pullspec.spec.clock import ManualClock
+from pullspec.spec.config import StoreConfig
+from pullspec.spec.filter import tag_filter
+from pullspec.spec.message import BrokerInnerMessage, HostAddress
+from pullspec.spec.profiles import Profile
 
 MIB = 1 << 20
 BORN_HOST = HostAddress(b"\x7f\x00\x00\x01", 8123)
@@ -91,7 +91,7 @@ BATCH = 20_000
 
 def w1_batch(lo: int, hi: int, born: int) -> Any:
     """W1 messages lo … hi − 1 as a fast.MessageBatch: the same messages as w1's."""
-    from fast.batch import MessageBatch
+    from pullspec.fast.batch import MessageBatch
 
     bodies = b"".join((b"%010d" % k) * 10 for k in range(lo, hi))
     return MessageBatch(
@@ -109,7 +109,7 @@ def w1_batch(lo: int, hi: int, born: int) -> Any:
 
 def w2_batch(lo: int, hi: int, queues: int, born: int) -> Any:
     """W2 messages lo … hi − 1 as a fast.MessageBatch: the same messages as w2's."""
-    from fast.batch import MessageBatch
+    from pullspec.fast.batch import MessageBatch
 
     k = np.arange(lo, hi, dtype=np.int64)
     return MessageBatch(
@@ -215,7 +215,7 @@ def _copy_rate(nbytes: int) -> float:
 
 
 def _fast(directory: Path, config: StoreConfig, clock: ManualClock, **kw: Any) -> Any:
-    from fast.store import MmapMessageStore
+    from pullspec.fast.store import MmapMessageStore
 
     # Tuned as a broker for throughput is: warmMapedFileEnable.
     kw.setdefault("warm_mapped_files", True)
@@ -224,7 +224,7 @@ def _fast(directory: Path, config: StoreConfig, clock: ManualClock, **kw: Any) -
 
 
 def _reference(config: StoreConfig, clock: ManualClock) -> Any:
-    from reference.store import ReferenceMessageStore
+    from pullspec.reference.store import ReferenceMessageStore
 
     return ReferenceMessageStore(config, Profile.V4_9, clock=clock)
 
@@ -271,7 +271,7 @@ def run(quick: bool = False) -> dict[str, float]:
         del part
         # The columnar append: W1 as MessageBatches of BATCH messages (CPU seconds, store only),
         # after loading the compiled encoder (as a JVM's JIT is warm).
-        from fast.encode_kernels import warm_up
+        from pullspec.fast.encode_kernels import warm_up
 
         warm_up()
         t = time.process_time()
@@ -400,7 +400,7 @@ def run(quick: bool = False) -> dict[str, float]:
 def _bulk_mask_rate(store: Any, filt: Any) -> float:
     """Entries per second of the consume-queue stage alone: the tag mask of every entry of
     queue T/0, read file by file from the mapped big-endian entries."""
-    from fast.scan import tag_mask
+    from pullspec.fast.scan import tag_mask
 
     queue = store.queues[("T", 0)]
 

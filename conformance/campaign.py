@@ -29,18 +29,18 @@ from typing import Any
 
 import attrs
 
-from conformance import vectors
-from conformance.machines import gen
-from conformance.observe import (
+from pullspec.conformance import vectors
+from pullspec.conformance.machines import gen
+from pullspec.conformance.observe import (
     CandidateTimeoutError,
     Verdict,
     compare,
     resolve_candidate,
     rule_sort_key,
 )
-from conformance.ops import MACHINE_AREAS, OP_RULES, Observation, Op, error_kind, rules_for
-from spec.errors import PullspecError, UnsupportedError
-from spec.profiles import Profile
+from pullspec.conformance.ops import MACHINE_AREAS, OP_RULES, Observation, Op, error_kind, rules_for
+from pullspec.spec.errors import PullspecError, UnsupportedError
+from pullspec.spec.profiles import Profile
 
 #: The columns of a campaign row, in order: (name, type, meaning). The types are Spark SQL's;
 #: conformance.campaign_spark derives the Spark and pyarrow schemas from this table.
@@ -104,7 +104,7 @@ class Plan:
 @functools.cache
 def candidates_for(impl: str, timeout: float) -> tuple[Any, Any]:
     """(reference, candidate), resolved once per process: Spark reuses its Python workers."""
-    import reference.factories as reference
+    import pullspec.reference.factories as reference
 
     return reference, resolve_candidate(impl, timeout)
 
@@ -153,7 +153,7 @@ def _state_fields(area: str, config: dict[str, Any]) -> tuple[str, ...]:
     """The positional state field names of `config` (as Session.state_fields)."""
     fields = config.get("stateFields")
     if fields is None and area == "process_queue":
-        from conformance.adapters.process_queue import DEFAULT_STATE_FIELDS
+        from pullspec.conformance.adapters.process_queue import DEFAULT_STATE_FIELDS
 
         return DEFAULT_STATE_FIELDS
     return tuple(fields or ())
@@ -316,7 +316,7 @@ def run_seeds(plan: Plan, seeds: Iterable[int]) -> Iterator[Row]:
             for profile in profiles:
                 for area in plan.areas:
                     if area == SIMULATION:
-                        from conformance.campaign_sim import run_simulation
+                        from pullspec.conformance.campaign_sim import run_simulation
 
                         yield run_simulation(candidate, plan.impl, seed, profile, plan.sim_steps)
                         continue
@@ -332,7 +332,7 @@ def unsupported_areas(plan: Plan) -> dict[str, str]:
     why: dict[str, str] = {}
     for area in plan.areas:
         if area == SIMULATION:
-            from conformance import campaign_sim
+            from pullspec.conformance import campaign_sim
 
             if not campaign_sim.available():
                 why[area] = "this build has no whole-system lockstep"

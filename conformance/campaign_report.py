@@ -13,11 +13,11 @@ from typing import Any
 
 import attrs
 
-from conformance import campaign_svg
-from conformance.campaign import SIMULATION
-from conformance.campaign_shrink import Replay
-from conformance.observe import rule_sort_key
-from conformance.ops import OP_RULES
+from pullspec.conformance import campaign_svg
+from pullspec.conformance.campaign import SIMULATION
+from pullspec.conformance.campaign_shrink import Replay
+from pullspec.conformance.observe import rule_sort_key
+from pullspec.conformance.ops import OP_RULES
 
 #: Verdict columns of the tables, in order.
 VERDICTS = ("PASS", "DIVERGED", "CRASHED", "TIMEOUT", "UNSUPPORTED")

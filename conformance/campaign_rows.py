@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from conformance.campaign import COLUMN_NAMES, COLUMNS, FAILING, PARTITION_COLUMNS
+from pullspec.conformance.campaign import COLUMN_NAMES, COLUMNS, FAILING, PARTITION_COLUMNS
 
 
 def _arrow_type(kind: str) -> Any:

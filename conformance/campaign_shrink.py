@@ -15,12 +15,12 @@ from typing import Any
 
 import attrs
 
-from conformance.campaign import FAILING, candidates_for, trace_key
-from conformance.machines import gen
-from conformance.machines.lockstep import LockstepError, MachineReport, Pair
-from conformance.machines.minimize import minimize
-from conformance.observe import Verdict
-from spec.profiles import Profile
+from pullspec.conformance.campaign import FAILING, candidates_for, trace_key
+from pullspec.conformance.machines import gen
+from pullspec.conformance.machines.lockstep import LockstepError, MachineReport, Pair
+from pullspec.conformance.machines.minimize import minimize
+from pullspec.conformance.observe import Verdict
+from pullspec.spec.profiles import Profile
 
 
 def trace_report(

@@ -15,20 +15,20 @@ import time
 from importlib.util import find_spec
 from typing import Any
 
-from conformance.campaign import SIMULATION, Row
-from conformance.campaign_shrink import Replay
-from conformance.observe import Verdict
-from spec.profiles import Profile
+from pullspec.conformance.campaign import SIMULATION, Row
+from pullspec.conformance.campaign_shrink import Replay
+from pullspec.conformance.observe import Verdict
+from pullspec.spec.profiles import Profile
 
 
 def available() -> bool:
     """True when this build has the whole-system lockstep (and so the simulator)."""
-    return find_spec("conformance.machines.simulation") is not None
+    return find_spec("pullspec.conformance.machines.simulation") is not None
 
 
 def unsupported(candidate: Any) -> str | None:
     """Why `candidate` cannot run in the simulation (it substitutes no part), else None."""
-    from conformance.machines.simulation import PARTS, candidate_hooks
+    from pullspec.conformance.machines.simulation import PARTS, candidate_hooks
 
     if candidate_hooks(candidate) is None:
         return f"candidate: provides none of {', '.join(PARTS)}"
@@ -47,8 +47,8 @@ def _event_name(event: dict[str, Any] | None) -> str | None:
 
 def run_simulation(candidate: Any, impl: str, seed: int, profile: Profile, steps: int) -> Row:
     """The whole-system lockstep of `seed` and its row (conformance.campaign.COLUMNS)."""
-    from conformance.machines.simulation import DEFAULT_FAULT_GAP_MS, lockstep
-    from reference.sim_config import SimConfig
+    from pullspec.conformance.machines.simulation import DEFAULT_FAULT_GAP_MS, lockstep
+    from pullspec.reference.sim_config import SimConfig
 
     started, cpu = time.perf_counter(), time.process_time()
     config = SimConfig(seed=seed, profile=profile, mean_fault_gap_ms=DEFAULT_FAULT_GAP_MS)

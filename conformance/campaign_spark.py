@@ -30,7 +30,7 @@ from typing import Any
 
 import attrs
 
-from conformance.campaign import (
+from pullspec.conformance.campaign import (
     COLUMNS,
     FAILING,
     PARTITION_COLUMNS,
@@ -41,7 +41,12 @@ from conformance.campaign import (
 )
 
 #: The packages a campaign task imports, zipped for executors that do not have them installed.
-PACKAGES: tuple[str, ...] = ("spec", "reference", "fast", "conformance")
+PACKAGES: tuple[str, ...] = (
+    "pullspec.spec",
+    "pullspec.reference",
+    "pullspec.fast",
+    "pullspec.conformance",
+)
 JAVA_HINT = "install it with: apt-get install openjdk-17-jre-headless"
 #: The master a campaign uses unless told otherwise (or started by spark-submit).
 DEFAULT_MASTER = "local[*]"
@@ -126,7 +131,7 @@ def package_zip(directory: Path) -> Path:
             root = Path(next(iter(spec.submodule_search_locations)))
             for file in sorted(root.rglob("*")):
                 if file.is_file() and "__pycache__" not in file.parts and file.suffix != ".pyc":
-                    archive.write(file, Path(name) / file.relative_to(root))
+                    archive.write(file, Path(*name.split(".")) / file.relative_to(root))
     return path
 
 
@@ -148,8 +153,11 @@ def start_session(master: str | None, app: str = "pullspec-campaign") -> tuple[A
         builder = builder.master(master)
     settings = {"spark.ui.showConsoleProgress": "false", "spark.log.level": "ERROR"}
     if master is not None and is_local(master):
-        # Workers would otherwise run `python3` from PATH, which need not be this environment.
-        settings |= {"spark.pyspark.python": sys.executable, "spark.ui.enabled": "false"}
+        # PySpark starts its Python workers with $PYSPARK_PYTHON, read when the context is made
+        # (the spark.pyspark.python setting is honoured only by spark-submit); unset, it runs
+        # `python3` from PATH, which need not be this environment.
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        settings |= {"spark.ui.enabled": "false"}
     for key, value in settings.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()

@@ -9,10 +9,10 @@ from __future__ import annotations
 from html import escape
 from typing import TYPE_CHECKING
 
-from conformance.observe import rule_sort_key
+from pullspec.conformance.observe import rule_sort_key
 
 if TYPE_CHECKING:
-    from conformance.campaign_report import Summary
+    from pullspec.conformance.campaign_report import Summary
 
 WIDTH = 900
 ROW = 14
@@ -36,7 +36,7 @@ def _bar(x: float, y: float, width: float, colour: str, tip: str) -> str:
 
 def coverage(s: Summary) -> dict[str, float]:
     """Rule ID → share of the traces, of the areas that can exercise it, that did."""
-    from conformance.campaign_report import in_scope
+    from pullspec.conformance.campaign_report import in_scope
 
     hits: dict[str, int] = {}
     totals: dict[str, int] = {}

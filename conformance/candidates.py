@@ -12,9 +12,9 @@ import importlib
 from importlib.metadata import entry_points
 from typing import Any
 
-from spec.errors import InvalidArgumentError
+from pullspec.spec.errors import InvalidArgumentError
 
-BUILTIN = {"reference": "reference.factories", "fast": "fast.factories"}
+BUILTIN = {"reference": "pullspec.reference.factories", "fast": "pullspec.fast.factories"}
 
 
 def resolve(impl: str) -> Any:
@@ -22,7 +22,7 @@ def resolve(impl: str) -> Any:
     if impl.startswith("cmd:"):
         import shlex
 
-        from conformance.subprocess_candidate import SubprocessCandidate
+        from pullspec.conformance.subprocess_candidate import SubprocessCandidate
 
         command = shlex.split(impl[len("cmd:") :])
         if not command:

@@ -9,10 +9,10 @@ from typing import Any
 
 import click
 
-from conformance import candidates, vectors
-from spec import rules
-from spec.errors import PullspecError
-from spec.profiles import Profile
+from pullspec.conformance import candidates, vectors
+from pullspec.spec import rules
+from pullspec.spec.errors import PullspecError
+from pullspec.spec.profiles import Profile
 
 PROFILE_CHOICE = click.Choice(["4.7", "4.9"])
 
@@ -130,7 +130,7 @@ def _summary(results: list[vectors.CaseResult]) -> dict[str, Any]:
 @click.option("--profile", type=PROFILE_CHOICE, default="4.9", show_default=True)
 def demo_command(profile: str) -> None:
     """Show the broker's answers to a few pulls on the reference model."""
-    from conformance import demo
+    from pullspec.conformance import demo
 
     demo.run(Profile.parse(profile), click.echo)
 
@@ -144,7 +144,7 @@ def verify_command(
     quick: bool, modules: tuple[str, ...], per_condition_timeout: float, as_json: bool
 ) -> None:
     """Check every rule's contracts with CrossHair and report each rule's result."""
-    from conformance import verify
+    from pullspec.conformance import verify
 
     selected = list(modules) or (list(verify.QUICK_MODULES) if quick else None)
     timeout = min(per_condition_timeout, 1.0) if quick else per_condition_timeout
@@ -189,11 +189,11 @@ def verify_command(
 #: Modules that contribute commands: each may define COMMANDS (top-level click commands) and
 #: VECTOR_COMMANDS (sub-commands of `pullspec vectors`).
 COMMAND_MODULES = (
-    "conformance.cli_conform",
-    "conformance.cli_simulate",
-    "conformance.cli_campaign",
-    "conformance.cli_bench",
-    "conformance.cli_bench_store",
+    "pullspec.conformance.cli_conform",
+    "pullspec.conformance.cli_simulate",
+    "pullspec.conformance.cli_campaign",
+    "pullspec.conformance.cli_bench",
+    "pullspec.conformance.cli_bench_store",
 )
 
 

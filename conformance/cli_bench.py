@@ -21,9 +21,9 @@ from typing import Any
 import attrs
 import click
 
-from conformance import campaign, campaign_rows, campaign_spark
-from conformance.cli_campaign import check_environment, fail, parse_areas
-from conformance.ops import MACHINE_AREAS
+from pullspec.conformance import campaign, campaign_rows, campaign_spark
+from pullspec.conformance.cli_campaign import check_environment, fail, parse_areas
+from pullspec.conformance.ops import MACHINE_AREAS
 
 #: The issue's throughput targets.
 TARGET_OPS_PER_MIN_2_CORES = 2_000_000

@@ -19,9 +19,9 @@ import click
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def bench_command(quick: bool, as_json: bool) -> None:
     """Measure fast vs reference: pulls, batched pulls, scans, appends, recovery, process queue."""
-    from conformance import bench
-    from conformance.candidates import resolve
-    from fast.pq_bench import bench_process_queue
+    from pullspec.conformance import bench
+    from pullspec.conformance.candidates import resolve
+    from pullspec.fast.pq_bench import bench_process_queue
 
     click.echo("measuring the store workloads…", err=True)
     figures: dict[str, float] = dict(bench.run(quick=quick))

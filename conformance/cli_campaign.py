@@ -20,7 +20,7 @@ from typing import Any
 import attrs
 import click
 
-from conformance import (
+from pullspec.conformance import (
     campaign,
     campaign_report,
     campaign_rows,
@@ -28,9 +28,9 @@ from conformance import (
     campaign_sim,
     campaign_spark,
 )
-from conformance.ops import MACHINE_AREAS
-from spec.errors import PullspecError
-from spec.profiles import ALL_PROFILES
+from pullspec.conformance.ops import MACHINE_AREAS
+from pullspec.spec.errors import PullspecError
+from pullspec.spec.profiles import ALL_PROFILES
 
 #: Exit status when the campaign could not run at all (no Java, no pyspark, bad arguments).
 EXIT_ENVIRONMENT = 2

@@ -19,14 +19,25 @@ from typing import Any
 import attrs
 import click
 
-from conformance import export, vectors
-from conformance.machines import DEFAULT_EXAMPLES, DEFAULT_STEPS, MachineReport, run_machine
-from conformance.machines.simulation import SimulationReport, run_simulation
-from conformance.observe import Verdict, case_rules, resolve_candidate, rule_sort_key, verdict_of
-from conformance.ops import MACHINE_AREAS, OP_RULES
-from spec import rules
-from spec.errors import PullspecError
-from spec.profiles import Profile
+from pullspec.conformance import export, vectors
+from pullspec.conformance.machines import (
+    DEFAULT_EXAMPLES,
+    DEFAULT_STEPS,
+    MachineReport,
+    run_machine,
+)
+from pullspec.conformance.machines.simulation import SimulationReport, run_simulation
+from pullspec.conformance.observe import (
+    Verdict,
+    case_rules,
+    resolve_candidate,
+    rule_sort_key,
+    verdict_of,
+)
+from pullspec.conformance.ops import MACHINE_AREAS, OP_RULES
+from pullspec.spec import rules
+from pullspec.spec.errors import PullspecError
+from pullspec.spec.profiles import Profile
 
 PROFILE_CHOICE = click.Choice(["4.7", "4.9"])
 #: Where failing traces are written unless --replay-dir says otherwise.
@@ -312,8 +323,8 @@ def mutants_command(
     machines_only: bool, list_only: bool, as_json: bool,
 ) -> None:  # fmt: skip
     """Run the suite against every mutant of the bank and report which it killed."""
-    from conformance import mutants
-    from conformance.mutants import runner
+    from pullspec.conformance import mutants
+    from pullspec.conformance.mutants import runner
 
     try:
         selected = [mutants.get(n) for n in names] if names else list(mutants.bank())

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import click
 
-from reference.sim_faults import FAULT_KINDS, parse_kinds, parse_schedule
-from reference.sim_history import write_history
-from reference.simulator import SimConfig, SimResult, Simulator, simulate
-from spec.profiles import Profile
+from pullspec.reference.sim_faults import FAULT_KINDS, parse_kinds, parse_schedule
+from pullspec.reference.sim_history import write_history
+from pullspec.reference.simulator import SimConfig, SimResult, Simulator, simulate
+from pullspec.spec.profiles import Profile
 
 #: Details printed per anomaly kind in the text output.
 DETAILS_SHOWN = 5

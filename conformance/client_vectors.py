@@ -1,6 +1,6 @@
 """Reference-generated vectors for the areas RocketMQ's recordings do not reach.
 
-    python -m conformance.client_vectors DIR [--seed S]
+    python -m pullspec.conformance.client_vectors DIR [--seed S]
 
 writes ``DIR/reference-4.9/`` and ``DIR/reference-4.7/`` (one ``<area>.jsonl`` per area and a
 ``manifest.json`` each) and ``DIR/README.md``. The repository commits the result under
@@ -33,13 +33,13 @@ from typing import Any
 
 import click
 
-from conformance import candidates, vectors
-from conformance.client_cases import Case, all_cases
-from conformance.docs_coverage import generated_folder
-from conformance.observe import rule_sort_key
-from spec import rules
-from spec.errors import PullspecError
-from spec.profiles import ALL_PROFILES, Profile
+from pullspec.conformance import candidates, vectors
+from pullspec.conformance.client_cases import Case, all_cases
+from pullspec.conformance.docs_coverage import generated_folder
+from pullspec.conformance.observe import rule_sort_key
+from pullspec.spec import rules
+from pullspec.spec.errors import PullspecError
+from pullspec.spec.profiles import ALL_PROFILES, Profile
 
 FORMAT = "pullspec-vectors/1"
 #: The seed the committed vectors were generated with.
@@ -157,13 +157,13 @@ def write_profile(directory: Path, profile: Profile, seed: int = DEFAULT_SEED) -
 def readme() -> str:
     """DIR/README.md: what these vectors are and every generated area's op vocabulary, taken
     from the adapters' docstrings so the two never disagree."""
-    from conformance.client_cases import AREAS
+    from pullspec.conformance.client_cases import AREAS
 
     parts = [
         "# Reference-generated vectors",
         "",
         "**Generated from the spec's reference model, not recorded from Apache RocketMQ**, by",
-        "`python -m conformance.client_vectors vectors` (the recorded vectors are in",
+        "`python -m pullspec.conformance.client_vectors vectors` (the recorded vectors are in",
         "`../shared/vectors`).",
         "",
         "The folders `reference-4.9/` and `reference-4.7/` hold the same inputs with the expects of",

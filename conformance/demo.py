@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from reference.broker import ReferenceBroker
-from reference.store import ReferenceMessageStore
-from spec.clock import ManualClock
-from spec.code import FLAG_SUBSCRIPTION, FLAG_SUSPEND, PullMessageRequest, PullResponse
-from spec.config import BrokerConfig, StoreConfig
-from spec.message import BrokerInnerMessage
-from spec.profiles import Profile
-from spec.status import BrokerRole
+from pullspec.reference.broker import ReferenceBroker
+from pullspec.reference.store import ReferenceMessageStore
+from pullspec.spec.clock import ManualClock
+from pullspec.spec.code import FLAG_SUBSCRIPTION, FLAG_SUSPEND, PullMessageRequest, PullResponse
+from pullspec.spec.config import BrokerConfig, StoreConfig
+from pullspec.spec.message import BrokerInnerMessage
+from pullspec.spec.profiles import Profile
+from pullspec.spec.status import BrokerRole
 
 
 def _row(label: str, offset: int, sub: str, r: PullResponse | None) -> str:

@@ -1,4 +1,4 @@
-"""The reviewers' spec site: ``python -m conformance.docs build [--out site]``.
+"""The reviewers' spec site: ``python -m pullspec.conformance.docs build [--out site]``.
 
 `build` runs the narrative pages' examples (doctest), then ``mkdocs build --strict`` with
 mkdocs.yml, whose hooks (`conformance.docs_hooks`) generate the rule pages from
@@ -19,7 +19,7 @@ from pathlib import Path
 import attrs
 import click
 
-from conformance.docs_facts import PROJECT, SHARED_ENV
+from pullspec.conformance.docs_facts import PROJECT, SHARED_ENV
 
 DOCS = PROJECT / "docs"
 CONFIG = PROJECT / "mkdocs.yml"
@@ -139,7 +139,7 @@ def build_command(out: Path, config: Path, shared: Path | None, no_examples: boo
 @click.option("--shared", type=click.Path(exists=True, path_type=Path), default=None)
 def generate_command(directory: Path, shared: Path | None) -> None:
     """Write the generated pages and pictures into DIRECTORY (for inspection)."""
-    from conformance import docs_facts, docs_hooks
+    from pullspec.conformance import docs_facts, docs_hooks
 
     files = docs_hooks.generated(docs_facts.collect(shared))
     for rel, content in files.items():

@@ -27,10 +27,10 @@ from typing import Any
 
 import attrs
 
-from conformance import candidates, vectors
-from spec import rules
-from spec.errors import PullspecError
-from spec.profiles import ALL_PROFILES, Profile
+from pullspec.conformance import candidates, vectors
+from pullspec.spec import rules
+from pullspec.spec.errors import PullspecError
+from pullspec.spec.profiles import ALL_PROFILES, Profile
 
 _ID_IN_TEXT = re.compile(r"(?<![A-Za-z0-9_-])([A-Z]+)-([0-9]+)(?![0-9])")
 

@@ -16,11 +16,11 @@ from typing import Any
 
 import click
 
-from conformance import candidates, docs_diagrams, vectors
-from conformance.docs_coverage import profile_folder
-from conformance.docs_facts import PROJECT, Facts
-from conformance.docs_render import code, escape, fenced, page_of
-from spec.profiles import ALL_PROFILES, Profile
+from pullspec.conformance import candidates, docs_diagrams, vectors
+from pullspec.conformance.docs_coverage import profile_folder
+from pullspec.conformance.docs_facts import PROJECT, Facts
+from pullspec.conformance.docs_render import code, escape, fenced, page_of
+from pullspec.spec.profiles import ALL_PROFILES, Profile
 
 MARKER = re.compile(r"^<!-- pullspec:([a-z-]+)(?: ([^>]*?))? -->$", re.M)
 RULE_REF = re.compile(r"\[\[([A-Z]+-[0-9]+)\]\]")
@@ -100,8 +100,8 @@ def offset_table(facts: Facts) -> str:
 
 def delay_table(facts: Facts) -> str:
     """The delay levels RETRY-7 parses from the default messageDelayLevel."""
-    from spec.config import StoreConfig
-    from spec.delay import parse_delay_levels
+    from pullspec.spec.config import StoreConfig
+    from pullspec.spec.delay import parse_delay_levels
 
     config = StoreConfig()
     levels = parse_delay_levels(config.message_delay_level)
@@ -129,7 +129,7 @@ def _human(ms: int) -> str:
 
 def cli_page(facts: Facts) -> str:
     """Every `pullspec` command's help text, as the installed CLI prints it."""
-    from conformance.cli import main
+    from pullspec.conformance.cli import main
 
     parts = [
         "# Command-line reference",
@@ -153,7 +153,7 @@ def cli_page(facts: Facts) -> str:
 
 def command_status(facts: Facts, arg: str) -> str:
     """An admonition saying whether `pullspec <command>` exists in this build."""
-    from conformance.cli import main
+    from pullspec.conformance.cli import main
 
     name, _, issue = arg.partition(" ")
     ctx = click.Context(main, info_name="pullspec")
@@ -176,7 +176,7 @@ PROTOCOL_PAGE = "protocol.md"
 def impl_cmd_status(facts: Facts) -> str:
     """Whether subprocess candidates (`pullspec conform --impl cmd:"<command>"`) exist in this
     build, with a link to the protocol page when docs/ has one."""
-    from conformance.cli import main
+    from pullspec.conformance.cli import main
 
     ctx = click.Context(main, info_name="pullspec")
     page = (
@@ -201,17 +201,19 @@ def impl_cmd_status(facts: Facts) -> str:
 def fast_api(facts: Facts) -> str:
     """What `fast` exports (its `__all__`), or its modules when it exports nothing yet."""
     try:
-        fast: Any = importlib.import_module("fast")
+        fast: Any = importlib.import_module("pullspec.fast")
     except Exception as exc:  # a half-written package must not break the site
         return f"`fast` cannot be imported in this build: {escape(str(exc))}"
     exported = getattr(fast, "__all__", None)
     lines: list[str] = []
     if exported:
-        lines += [f"`fast.__all__` lists {len(exported)} names:", ""]
+        lines += [f"`pullspec.fast.__all__` lists {len(exported)} names:", ""]
         for name in exported:
             obj = getattr(fast, name, None)
             doc = (getattr(obj, "__doc__", None) or "").strip().splitlines()
-            lines.append(f"- {code('fast.' + name)} — {escape(doc[0]) if doc else 'undocumented'}")
+            lines.append(
+                f"- {code('pullspec.fast.' + name)} — {escape(doc[0]) if doc else 'undocumented'}"
+            )
         return "\n".join(lines)
     lines += [
         "`fast` does not define `__all__` yet, so it has no public API to list. Its modules, "
@@ -222,7 +224,7 @@ def fast_api(facts: Facts) -> str:
         if path.name == "__init__.py":
             continue
         doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or "undocumented"
-        lines.append(f"- {code('fast.' + path.stem)} — {escape(doc.splitlines()[0])}")
+        lines.append(f"- {code('pullspec.fast.' + path.stem)} — {escape(doc.splitlines()[0])}")
     return "\n".join(lines)
 
 

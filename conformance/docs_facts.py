@@ -13,9 +13,9 @@ from pathlib import Path
 
 import attrs
 
-from conformance import docs_coverage, docs_rulebook, docs_seeds
-from spec import rules
-from spec.profiles import ALL_PROFILES
+from pullspec.conformance import docs_coverage, docs_rulebook, docs_seeds
+from pullspec.spec import rules
+from pullspec.spec.profiles import ALL_PROFILES
 
 #: The project root (the directory holding spec/, tests/ and docs/).
 PROJECT = Path(__file__).resolve().parents[1]

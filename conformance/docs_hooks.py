@@ -15,7 +15,7 @@ from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.structure.files import File, Files
 from mkdocs.structure.pages import Page
 
-from conformance import docs_extras, docs_facts, docs_pictures, docs_render
+from pullspec.conformance import docs_extras, docs_facts, docs_pictures, docs_render
 
 _state: dict[str, Any] = {}
 #: The nav section the area pages are inserted into, and the entry they follow.

@@ -9,14 +9,14 @@ from __future__ import annotations
 import html
 from collections.abc import Callable
 
-from spec.profiles import Profile
+from pullspec.spec.profiles import Profile
 
 
 def process_queue_svg() -> str:
     """The ProcessQueue cache and the offset removeMessage returns, computed with the reference."""
-    from conformance.adapters.process_queue import to_message
-    from reference.process_queue import ReferenceProcessQueue
-    from spec.clock import ManualClock
+    from pullspec.conformance.adapters.process_queue import to_message
+    from pullspec.reference.process_queue import ReferenceProcessQueue
+    from pullspec.spec.clock import ManualClock
 
     first, count = 100, 8
     done_first = [100, 101, 103, 104]
@@ -75,12 +75,12 @@ def process_queue_svg() -> str:
 def lease_timeline_svg() -> str:
     """Client A renews every 20 s and stops after its second renewal; B asks every 20 s.
     Computed with the reference lock manager and process queue."""
-    from reference.lock_manager import ReferenceLockManager
-    from reference.process_queue import ReferenceProcessQueue
-    from spec import lease
-    from spec import process_queue as pq
-    from spec.clock import ManualClock
-    from spec.message import MessageQueue
+    from pullspec.reference.lock_manager import ReferenceLockManager
+    from pullspec.reference.process_queue import ReferenceProcessQueue
+    from pullspec.spec import lease
+    from pullspec.spec import process_queue as pq
+    from pullspec.spec.clock import ManualClock
+    from pullspec.spec.message import MessageQueue
 
     clock = ManualClock(0)
     manager = ReferenceLockManager(clock=clock)

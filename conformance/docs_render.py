@@ -11,11 +11,11 @@ import re
 import textwrap
 from collections.abc import Iterable
 
-from conformance import vectors
-from conformance.docs_coverage import TestRef, VectorHit
-from conformance.docs_facts import Facts
-from spec import rules
-from spec.profiles import Profile
+from pullspec.conformance import vectors
+from pullspec.conformance.docs_coverage import TestRef, VectorHit
+from pullspec.conformance.docs_facts import Facts
+from pullspec.spec import rules
+from pullspec.spec.profiles import Profile
 
 _CODE_SPAN = re.compile(r"(`+)(.+?)\1")
 #: Vector case ids listed per (profile, area) before "and N more".
@@ -175,7 +175,7 @@ def _source_of(function: str) -> tuple[str, str] | None:
         path = inspect.getsourcefile(obj)  # type: ignore[arg-type]
     except (ImportError, AttributeError, OSError, TypeError):
         return None
-    rel = module_name.replace(".", "/") + ".py"
+    rel = module_name.removeprefix("pullspec.").replace(".", "/") + ".py"
     return (f"{rel}:{start}" if path else rel, textwrap.dedent("".join(lines)).rstrip())
 
 
@@ -321,7 +321,7 @@ def _runs_table(facts: Facts) -> list[str]:
 
 _HOW = """## How these pages are made
 
-`python -m conformance.docs build` (or `make docs`) generates these pages while mkdocs builds the
+`python -m pullspec.conformance.docs build` (or `make docs`) generates these pages while mkdocs builds the
 site; none of them is in the repository.
 
 - **Rules** come from `spec.rules.catalogue()`: ID, statement (the first paragraph of the rule

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import attrs
 
-from spec import rules
+from pullspec.spec import rules
 
 _SEED_NAME = re.compile(r"\b\d{3}_[0-9a-f]{16}\.txt\b")
 _CITED = re.compile(r"\s*\[[^\[\]]*\]\s*$")

@@ -1,9 +1,9 @@
 """A tiny subprocess adapter: serves a Python candidate over the JSON Lines protocol.
 
-    python -m conformance.example_adapter [--impl reference]
+    python -m pullspec.conformance.example_adapter [--impl reference]
 
 It is the protocol of docs/protocol.md in its simplest form, and the suite's own test of the
-`cmd:` path: `pullspec conform --impl cmd:"python -m conformance.example_adapter"` runs the
+`cmd:` path: `pullspec conform --impl cmd:"python -m pullspec.conformance.example_adapter"` runs the
 reference on the other side of a pipe. An adapter in another language does the same: read a
 request line, run it, write one reply line, flush.
 
@@ -20,10 +20,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import IO, Any
 
-from conformance.observe import Session, resolve_candidate
-from conformance.ops import Op
-from spec.errors import ErrorKind, PullspecError
-from spec.profiles import Profile
+from pullspec.conformance.observe import Session, resolve_candidate
+from pullspec.conformance.ops import Op
+from pullspec.spec.errors import ErrorKind, PullspecError
+from pullspec.spec.profiles import Profile
 
 
 def _reply(request: dict[str, Any], sessions: dict[int, Session], candidate: Any) -> dict[str, Any]:

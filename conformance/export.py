@@ -16,11 +16,11 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-from conformance.machines import gen
-from conformance.machines.edges import EDGE_CASES, Wrote
-from conformance.observe import Session, case_rules, rule_sort_key
-from conformance.ops import AREAS, Op
-from spec.profiles import Profile
+from pullspec.conformance.machines import gen
+from pullspec.conformance.machines.edges import EDGE_CASES, Wrote
+from pullspec.conformance.observe import Session, case_rules, rule_sort_key
+from pullspec.conformance.ops import AREAS, Op
+from pullspec.spec.profiles import Profile
 
 FORMAT = "pullspec-vectors/1"
 #: Random traces per area and steps per trace that `export` writes by default.
@@ -32,7 +32,7 @@ def _case(
     cid: str, area: str, config: dict[str, Any], ops: list[Op], profile: Profile, seed: int
 ) -> dict[str, Any]:
     """A vector case: `ops` run on a fresh reference instance, its observations as expects."""
-    import reference.factories as reference
+    import pullspec.reference.factories as reference
 
     session, ctx = Session(reference, area, config, profile), gen.Context.start(area, config)
     steps = []
@@ -56,7 +56,7 @@ def random_cases(
     profile: Profile, seed: int, cases: int = RANDOM_CASES, steps: int = RANDOM_STEPS
 ) -> Iterator[dict[str, Any]]:
     """Seeded random traces per area (the machines' generators, a RandomDraw per case)."""
-    import reference.factories as reference
+    import pullspec.reference.factories as reference
 
     for area in AREAS:
         for i in range(cases):

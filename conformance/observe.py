@@ -19,10 +19,10 @@ from typing import Any
 
 import attrs
 
-from conformance import candidates, vectors
-from conformance.ops import Observation, Op, check_area, rules_for
-from spec.errors import PullspecError, UnsupportedError
-from spec.profiles import Profile
+from pullspec.conformance import candidates, vectors
+from pullspec.conformance.ops import Observation, Op, check_area, rules_for
+from pullspec.spec.errors import PullspecError, UnsupportedError
+from pullspec.spec.profiles import Profile
 
 
 class Verdict(enum.Enum):
@@ -88,7 +88,7 @@ def compare(expected: Observation, actual: Observation) -> Divergence | None:
 def resolve_candidate(impl: str, timeout: float = 10.0) -> Any:
     """`candidates.resolve`, plus `cmd:<command>`: a subprocess speaking docs/protocol.md."""
     if impl.startswith("cmd:"):
-        from conformance.subprocess_candidate import SubprocessCandidate
+        from pullspec.conformance.subprocess_candidate import SubprocessCandidate
 
         return SubprocessCandidate(shlex.split(impl[len("cmd:") :]), timeout=timeout)
     return candidates.resolve(impl)
@@ -126,7 +126,7 @@ class Session:
         """The positional state field names of this session's config (process_queue)."""
         fields = self.config.get("stateFields")
         if fields is None and self.area == "process_queue":
-            from conformance.adapters.process_queue import DEFAULT_STATE_FIELDS
+            from pullspec.conformance.adapters.process_queue import DEFAULT_STATE_FIELDS
 
             return DEFAULT_STATE_FIELDS
         return tuple(fields or ())

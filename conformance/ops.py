@@ -19,7 +19,7 @@ from typing import Any
 
 import attrs
 
-from spec.errors import ErrorKind, InvalidArgumentError, PullspecError, require_str
+from pullspec.spec.errors import ErrorKind, InvalidArgumentError, PullspecError, require_str
 
 #: The vector areas, in the order the suite runs them.
 AREAS: tuple[str, ...] = ("store", "pull_code", "process_queue", "lock_manager", "send_back")

@@ -10,7 +10,7 @@ plus any --pullspec-vectors) and `pullspec-machine[<area>]` (the lockstep machin
 area; an area the candidate does not implement is skipped. Without the option the plugin does
 nothing. The `pullspec_candidate` fixture gives tests of one's own the resolved candidate.
 
-Registered through the `pytest11` entry point `pullspec` (or `-p conformance.plugin`).
+Registered through the `pytest11` entry point `pullspec` (or `-p pullspec.conformance.plugin`).
 """
 
 from __future__ import annotations
@@ -22,11 +22,11 @@ from typing import Any
 
 import pytest
 
-from conformance import export, vectors
-from conformance.machines import DEFAULT_EXAMPLES, DEFAULT_STEPS, run_machine
-from conformance.observe import Verdict, resolve_candidate, verdict_of
-from conformance.ops import AREAS
-from spec.profiles import Profile
+from pullspec.conformance import export, vectors
+from pullspec.conformance.machines import DEFAULT_EXAMPLES, DEFAULT_STEPS, run_machine
+from pullspec.conformance.observe import Verdict, resolve_candidate, verdict_of
+from pullspec.conformance.ops import AREAS
+from pullspec.spec.profiles import Profile
 
 _CANDIDATE = pytest.StashKey[Any]()
 

@@ -26,14 +26,14 @@ from typing import IO, Any
 
 import attrs
 
-from conformance.observe import CandidateCrashedError, CandidateTimeoutError
-from conformance.ops import error_kind
-from conformance.subprocess_remote_clocked import (
+from pullspec.conformance.observe import CandidateCrashedError, CandidateTimeoutError
+from pullspec.conformance.ops import error_kind
+from pullspec.conformance.subprocess_remote_clocked import (
     PQ_FIELDS,
     RemoteLockManager,
     RemoteProcessQueue,
 )
-from conformance.subprocess_remote_store import (
+from pullspec.conformance.subprocess_remote_store import (
     _VERSION_NAMES,
     RemoteBroker,
     RemoteSendBack,
@@ -43,13 +43,13 @@ from conformance.subprocess_remote_store import (
     raise_error,
     store_config_json,
 )
-from spec.clock import Clock
-from spec.config import BrokerConfig, StoreConfig, SubscriptionGroupConfig
-from spec.delay import parse_delay_levels
-from spec.errors import PullspecError, UnsupportedError
-from spec.process_queue_expiry import LOCK_MAX_LIVE_TIME_MS, PULL_MAX_IDLE_TIME_MS
-from spec.profiles import Profile
-from spec.retry_request import profile_request_version
+from pullspec.spec.clock import Clock
+from pullspec.spec.config import BrokerConfig, StoreConfig, SubscriptionGroupConfig
+from pullspec.spec.delay import parse_delay_levels
+from pullspec.spec.errors import PullspecError, UnsupportedError
+from pullspec.spec.process_queue_expiry import LOCK_MAX_LIVE_TIME_MS, PULL_MAX_IDLE_TIME_MS
+from pullspec.spec.profiles import Profile
+from pullspec.spec.retry_request import profile_request_version
 
 PROTOCOL_VERSION = 1
 

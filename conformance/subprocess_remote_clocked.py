@@ -8,11 +8,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from conformance.adapters.process_queue import DEFAULT_STATE_FIELDS
-from conformance.subprocess_remote_store import RemoteSession, raise_observed
-from spec.clock import Clock
-from spec.errors import UnsupportedError
-from spec.message import PROPERTY_MAX_OFFSET, MessageQueue, StoredMessage
+from pullspec.conformance.adapters.process_queue import DEFAULT_STATE_FIELDS
+from pullspec.conformance.subprocess_remote_store import RemoteSession, raise_observed
+from pullspec.spec.clock import Clock
+from pullspec.spec.errors import UnsupportedError
+from pullspec.spec.message import PROPERTY_MAX_OFFSET, MessageQueue, StoredMessage
 
 PQ_FIELDS: tuple[str, ...] = (
     *DEFAULT_STATE_FIELDS,

@@ -9,26 +9,26 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from conformance.adapters._config import STORE_KEYS
-from conformance.observe import CandidateCrashedError
-from conformance.ops import error_kind
-from spec.code import FLAG_SUBSCRIPTION, PullMessageRequest, PullResponse
-from spec.config import BrokerConfig, StoreConfig
-from spec.errors import ErrorKind, PullspecError, UnsupportedError
-from spec.filter import ExpressionMessageFilter
-from spec.message import BrokerInnerMessage, StoredMessage
-from spec.profiles import Profile
-from spec.results import GetMessageResult, PutMessageResult
-from spec.retry_request import (
+from pullspec.conformance.adapters._config import STORE_KEYS
+from pullspec.conformance.observe import CandidateCrashedError
+from pullspec.conformance.ops import error_kind
+from pullspec.spec.code import FLAG_SUBSCRIPTION, PullMessageRequest, PullResponse
+from pullspec.spec.config import BrokerConfig, StoreConfig
+from pullspec.spec.errors import ErrorKind, PullspecError, UnsupportedError
+from pullspec.spec.filter import ExpressionMessageFilter
+from pullspec.spec.message import BrokerInnerMessage, StoredMessage
+from pullspec.spec.profiles import Profile
+from pullspec.spec.results import GetMessageResult, PutMessageResult
+from pullspec.spec.retry_request import (
     MQ_VERSION_ORDINALS,
     SendBackRequest,
     SendBackResponse,
     profile_request_version,
 )
-from spec.status import BrokerRole, GetMessageStatus, PutMessageStatus, ResponseCode
+from pullspec.spec.status import BrokerRole, GetMessageStatus, PutMessageStatus, ResponseCode
 
 if TYPE_CHECKING:
-    from conformance.subprocess_candidate import SubprocessCandidate
+    from pullspec.conformance.subprocess_candidate import SubprocessCandidate
 
 
 class RemoteError(PullspecError):

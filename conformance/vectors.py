@@ -16,8 +16,8 @@ from typing import Any, Protocol
 
 import attrs
 
-from spec.errors import InvalidArgumentError, PullspecError, UnsupportedError
-from spec.profiles import Profile
+from pullspec.spec.errors import InvalidArgumentError, PullspecError, UnsupportedError
+from pullspec.spec.profiles import Profile
 
 AREAS: tuple[str, ...] = (
     *("store", "pull_code", "process_queue", "lock_manager", "send_back"),
@@ -84,9 +84,9 @@ def adapter(area: str) -> AreaAdapter:
     if area not in AREAS:
         raise InvalidArgumentError("area", area, f"expected one of {', '.join(AREAS)}")
     try:
-        module: Any = importlib.import_module(f"conformance.adapters.{area}")
+        module: Any = importlib.import_module(f"pullspec.conformance.adapters.{area}")
     except ModuleNotFoundError as exc:
-        if exc.name != f"conformance.adapters.{area}":
+        if exc.name != f"pullspec.conformance.adapters.{area}":
             raise
         raise UnsupportedError(f"area {area} has no adapter yet") from None
     return module  # type: ignore[no-any-return]

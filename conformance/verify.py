@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import enum
 import importlib
+import importlib.util
 import inspect
 import re
 import shutil
@@ -19,12 +20,16 @@ from pathlib import Path
 
 import attrs
 
-from spec import rules
+from pullspec.spec import rules
 
 _LINE = re.compile(r"^(?P<file>.+?):(?P<line>\d+): (?P<level>\w+): (?P<message>.*)$")
 
 #: The bounded subset `make test` runs: small integer rules whose conditions prove quickly.
-QUICK_MODULES: tuple[str, ...] = ("spec.batch", "spec.commit", "spec.hold")
+QUICK_MODULES: tuple[str, ...] = (
+    "pullspec.spec.batch",
+    "pullspec.spec.commit",
+    "pullspec.spec.hold",
+)
 
 
 class Outcome(enum.Enum):
@@ -57,6 +62,14 @@ def crosshair_executable() -> str:
     return found
 
 
+def _source_file(module: str) -> str:
+    """The source file of `module` (imported by the caller already)."""
+    found = importlib.util.find_spec(module)
+    if found is None or found.origin is None:
+        raise ModuleNotFoundError(f"no module named {module!r}", name=module)
+    return found.origin
+
+
 def _check_module(module: str, per_condition_timeout: float) -> list[tuple[str, int, str, str]]:
     proc = subprocess.run(
         [
@@ -65,7 +78,9 @@ def _check_module(module: str, per_condition_timeout: float) -> list[tuple[str, 
             "--analysis_kind=PEP316",
             f"--per_condition_timeout={per_condition_timeout}",
             "--report_all",
-            module,
+            # A file, not the module name: CrossHair cannot resolve a module inside the
+            # editable install's `pullspec` namespace package.
+            _source_file(module),
         ],
         capture_output=True,
         text=True,

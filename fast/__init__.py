@@ -13,7 +13,7 @@ loops (window scans, record encoding, body CRCs, recovery's walk) run compiled w
 installed (the `accel` extra) and in numpy otherwise, with the same answers.
 """
 
-from fast.batch import MessageBatch
-from fast.putvector import PutResults
+from pullspec.fast.batch import MessageBatch
+from pullspec.fast.putvector import PutResults
 
 __all__ = ["MessageBatch", "PutResults"]

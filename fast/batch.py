@@ -12,9 +12,9 @@ import attrs
 import numpy as np
 import numpy.typing as npt
 
-from fast.gather import I64, U8
-from spec.errors import InvalidArgumentError, InvalidTypeError, require_int
-from spec.message import (
+from pullspec.fast.gather import I64, U8
+from pullspec.spec.errors import InvalidArgumentError, InvalidTypeError, require_int
+from pullspec.spec.message import (
     DEFAULT_BORN_HOST,
     DEFAULT_STORE_HOST,
     BrokerInnerMessage,

@@ -13,20 +13,20 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from fast.gather import I64
-from fast.mapped import MappedFile, fdatasync_file, list_mapped_files
-from fast.spares import Spares
-from spec.errors import CorruptStoreError
-from spec.layout import (
+from pullspec.fast.gather import I64
+from pullspec.fast.mapped import MappedFile, fdatasync_file, list_mapped_files
+from pullspec.fast.spares import Spares
+from pullspec.spec.errors import CorruptStoreError
+from pullspec.spec.layout import (
     END_FILE_MIN_BLANK_LENGTH,
     MESSAGE_MAGIC_CODE,
     commit_log_file_start,
     needs_end_of_file_blank,
 )
-from spec.profiles import Profile
-from spec.record import OFF_PHYSICAL_OFFSET, encode_blank
-from spec.scan import commit_log_roll_next_file
-from spec.store import max_phy_offset
+from pullspec.spec.profiles import Profile
+from pullspec.spec.record import OFF_PHYSICAL_OFFSET, encode_blank
+from pullspec.spec.scan import commit_log_roll_next_file
+from pullspec.spec.store import max_phy_offset
 
 _BE_I32 = np.dtype(">i4")
 _BE_I64 = np.dtype(">i8")

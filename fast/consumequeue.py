@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from fast.cq_entries import (
+from pullspec.fast.cq_entries import (
     BLOCK,
     CQ_DTYPE,
     ENTRY,
@@ -22,11 +22,11 @@ from fast.cq_entries import (
     address_of,
     pack_entries,
 )
-from fast.mapped import MappedFile, list_mapped_files
-from fast.spares import Spares
-from spec.errors import CorruptStoreError
-from spec.layout import CQ_STORE_UNIT_SIZE, PRE_BLANK_ENTRY, pre_blank_entries
-from spec.store import expired_consume_queue_files, queue_min_max_offsets
+from pullspec.fast.mapped import MappedFile, list_mapped_files
+from pullspec.fast.spares import Spares
+from pullspec.spec.errors import CorruptStoreError
+from pullspec.spec.layout import CQ_STORE_UNIT_SIZE, PRE_BLANK_ENTRY, pre_blank_entries
+from pullspec.spec.store import expired_consume_queue_files, queue_min_max_offsets
 
 __all__ = ["BLOCK", "Block", "ConsumeQueue"]
 

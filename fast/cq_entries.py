@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from fast.mapped import MappedFile
+from pullspec.fast.mapped import MappedFile
 
 #: One consume-queue entry as stored: phys (long), size (int), tags code (long), big-endian.
 CQ_DTYPE = np.dtype([("phys", ">i8"), ("size", ">i4"), ("tags", ">i8")])

@@ -19,9 +19,9 @@ from typing import Any, NamedTuple, cast
 
 import numpy as np
 
-from fast.gather import I64, U8
-from fast.kernels import NO_NUMBA_ENV, SMALL, body_crcs, crc_tables
-from spec.layout import MESSAGE_MAGIC_CODE
+from pullspec.fast.gather import I64, U8
+from pullspec.fast.kernels import NO_NUMBA_ENV, SMALL, body_crcs, crc_tables
+from pullspec.spec.layout import MESSAGE_MAGIC_CODE
 
 #: Bytes of a record before its body: every fixed field through BODYLENGTH (IPv4 hosts).
 HEAD_LENGTH = 88

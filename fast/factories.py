@@ -8,11 +8,11 @@ import tempfile
 import weakref
 from pathlib import Path
 
-from fast.process_queue import FastProcessQueue
-from fast.store import MmapMessageStore
-from spec.clock import Clock
-from spec.config import StoreConfig
-from spec.profiles import Profile
+from pullspec.fast.process_queue import FastProcessQueue
+from pullspec.fast.store import MmapMessageStore
+from pullspec.spec.clock import Clock
+from pullspec.spec.config import StoreConfig
+from pullspec.spec.profiles import Profile
 
 NAME = "fast"
 

@@ -12,20 +12,20 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from fast.gather import I64
-from fast.multiget_compiled import CompiledMultiGet, filter_table
-from fast.multiget_kernel import ALL, BAIL, FOUND, window_kernel
-from fast.results import FastGetMessageResult, LazyMessages, lazy_records
-from spec.batch import max_filter_message_count
-from spec.layout import CQ_STORE_UNIT_SIZE
-from spec.message import StoredMessage
-from spec.profiles import Profile
-from spec.protocols import MessageFilter
-from spec.results import GetMessageResult
-from spec.status import GetMessageStatus
+from pullspec.fast.gather import I64
+from pullspec.fast.multiget_compiled import CompiledMultiGet, filter_table
+from pullspec.fast.multiget_kernel import ALL, BAIL, FOUND, window_kernel
+from pullspec.fast.results import FastGetMessageResult, LazyMessages, lazy_records
+from pullspec.spec.batch import max_filter_message_count
+from pullspec.spec.layout import CQ_STORE_UNIT_SIZE
+from pullspec.spec.message import StoredMessage
+from pullspec.spec.profiles import Profile
+from pullspec.spec.protocols import MessageFilter
+from pullspec.spec.results import GetMessageResult
+from pullspec.spec.status import GetMessageStatus
 
 if TYPE_CHECKING:
-    from fast.consumequeue import ConsumeQueue
+    from pullspec.fast.consumequeue import ConsumeQueue
 
 #: Distinct filters whose kernel rows are kept (filters are frozen values: equal ones share).
 _FILTER_ROWS_KEPT = 256

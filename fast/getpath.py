@@ -9,26 +9,35 @@ from typing import TYPE_CHECKING, cast, overload
 import numpy as np
 import numpy.typing as npt
 
-from fast.consumequeue import Block, ConsumeQueue
-from fast.gather import I64
-from fast.results import FastGetMessageResult, lazy_records
-from fast.scan import ScanOutcome, outcome, scan_chunk, tag_mask
-from spec.batch import BatchLimits, check_result_capacity, max_filter_message_count
-from spec.config import StoreConfig
-from spec.errors import InvalidTypeError, require_int, require_str
-from spec.filter import ExpressionMessageFilter
-from spec.layout import CQ_STORE_UNIT_SIZE
-from spec.message import StoredMessage
-from spec.profiles import Profile
-from spec.protocols import MessageFilter
-from spec.record import decode_record
-from spec.results import GetMessageResult
-from spec.scan import CQEntry, scan_next_begin_offset, scan_window, suggest_pulling_from_slave
-from spec.status import BrokerRole, GetMessageStatus
-from spec.store import classify_offset, consume_queue_roll_next_file, next_offset_correction
+from pullspec.fast.consumequeue import Block, ConsumeQueue
+from pullspec.fast.gather import I64
+from pullspec.fast.results import FastGetMessageResult, lazy_records
+from pullspec.fast.scan import ScanOutcome, outcome, scan_chunk, tag_mask
+from pullspec.spec.batch import BatchLimits, check_result_capacity, max_filter_message_count
+from pullspec.spec.config import StoreConfig
+from pullspec.spec.errors import InvalidTypeError, require_int, require_str
+from pullspec.spec.filter import ExpressionMessageFilter
+from pullspec.spec.layout import CQ_STORE_UNIT_SIZE
+from pullspec.spec.message import StoredMessage
+from pullspec.spec.profiles import Profile
+from pullspec.spec.protocols import MessageFilter
+from pullspec.spec.record import decode_record
+from pullspec.spec.results import GetMessageResult
+from pullspec.spec.scan import (
+    CQEntry,
+    scan_next_begin_offset,
+    scan_window,
+    suggest_pulling_from_slave,
+)
+from pullspec.spec.status import BrokerRole, GetMessageStatus
+from pullspec.spec.store import (
+    classify_offset,
+    consume_queue_roll_next_file,
+    next_offset_correction,
+)
 
 if TYPE_CHECKING:
-    from fast.commitlog import CommitLog
+    from pullspec.fast.commitlog import CommitLog
 
 
 class EntrySequence(Sequence[CQEntry]):

@@ -17,7 +17,7 @@ from typing import Any, cast
 
 import numpy as np
 
-from fast.gather import I64, U8
+from pullspec.fast.gather import I64, U8
 
 #: Environment variable that, when set to 1, keeps the kernels on the pure-Python fallback.
 NO_NUMBA_ENV = "PULLSPEC_NO_NUMBA"

@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from fast.spares import Spares
-from spec.errors import CorruptStoreError
+from pullspec.fast.spares import Spares
+from pullspec.spec.errors import CorruptStoreError
 
 PAGE = mmap.PAGESIZE
 #: What `data` becomes once a file is closed (shared: nothing writes to it).

@@ -14,21 +14,21 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from fast.consumequeue import Block
-from fast.gather import I64, member_of
-from fast.getone import SingleGetPath
-from fast.multiget_compiled import GetRequest, as_request
-from fast.multiget_kernel import scan_kernel
-from fast.pull_through import PullThroughPath
-from fast.results import MultiGetResult
-from fast.scan import ScanOutcome, batch_full_mask, tag_mask
-from spec.errors import InvalidTypeError, ReadOnlyStoreError
-from spec.protocols import MessageFilter
-from spec.results import GetMessageResult
-from spec.status import GetMessageStatus
+from pullspec.fast.consumequeue import Block
+from pullspec.fast.gather import I64, member_of
+from pullspec.fast.getone import SingleGetPath
+from pullspec.fast.multiget_compiled import GetRequest, as_request
+from pullspec.fast.multiget_kernel import scan_kernel
+from pullspec.fast.pull_through import PullThroughPath
+from pullspec.fast.results import MultiGetResult
+from pullspec.fast.scan import ScanOutcome, batch_full_mask, tag_mask
+from pullspec.spec.errors import InvalidTypeError, ReadOnlyStoreError
+from pullspec.spec.protocols import MessageFilter
+from pullspec.spec.results import GetMessageResult
+from pullspec.spec.status import GetMessageStatus
 
 if TYPE_CHECKING:
-    from fast.consumequeue import ConsumeQueue
+    from pullspec.fast.consumequeue import ConsumeQueue
 
 __all__ = ["GetRequest", "MultiGetPath"]
 

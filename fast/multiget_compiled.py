@@ -10,20 +10,20 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import numpy as np
 
-from fast.gather import I64
-from fast.getpath import GetPath, check_pull_arguments
-from fast.multiget_kernel import ALL, BAIL, FOUND
-from fast.results import FileView, MultiGetResult, ScannedRows
-from spec.batch import max_filter_message_count
-from spec.errors import InvalidTypeError
-from spec.filter import SUB_ALL, ExpressionMessageFilter, is_tag_type
-from spec.layout import CQ_STORE_UNIT_SIZE
-from spec.profiles import Profile
-from spec.protocols import MessageFilter
-from spec.results import GetMessageResult
+from pullspec.fast.gather import I64
+from pullspec.fast.getpath import GetPath, check_pull_arguments
+from pullspec.fast.multiget_kernel import ALL, BAIL, FOUND
+from pullspec.fast.results import FileView, MultiGetResult, ScannedRows
+from pullspec.spec.batch import max_filter_message_count
+from pullspec.spec.errors import InvalidTypeError
+from pullspec.spec.filter import SUB_ALL, ExpressionMessageFilter, is_tag_type
+from pullspec.spec.layout import CQ_STORE_UNIT_SIZE
+from pullspec.spec.profiles import Profile
+from pullspec.spec.protocols import MessageFilter
+from pullspec.spec.results import GetMessageResult
 
 if TYPE_CHECKING:
-    from fast.consumequeue import ConsumeQueue
+    from pullspec.fast.consumequeue import ConsumeQueue
 
 
 @attrs.frozen

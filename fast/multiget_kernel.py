@@ -16,7 +16,7 @@ import os
 from collections.abc import Callable
 from typing import Any, cast
 
-from fast.kernels import NO_NUMBA_ENV
+from pullspec.fast.kernels import NO_NUMBA_ENV
 
 #: Kernel status codes per request.
 NO_MATCH, FOUND, BAIL = 0, 1, 2
@@ -38,7 +38,7 @@ def _kernels() -> tuple[ScanKernel, ScanKernel, ScanKernel] | None:
     if os.environ.get(NO_NUMBA_ENV) == "1":
         return None
     try:
-        from fast import multiget_numba
+        from pullspec.fast import multiget_numba
     except ImportError:
         return None
     return (

@@ -20,10 +20,10 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from fast.process_queue import FastProcessQueue
-from spec.clock import Clock, ManualClock
-from spec.message import StoredMessage
-from spec.profiles import Profile
+from pullspec.fast.process_queue import FastProcessQueue
+from pullspec.spec.clock import Clock, ManualClock
+from pullspec.spec.message import StoredMessage
+from pullspec.spec.profiles import Profile
 
 #: A ProcessQueue factory, as candidates provide it: `process_queue(clock, profile)`.
 ProcessQueueFactory = Callable[[Clock, Profile], Any]
@@ -98,7 +98,7 @@ def bench_process_queue(
     `pq_put_take_commit32` (one op = one put, take or commit call). `quick` runs fewer rounds.
     """
     if baseline is None:
-        from conformance.candidates import resolve
+        from pullspec.conformance.candidates import resolve
 
         baseline = resolve("reference").process_queue
     ref: ProcessQueueFactory = baseline
@@ -119,7 +119,9 @@ def bench_process_queue(
     return out
 
 
-if __name__ == "__main__":  # pragma: no cover - manual run: python -m fast.pq_bench [--quick]
+if (
+    __name__ == "__main__"
+):  # pragma: no cover - manual run: python -m pullspec.fast.pq_bench [--quick]
     import json
     import sys
 

@@ -24,9 +24,9 @@ from bisect import bisect_left
 from collections.abc import Sequence
 from itertools import islice
 
-from spec.errors import InvalidArgumentError
-from spec.message import StoredMessage
-from spec.process_queue import require_messages
+from pullspec.spec.errors import InvalidArgumentError
+from pullspec.spec.message import StoredMessage
+from pullspec.spec.process_queue import require_messages
 
 LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1  #: Java's long range
 offset_of = operator.attrgetter("queue_offset")

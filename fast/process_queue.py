@@ -25,18 +25,18 @@ import logging
 import threading
 from collections.abc import Callable, Sequence
 
-from fast.pq_tree import OffsetTree, body_bytes, require_longs, validate_batch
-from spec import process_queue as pq
-from spec.clock import Clock
-from spec.errors import (
+from pullspec.fast.pq_tree import OffsetTree, body_bytes, require_longs, validate_batch
+from pullspec.spec import process_queue as pq
+from pullspec.spec.clock import Clock
+from pullspec.spec.errors import (
     InvalidTypeError,
     NoSuchElementError,
     require_int,
     require_non_negative,
     require_range,
 )
-from spec.message import StoredMessage
-from spec.profiles import Profile
+from pullspec.spec.message import StoredMessage
+from pullspec.spec.profiles import Profile
 
 log = logging.getLogger(__name__)
 

@@ -14,25 +14,25 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from fast.gather import I64
-from fast.getpath import check_pull_arguments
-from fast.multiget_compiled import CompiledMultiGet, filter_table
-from fast.multiget_kernel import BAIL, FOUND, STOP_ASK, STOP_DONE, chain_kernel
-from fast.results import FileView, MultiGetResult, ScannedRows
-from spec.batch import max_filter_message_count
-from spec.errors import (
+from pullspec.fast.gather import I64
+from pullspec.fast.getpath import check_pull_arguments
+from pullspec.fast.multiget_compiled import CompiledMultiGet, filter_table
+from pullspec.fast.multiget_kernel import BAIL, FOUND, STOP_ASK, STOP_DONE, chain_kernel
+from pullspec.fast.results import FileView, MultiGetResult, ScannedRows
+from pullspec.spec.batch import max_filter_message_count
+from pullspec.spec.errors import (
     InvalidArgumentError,
     ReadOnlyStoreError,
     require_int,
 )
-from spec.layout import CQ_STORE_UNIT_SIZE
-from spec.profiles import Profile
-from spec.protocols import MessageFilter
-from spec.results import GetMessageResult
-from spec.status import GetMessageStatus
+from pullspec.spec.layout import CQ_STORE_UNIT_SIZE
+from pullspec.spec.profiles import Profile
+from pullspec.spec.protocols import MessageFilter
+from pullspec.spec.results import GetMessageResult
+from pullspec.spec.status import GetMessageStatus
 
 if TYPE_CHECKING:
-    from fast.consumequeue import ConsumeQueue
+    from pullspec.fast.consumequeue import ConsumeQueue
 
 #: Statuses after which the run goes on at nextBeginOffset (a scan answered the pull).
 _SCANNED = (

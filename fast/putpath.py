@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from fast.batch import MessageBatch, columns_of
-from fast.putsmall import SmallPut
-from fast.putvector import PutResults, VectorPut
-from spec.message import BrokerInnerMessage
-from spec.results import PutMessageResult
+from pullspec.fast.batch import MessageBatch, columns_of
+from pullspec.fast.putsmall import SmallPut
+from pullspec.fast.putvector import PutResults, VectorPut
+from pullspec.spec.message import BrokerInnerMessage
+from pullspec.spec.results import PutMessageResult
 
 #: Messages per list below which the per-message path is cheaper than numpy's fixed costs.
 VECTOR_MIN = 32

@@ -12,12 +12,12 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import attrs
 
-from fast.putvector import INT32_RANGE, INT64_RANGE, properties_tags_code
-from spec.clock import Clock
-from spec.config import StoreConfig
-from spec.delay import delay_rewrite, deliver_timestamp
-from spec.errors import IllegalTopicError, InvalidTypeError, MessageIllegalError
-from spec.layout import (
+from pullspec.fast.putvector import INT32_RANGE, INT64_RANGE, properties_tags_code
+from pullspec.spec.clock import Clock
+from pullspec.spec.config import StoreConfig
+from pullspec.spec.delay import delay_rewrite, deliver_timestamp
+from pullspec.spec.errors import IllegalTopicError, InvalidTypeError, MessageIllegalError
+from pullspec.spec.layout import (
     END_FILE_MIN_BLANK_LENGTH,
     MAX_PROPERTIES_LENGTH,
     MESSAGE_MAGIC_CODE,
@@ -28,15 +28,15 @@ from spec.layout import (
     message_properties_to_string,
     validate_topic,
 )
-from spec.message import PROPERTY_DELAY, BrokerInnerMessage
-from spec.profiles import Profile
-from spec.record import encode_record_bytes, host_sys_flag
-from spec.results import PutMessageResult
-from spec.status import BrokerRole, PutMessageStatus
+from pullspec.spec.message import PROPERTY_DELAY, BrokerInnerMessage
+from pullspec.spec.profiles import Profile
+from pullspec.spec.record import encode_record_bytes, host_sys_flag
+from pullspec.spec.results import PutMessageResult
+from pullspec.spec.status import BrokerRole, PutMessageStatus
 
 if TYPE_CHECKING:
-    from fast.commitlog import CommitLog
-    from fast.consumequeue import ConsumeQueue
+    from pullspec.fast.commitlog import CommitLog
+    from pullspec.fast.consumequeue import ConsumeQueue
 
 #: A record's fields before its body with IPv4 hosts (LAYOUT-5): TOTALSIZE … BODYLENGTH.
 _HEAD_V4 = struct.Struct(">iiiiiqqiq4siq4siiqi")

@@ -12,14 +12,14 @@ from typing import TYPE_CHECKING, Any, NamedTuple, overload
 import attrs
 import numpy as np
 
-from fast.batch import MessageBatch
-from fast.encode_kernels import Run, Tails, encode_run, host_bytes, make_tails
-from fast.gather import I64
-from spec.clock import Clock, ManualClock
-from spec.config import StoreConfig
-from spec.errors import InvalidArgumentError
-from spec.filter import tags_string_to_tags_code
-from spec.layout import (
+from pullspec.fast.batch import MessageBatch
+from pullspec.fast.encode_kernels import Run, Tails, encode_run, host_bytes, make_tails
+from pullspec.fast.gather import I64
+from pullspec.spec.clock import Clock, ManualClock
+from pullspec.spec.config import StoreConfig
+from pullspec.spec.errors import InvalidArgumentError
+from pullspec.spec.filter import tags_string_to_tags_code
+from pullspec.spec.layout import (
     END_FILE_MIN_BLANK_LENGTH,
     NAME_VALUE_SEPARATOR,
     PROPERTY_SEPARATOR,
@@ -32,14 +32,14 @@ from spec.layout import (
     string_to_message_properties,
     validate_topic,
 )
-from spec.message import PROPERTY_DELAY, PROPERTY_TAGS, Properties
-from spec.profiles import Profile
-from spec.results import PutMessageResult
-from spec.status import BrokerRole, PutMessageStatus
+from pullspec.spec.message import PROPERTY_DELAY, PROPERTY_TAGS, Properties
+from pullspec.spec.profiles import Profile
+from pullspec.spec.results import PutMessageResult
+from pullspec.spec.status import BrokerRole, PutMessageStatus
 
 if TYPE_CHECKING:
-    from fast.commitlog import CommitLog
-    from fast.consumequeue import ConsumeQueue
+    from pullspec.fast.commitlog import CommitLog
+    from pullspec.fast.consumequeue import ConsumeQueue
 
 #: Java int and long ranges, inclusive (a record's 4- and 8-byte fields).
 INT32_RANGE = (-(1 << 31), (1 << 31) - 1)

@@ -17,22 +17,22 @@ import attrs
 import numpy as np
 import numpy.typing as npt
 
-from fast.commitlog import CommitLog
-from fast.consumequeue import ConsumeQueue
-from fast.gather import I64, gather_be, member_of, sorted_unique
-from fast.mapped import MappedFile
-from fast.recovery_kernels import group_ranges
-from fast.validate import dispatch_fields, scan_file
-from spec.delay import SCHEDULE_TOPIC
-from spec.errors import CorruptStoreError
-from spec.filter import tags_string_to_tags_code
-from spec.layout import (
+from pullspec.fast.commitlog import CommitLog
+from pullspec.fast.consumequeue import ConsumeQueue
+from pullspec.fast.gather import I64, gather_be, member_of, sorted_unique
+from pullspec.fast.mapped import MappedFile
+from pullspec.fast.recovery_kernels import group_ranges
+from pullspec.fast.validate import dispatch_fields, scan_file
+from pullspec.spec.delay import SCHEDULE_TOPIC
+from pullspec.spec.errors import CorruptStoreError
+from pullspec.spec.filter import tags_string_to_tags_code
+from pullspec.spec.layout import (
     MESSAGE_MAGIC_CODE,
     commit_log_file_start,
     string_to_message_properties,
 )
-from spec.profiles import Profile
-from spec.record import (
+from pullspec.spec.profiles import Profile
+from pullspec.spec.record import (
     check_record,
     parse_record,
     store_timestamp_offset,

@@ -17,15 +17,15 @@ from typing import Any, NamedTuple, cast
 
 import numpy as np
 
-from fast.gather import I64, U8
-from fast.kernels import NO_NUMBA_ENV
-from spec.layout import (
+from pullspec.fast.gather import I64, U8
+from pullspec.fast.kernels import NO_NUMBA_ENV
+from pullspec.spec.layout import (
     BLANK_MAGIC_CODE,
     MESSAGE_MAGIC_CODE,
     SYSFLAG_BORNHOST_V6,
     SYSFLAG_STOREHOST_V6,
 )
-from spec.record import MIN_RECORD_LENGTH, OFF_PHYSICAL_OFFSET, OFF_SYS_FLAG
+from pullspec.spec.record import MIN_RECORD_LENGTH, OFF_PHYSICAL_OFFSET, OFF_SYS_FLAG
 
 #: Rows of `record_fields`' answer, in order.
 FIELDS = (
@@ -240,7 +240,7 @@ def walk(data: U8, start: int, limit: int, file_start: int) -> Walk | None:
 
 
 def record_fields(data: U8, pos: I64) -> dict[str, I64] | None:
-    """fast.validate.dispatch_fields for validated records, or None without the kernels."""
+    """pullspec.fast.validate.dispatch_fields for validated records, or None without the kernels."""
     kernels = _compiled()
     if kernels is None:
         return None

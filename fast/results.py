@@ -13,12 +13,12 @@ import attrs
 import numpy as np
 import numpy.typing as npt
 
-from fast.gather import I64, U8
-from spec.message import StoredMessage
-from spec.profiles import Profile
-from spec.record import decode_record
-from spec.results import GetMessageResult
-from spec.status import GetMessageStatus
+from pullspec.fast.gather import I64, U8
+from pullspec.spec.message import StoredMessage
+from pullspec.spec.profiles import Profile
+from pullspec.spec.record import decode_record
+from pullspec.spec.results import GetMessageResult
+from pullspec.spec.status import GetMessageStatus
 
 
 class LazyMessages(Sequence[StoredMessage]):

@@ -13,13 +13,13 @@ import attrs
 import numpy as np
 import numpy.typing as npt
 
-from fast.consumequeue import Block
-from fast.gather import I64
-from spec.batch import BatchLimits
-from spec.filter import SUB_ALL, ExpressionMessageFilter, is_tag_type
-from spec.protocols import MessageFilter
-from spec.scan import CQ_EXT_MAX_ADDRESS
-from spec.status import GetMessageStatus
+from pullspec.fast.consumequeue import Block
+from pullspec.fast.gather import I64
+from pullspec.spec.batch import BatchLimits
+from pullspec.spec.filter import SUB_ALL, ExpressionMessageFilter, is_tag_type
+from pullspec.spec.protocols import MessageFilter
+from pullspec.spec.scan import CQ_EXT_MAX_ADDRESS
+from pullspec.spec.status import GetMessageStatus
 
 BoolArray = npt.NDArray[np.bool_]
 

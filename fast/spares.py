@@ -26,7 +26,7 @@ import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from fast.mapped import MappedFile
+    from pullspec.fast.mapped import MappedFile
 
 #: Files larger than this are always deleted.
 SPARE_MAX_SIZE = 64 << 10

@@ -10,35 +10,35 @@ from pathlib import Path
 from types import TracebackType
 from typing import Literal
 
-from fast.batch import MessageBatch
-from fast.checkpoint import Checkpoint
-from fast.commitlog import CommitLog
-from fast.consumequeue import ConsumeQueue
-from fast.getpath import check_pull_arguments
-from fast.mapped import fsync_dir, on_ram_filesystem
-from fast.multiget import MultiGetPath
-from fast.putpath import PutPath
-from fast.putvector import PutResults
-from fast.recovery import RecoveryReport, recover
-from fast.spares import Spares, remove_spares
-from spec.batch import check_in_disk_by_commit_offset
-from spec.clock import Clock
-from spec.config import StoreConfig
-from spec.delay import parse_delay_levels
-from spec.errors import (
+from pullspec.fast.batch import MessageBatch
+from pullspec.fast.checkpoint import Checkpoint
+from pullspec.fast.commitlog import CommitLog
+from pullspec.fast.consumequeue import ConsumeQueue
+from pullspec.fast.getpath import check_pull_arguments
+from pullspec.fast.mapped import fsync_dir, on_ram_filesystem
+from pullspec.fast.multiget import MultiGetPath
+from pullspec.fast.putpath import PutPath
+from pullspec.fast.putvector import PutResults
+from pullspec.fast.recovery import RecoveryReport, recover
+from pullspec.fast.spares import Spares, remove_spares
+from pullspec.spec.batch import check_in_disk_by_commit_offset
+from pullspec.spec.clock import Clock
+from pullspec.spec.config import StoreConfig
+from pullspec.spec.delay import parse_delay_levels
+from pullspec.spec.errors import (
     InvalidArgumentError,
     InvalidTypeError,
     ReadOnlyStoreError,
     require_int,
     require_str,
 )
-from spec.message import BrokerInnerMessage, StoredMessage
-from spec.profiles import Profile
-from spec.protocols import MessageFilter
-from spec.record import decode_record
-from spec.results import GetMessageResult, PutMessageResult
-from spec.status import BrokerRole
-from spec.store import find_consume_queue
+from pullspec.spec.message import BrokerInnerMessage, StoredMessage
+from pullspec.spec.profiles import Profile
+from pullspec.spec.protocols import MessageFilter
+from pullspec.spec.record import decode_record
+from pullspec.spec.results import GetMessageResult, PutMessageResult
+from pullspec.spec.status import BrokerRole
+from pullspec.spec.store import find_consume_queue
 
 HOUR_MS = 3_600_000
 #: messageDelayLevel parsed once per distinct string.

@@ -10,17 +10,17 @@ import struct
 import numpy as np
 import numpy.typing as npt
 
-from fast import recovery_kernels
-from fast.gather import I64, U8, gather_be
-from fast.kernels import body_crcs
-from fast.mapped import MappedFile
-from spec.layout import (
+from pullspec.fast import recovery_kernels
+from pullspec.fast.gather import I64, U8, gather_be
+from pullspec.fast.kernels import body_crcs
+from pullspec.fast.mapped import MappedFile
+from pullspec.spec.layout import (
     BLANK_MAGIC_CODE,
     MESSAGE_MAGIC_CODE,
     SYSFLAG_BORNHOST_V6,
     SYSFLAG_STOREHOST_V6,
 )
-from spec.record import MIN_RECORD_LENGTH, OFF_BODY_CRC, OFF_PHYSICAL_OFFSET, OFF_SYS_FLAG
+from pullspec.spec.record import MIN_RECORD_LENGTH, OFF_BODY_CRC, OFF_PHYSICAL_OFFSET, OFF_SYS_FLAG
 
 
 def validate_headers(data: U8, pos: I64, file_start: int, limit: int) -> npt.NDArray[np.bool_]:

@@ -9,11 +9,11 @@ from collections.abc import Callable, Iterable, Mapping
 
 import attrs
 
-from reference.broker_clients import ClientRequests, ConsumerManager, ConsumerRegistration
-from reference.lock_manager import ReferenceLockManager
-from reference.send_back import ReferenceSendBack
-from spec.clock import Clock
-from spec.code import (
+from pullspec.reference.broker_clients import ClientRequests, ConsumerManager, ConsumerRegistration
+from pullspec.reference.lock_manager import ReferenceLockManager
+from pullspec.reference.send_back import ReferenceSendBack
+from pullspec.spec.clock import Clock
+from pullspec.spec.code import (
     MASTER_ID,
     PullMessageRequest,
     PullResponse,
@@ -27,23 +27,23 @@ from spec.code import (
     slave_code,
     suggest_which_broker_id,
 )
-from spec.commit import commit_offset, commits_piggy_backed_offset, query_consumer_offset
-from spec.config import BrokerConfig, SubscriptionGroupConfig, TopicConfig
-from spec.errors import (
+from pullspec.spec.commit import commit_offset, commits_piggy_backed_offset, query_consumer_offset
+from pullspec.spec.config import BrokerConfig, SubscriptionGroupConfig, TopicConfig
+from pullspec.spec.errors import (
     IllegalCapacityError,
     InvalidArgumentError,
     InvalidTypeError,
     require_int,
     require_str,
 )
-from spec.filter import (
+from pullspec.spec.filter import (
     ExpressionMessageFilter,
     SubscriptionData,
     SubscriptionParseError,
     build_subscription_data,
     sql92_allowed,
 )
-from spec.hold import (
+from pullspec.spec.hold import (
     HoldDecision,
     held_request_decision,
     hold_check_interval,
@@ -52,14 +52,14 @@ from spec.hold import (
     notifies_on_arrival,
     periodic_check_queue,
 )
-from spec.layout import is_dispatched_type
-from spec.message import BrokerInnerMessage, MessageQueue
-from spec.profiles import Profile
-from spec.protocols import MessageStore
-from spec.results import PutMessageResult
-from spec.retry_request import SendBackRequest, SendBackResponse
-from spec.status import BrokerRole, ResponseCode
-from spec.store import commit_log_roll_next_file
+from pullspec.spec.layout import is_dispatched_type
+from pullspec.spec.message import BrokerInnerMessage, MessageQueue
+from pullspec.spec.profiles import Profile
+from pullspec.spec.protocols import MessageStore
+from pullspec.spec.results import PutMessageResult
+from pullspec.spec.retry_request import SendBackRequest, SendBackResponse
+from pullspec.spec.status import BrokerRole, ResponseCode
+from pullspec.spec.store import commit_log_roll_next_file
 
 OFFSET_MOVED_EVENT = "OFFSET_MOVED_EVENT"
 #: MixAll.isSysConsumerGroup: such groups are created even without autoCreateSubscriptionGroup.

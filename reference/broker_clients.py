@@ -17,14 +17,14 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from spec.clock import Clock
-from spec.config import PERM_WRITE, BrokerConfig, SubscriptionGroupConfig, TopicConfig
-from spec.errors import MessageIllegalError, NullPointerError, require_str
-from spec.filter import SubscriptionData
-from spec.message import BrokerInnerMessage
-from spec.profiles import Profile
-from spec.results import PutMessageResult
-from spec.retry_request import (
+from pullspec.spec.clock import Clock
+from pullspec.spec.config import PERM_WRITE, BrokerConfig, SubscriptionGroupConfig, TopicConfig
+from pullspec.spec.errors import MessageIllegalError, NullPointerError, require_str
+from pullspec.spec.filter import SubscriptionData
+from pullspec.spec.message import BrokerInnerMessage
+from pullspec.spec.profiles import Profile
+from pullspec.spec.results import PutMessageResult
+from pullspec.spec.retry_request import (
     RETRY_GROUP_TOPIC_PREFIX,
     SendBackResponse,
     profile_request_version,
@@ -32,8 +32,8 @@ from spec.retry_request import (
     retry_topic_config,
     retry_topic_name,
 )
-from spec.retry_send import plain_send_target_v47, plain_send_target_v49
-from spec.status import ResponseCode
+from pullspec.spec.retry_send import plain_send_target_v47, plain_send_target_v49
+from pullspec.spec.status import ResponseCode
 
 #: ClientHousekeepingService: a client whose last heartbeat is older than this (strictly) is
 #: dropped by the scan (ConsumerManager.CHANNEL_EXPIRED_TIMEOUT).

@@ -12,20 +12,25 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Mapping
 
-from reference.broker import ReferenceBroker
-from reference.client_consumer import ClientConsumer, ConsumeTime, Listener, new_push_consumer
-from reference.client_instance import ReferenceClientInstance
-from reference.remoting import ReferenceRemoting
-from reference.scheduler import Scheduler
-from reference.store import ReferenceMessageStore
-from spec import allocate as al
-from spec.clock import ManualClock
-from spec.config import BrokerConfig, StoreConfig
-from spec.consumer_config import ConsumerConfig
-from spec.errors import InvalidArgumentError
-from spec.message import BrokerInnerMessage, StoredMessage
-from spec.profiles import Profile
-from spec.results import PutMessageResult
+from pullspec.reference.broker import ReferenceBroker
+from pullspec.reference.client_consumer import (
+    ClientConsumer,
+    ConsumeTime,
+    Listener,
+    new_push_consumer,
+)
+from pullspec.reference.client_instance import ReferenceClientInstance
+from pullspec.reference.remoting import ReferenceRemoting
+from pullspec.reference.scheduler import Scheduler
+from pullspec.reference.store import ReferenceMessageStore
+from pullspec.spec import allocate as al
+from pullspec.spec.clock import ManualClock
+from pullspec.spec.config import BrokerConfig, StoreConfig
+from pullspec.spec.consumer_config import ConsumerConfig
+from pullspec.spec.errors import InvalidArgumentError
+from pullspec.spec.message import BrokerInnerMessage, StoredMessage
+from pullspec.spec.profiles import Profile
+from pullspec.spec.results import PutMessageResult
 
 #: (time, group, topic, queue id, offset) of one consumer-offset commit on a broker.
 Commit = tuple[int, str, str, int, int]

@@ -24,24 +24,27 @@ from typing import cast
 
 import attrs
 
-from reference.client_instance import ReferenceClientInstance
-from reference.consume_concurrently import ReferenceConsumeConcurrentlyService
-from reference.consume_orderly import ReferenceConsumeOrderlyService
-from reference.offset_store import ReferenceLocalFileOffsetStore, ReferenceRemoteOffsetStore
-from reference.pull_service import PullRequest
-from reference.push_consumer import ReferencePushConsumer
-from reference.rebalance import NewPullRequest, ReferenceRebalancePushImpl
-from reference.remoting import ReferenceRemoting
-from reference.scheduler import Scheduler
-from spec import allocate as al
-from spec.consume_types import ConcurrentListener, OrderlyListener, retry_topic
-from spec.consumer_config import ConsumeMode, ConsumerConfig, MessageModel
-from spec.errors import InvalidArgumentError, require_str
-from spec.filter import SubscriptionData, build_subscription_data
-from spec.message import MessageQueue, StoredMessage
-from spec.offset_store import OffsetStore
-from spec.profiles import Profile
-from spec.protocols import ProcessQueue
+from pullspec.reference.client_instance import ReferenceClientInstance
+from pullspec.reference.consume_concurrently import ReferenceConsumeConcurrentlyService
+from pullspec.reference.consume_orderly import ReferenceConsumeOrderlyService
+from pullspec.reference.offset_store import (
+    ReferenceLocalFileOffsetStore,
+    ReferenceRemoteOffsetStore,
+)
+from pullspec.reference.pull_service import PullRequest
+from pullspec.reference.push_consumer import ReferencePushConsumer
+from pullspec.reference.rebalance import NewPullRequest, ReferenceRebalancePushImpl
+from pullspec.reference.remoting import ReferenceRemoting
+from pullspec.reference.scheduler import Scheduler
+from pullspec.spec import allocate as al
+from pullspec.spec.consume_types import ConcurrentListener, OrderlyListener, retry_topic
+from pullspec.spec.consumer_config import ConsumeMode, ConsumerConfig, MessageModel
+from pullspec.spec.errors import InvalidArgumentError, require_str
+from pullspec.spec.filter import SubscriptionData, build_subscription_data
+from pullspec.spec.message import MessageQueue, StoredMessage
+from pullspec.spec.offset_store import OffsetStore
+from pullspec.spec.profiles import Profile
+from pullspec.spec.protocols import ProcessQueue
 
 #: How long a listener call lasts, in virtual milliseconds (orderly and concurrent services).
 ConsumeTime = Callable[[Sequence[StoredMessage]], int]

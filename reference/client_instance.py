@@ -17,25 +17,25 @@ import random
 from collections.abc import Callable, Collection, Mapping
 from typing import Protocol
 
-from reference.broker import ReferenceBroker
-from reference.client_remoting import (
+from pullspec.reference.broker import ReferenceBroker
+from pullspec.reference.client_remoting import (
     RemotingLockClient,
     RemotingSendBackClient,
     find_consumer_id_list,
     topic_route,
 )
-from reference.client_scheduler import ClientScheduler
-from reference.pull_service import PullMessageService
-from reference.rebalance_service import ReferenceRebalanceService
-from reference.remoting import ReferenceRemoting
-from reference.scheduler import Scheduler
-from spec import allocate as al
-from spec.client_errors import MQClientError
-from spec.consumer_config import PERSIST_CONSUMER_OFFSET_INITIAL_DELAY_MILLIS, MessageModel
-from spec.errors import InvalidArgumentError, InvalidTypeError, require_int, require_str
-from spec.filter import SubscriptionData
-from spec.message import MessageQueue
-from spec.profiles import Profile
+from pullspec.reference.client_scheduler import ClientScheduler
+from pullspec.reference.pull_service import PullMessageService
+from pullspec.reference.rebalance_service import ReferenceRebalanceService
+from pullspec.reference.remoting import ReferenceRemoting
+from pullspec.reference.scheduler import Scheduler
+from pullspec.spec import allocate as al
+from pullspec.spec.client_errors import MQClientError
+from pullspec.spec.consumer_config import PERSIST_CONSUMER_OFFSET_INITIAL_DELAY_MILLIS, MessageModel
+from pullspec.spec.errors import InvalidArgumentError, InvalidTypeError, require_int, require_str
+from pullspec.spec.filter import SubscriptionData
+from pullspec.spec.message import MessageQueue
+from pullspec.spec.profiles import Profile
 
 #: MQClientInstance's heartbeat task: initial delay, and ClientConfig.heartbeatBrokerInterval.
 HEARTBEAT_INITIAL_DELAY_MILLIS = 1_000

@@ -15,22 +15,22 @@ from __future__ import annotations
 import random
 from collections.abc import Iterable
 
-from reference.remoting import ReferenceRemoting, RemotingConnectError
-from spec.client_errors import MQBrokerError, MQClientError
-from spec.client_send_back import ClientMessage, client_msg_id
-from spec.clock import Clock
-from spec.config import PERM_READ, PERM_WRITE, TopicConfig
-from spec.errors import InvalidTypeError, UnsupportedError, require_int, require_str
-from spec.message import (
+from pullspec.reference.remoting import ReferenceRemoting, RemotingConnectError
+from pullspec.spec.client_errors import MQBrokerError, MQClientError
+from pullspec.spec.client_send_back import ClientMessage, client_msg_id
+from pullspec.spec.clock import Clock
+from pullspec.spec.config import PERM_READ, PERM_WRITE, TopicConfig
+from pullspec.spec.errors import InvalidTypeError, UnsupportedError, require_int, require_str
+from pullspec.spec.message import (
     PROPERTY_MAX_RECONSUME_TIMES,
     PROPERTY_RECONSUME_TIME,
     BrokerInnerMessage,
     MessageQueue,
     StoredMessage,
 )
-from spec.profiles import Profile
-from spec.retry_request import SendBackRequest
-from spec.status import ResponseCode
+from pullspec.spec.profiles import Profile
+from pullspec.spec.retry_request import SendBackRequest
+from pullspec.spec.status import ResponseCode
 
 #: DefaultMQProducer.retryTimesWhenSendFailed: a synchronous send is tried 1 + 2 times.
 SEND_ATTEMPTS = 3

@@ -10,8 +10,8 @@ client's callbacks only touch its memory: whatever they would schedule is refuse
 
 from __future__ import annotations
 
-from reference.scheduler import Scheduler, Task
-from spec.errors import InvalidTypeError
+from pullspec.reference.scheduler import Scheduler, Task
+from pullspec.spec.errors import InvalidTypeError
 
 #: The handle a dead client's scheduling requests get (real handles start at 1).
 DEAD_HANDLE = 0

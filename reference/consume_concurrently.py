@@ -21,11 +21,11 @@ from typing import Protocol, runtime_checkable
 
 import attrs
 
-from reference.scheduler import Scheduler
-from spec import client_send_back as sb
-from spec import consume_concurrently as cc
-from spec import consume_lifecycle as life
-from spec.consume_types import (
+from pullspec.reference.scheduler import Scheduler
+from pullspec.spec import client_send_back as sb
+from pullspec.spec import consume_concurrently as cc
+from pullspec.spec import consume_lifecycle as life
+from pullspec.spec.consume_types import (
     ConcurrentListener,
     ConsumeConcurrentlyContext,
     ConsumeConcurrentlyStatus,
@@ -36,12 +36,12 @@ from spec.consume_types import (
     ShutdownStep,
     with_namespace,
 )
-from spec.consumer_config import ConsumerConfig, MessageModel
-from spec.errors import InvalidTypeError
-from spec.message import MessageQueue, StoredMessage
-from spec.offset_store import OffsetStore
-from spec.profiles import Profile
-from spec.protocols import ProcessQueue
+from pullspec.spec.consumer_config import ConsumerConfig, MessageModel
+from pullspec.spec.errors import InvalidTypeError
+from pullspec.spec.message import MessageQueue, StoredMessage
+from pullspec.spec.offset_store import OffsetStore
+from pullspec.spec.profiles import Profile
+from pullspec.spec.protocols import ProcessQueue
 
 #: How long a listener call lasts for the TIME_OUT return type (CONC-5); 0 by default.
 ConsumeTime = Callable[[Sequence[StoredMessage]], int]

@@ -18,13 +18,13 @@ from typing import Protocol, runtime_checkable
 
 import attrs
 
-from reference.scheduler import Scheduler
-from spec import client_send_back as sb
-from spec import consume_lifecycle as life
-from spec import consume_orderly as co
-from spec.consume_concurrently import reset_retry_and_namespace
-from spec.consume_orderly import Gate, LoopExit, ResultAction
-from spec.consume_types import (
+from pullspec.reference.scheduler import Scheduler
+from pullspec.spec import client_send_back as sb
+from pullspec.spec import consume_lifecycle as life
+from pullspec.spec import consume_orderly as co
+from pullspec.spec.consume_concurrently import reset_retry_and_namespace
+from pullspec.spec.consume_orderly import Gate, LoopExit, ResultAction
+from pullspec.spec.consume_types import (
     TRY_LOCK_LATER_AT_GATE_MILLIS,
     ConsumeOrderlyContext,
     ConsumeOrderlyStatus,
@@ -35,12 +35,12 @@ from spec.consume_types import (
     ShutdownStep,
     put_property,
 )
-from spec.consumer_config import ConsumerConfig
-from spec.errors import InvalidTypeError
-from spec.message import PROPERTY_RECONSUME_TIME, MessageQueue, StoredMessage
-from spec.offset_store import OffsetStore
-from spec.profiles import Profile
-from spec.protocols import ProcessQueue
+from pullspec.spec.consumer_config import ConsumerConfig
+from pullspec.spec.errors import InvalidTypeError
+from pullspec.spec.message import PROPERTY_RECONSUME_TIME, MessageQueue, StoredMessage
+from pullspec.spec.offset_store import OffsetStore
+from pullspec.spec.profiles import Profile
+from pullspec.spec.protocols import ProcessQueue
 
 Task = Callable[[], None]
 #: How long a listener call lasts, in virtual milliseconds.

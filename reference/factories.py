@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from spec.clock import Clock
-from spec.config import BrokerConfig, StoreConfig
-from spec.profiles import Profile
+from pullspec.spec.clock import Clock
+from pullspec.spec.config import BrokerConfig, StoreConfig
+from pullspec.spec.profiles import Profile
 
 NAME = "reference"
 
 
 def message_store(config: StoreConfig, profile: Profile, clock: Clock) -> Any:
     """A fresh ReferenceMessageStore."""
-    from reference.store import ReferenceMessageStore
+    from pullspec.reference.store import ReferenceMessageStore
 
     return ReferenceMessageStore(config=config, profile=profile, clock=clock)
 
@@ -22,7 +22,7 @@ def broker(
     store_config: StoreConfig, broker_config: BrokerConfig, profile: Profile, clock: Clock
 ) -> Any:
     """A fresh ReferenceBroker (pull processing, offsets, long polling) over a fresh store."""
-    from reference.broker import ReferenceBroker
+    from pullspec.reference.broker import ReferenceBroker
 
     return ReferenceBroker(
         store=message_store(store_config, profile, clock),
@@ -34,21 +34,21 @@ def broker(
 
 def process_queue(clock: Clock, profile: Profile) -> Any:
     """A fresh ReferenceProcessQueue."""
-    from reference.process_queue import ReferenceProcessQueue
+    from pullspec.reference.process_queue import ReferenceProcessQueue
 
     return ReferenceProcessQueue(clock=clock, profile=profile)
 
 
 def lock_manager(clock: Clock, lock_max_live_time_ms: int = 60_000) -> Any:
     """A fresh ReferenceLockManager."""
-    from reference.lock_manager import ReferenceLockManager
+    from pullspec.reference.lock_manager import ReferenceLockManager
 
     return ReferenceLockManager(clock=clock, lock_max_live_time_ms=lock_max_live_time_ms)
 
 
 def send_back(store_config: StoreConfig, group_config: Any, profile: Profile, clock: Clock) -> Any:
     """A fresh ReferenceSendBack (CONSUMER_SEND_MSG_BACK) over a fresh store."""
-    from reference.send_back import ReferenceSendBack
+    from pullspec.reference.send_back import ReferenceSendBack
 
     return ReferenceSendBack(
         store=message_store(store_config, profile, clock),

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from spec import lease
-from spec.clock import Clock
-from spec.errors import InvalidTypeError, require_non_negative, require_str
-from spec.message import MessageQueue
+from pullspec.spec import lease
+from pullspec.spec.clock import Clock
+from pullspec.spec.errors import InvalidTypeError, require_non_negative, require_str
+from pullspec.spec.message import MessageQueue
 
 
 def _require_queue(name: str, value: object) -> MessageQueue:

@@ -14,11 +14,11 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from spec.client_errors import MQClientError
-from spec.consumer_config import ReadOffsetType
-from spec.errors import InvalidTypeError, require_int, require_str
-from spec.message import MessageQueue
-from spec.offset_store import (
+from pullspec.spec.client_errors import MQClientError
+from pullspec.spec.consumer_config import ReadOffsetType
+from pullspec.spec.errors import InvalidTypeError, require_int, require_str
+from pullspec.spec.message import MessageQueue
+from pullspec.spec.offset_store import (
     BAK_SUFFIX,
     OFFSET_NONE,
     OFFSETS_FILE,

@@ -12,11 +12,11 @@ from collections.abc import Callable, Sequence
 
 import attrs
 
-from spec import process_queue as pq
-from spec.clock import Clock
-from spec.errors import InvalidTypeError, require_int, require_non_negative
-from spec.message import StoredMessage
-from spec.profiles import Profile
+from pullspec.spec import process_queue as pq
+from pullspec.spec.clock import Clock
+from pullspec.spec.errors import InvalidTypeError, require_int, require_non_negative
+from pullspec.spec.message import StoredMessage
+from pullspec.spec.profiles import Profile
 
 log = logging.getLogger(__name__)
 

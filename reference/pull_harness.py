@@ -9,26 +9,26 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Protocol
 
-from reference.process_queue import ReferenceProcessQueue
-from reference.pull_service import PullRequest
-from reference.scheduler import Scheduler
-from spec.client_errors import MQClientError
-from spec.clock import Clock
-from spec.consumer_config import (
+from pullspec.reference.process_queue import ReferenceProcessQueue
+from pullspec.reference.pull_service import PullRequest
+from pullspec.reference.scheduler import Scheduler
+from pullspec.spec.client_errors import MQClientError
+from pullspec.spec.clock import Clock
+from pullspec.spec.consumer_config import (
     ConsumeFromWhere,
     ConsumerConfig,
     ReadOffsetType,
     default_consume_timestamp,
     parse_consume_timestamp,
 )
-from spec.errors import InvalidArgumentError, InvalidTypeError, require_int, require_str
-from spec.filter import SubscriptionData, build_subscription_data
-from spec.message import MessageQueue, StoredMessage
-from spec.offset_store import OffsetStore
-from spec.process_queue import require_messages
-from spec.profiles import Profile
-from spec.protocols import ProcessQueue
-from spec.pull_from_where import OffsetQueries, compute_pull_from_where_for
+from pullspec.spec.errors import InvalidArgumentError, InvalidTypeError, require_int, require_str
+from pullspec.spec.filter import SubscriptionData, build_subscription_data
+from pullspec.spec.message import MessageQueue, StoredMessage
+from pullspec.spec.offset_store import OffsetStore
+from pullspec.spec.process_queue import require_messages
+from pullspec.spec.profiles import Profile
+from pullspec.spec.protocols import ProcessQueue
+from pullspec.spec.pull_from_where import OffsetQueries, compute_pull_from_where_for
 
 #: A scripted listener: consume `msgs` of `mq` now (True) or leave them waiting (False), as a
 #: listener still busy would; `ScriptedConsumeService.release` offers them again.

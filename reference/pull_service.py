@@ -15,12 +15,12 @@ from typing import Any, Protocol, runtime_checkable
 
 import attrs
 
-from reference.scheduler import Scheduler
-from spec.errors import InvalidTypeError, require_int, require_non_negative, require_str
-from spec.message import MessageQueue
-from spec.protocols import ProcessQueue
-from spec.pull_actions import dispatches_to_consumer, schedules_later
-from spec.pull_service import (
+from pullspec.reference.scheduler import Scheduler
+from pullspec.spec.errors import InvalidTypeError, require_int, require_non_negative, require_str
+from pullspec.spec.message import MessageQueue
+from pullspec.spec.protocols import ProcessQueue
+from pullspec.spec.pull_actions import dispatches_to_consumer, schedules_later
+from pullspec.spec.pull_service import (
     delayed_task_runs_after_shutdown,
     enqueue,
     enqueues_immediately,

@@ -17,25 +17,25 @@ from typing import Protocol, runtime_checkable
 
 import attrs
 
-from reference.pull_harness import ScriptedConsumeService, StaticAssignment
-from reference.pull_service import PullMessageService, PullRequest
-from reference.remoting import ReferenceRemoting
-from reference.scheduler import Scheduler
-from spec.client_errors import MQClientError
-from spec.code import PullResponse
-from spec.consumer_config import (
+from pullspec.reference.pull_harness import ScriptedConsumeService, StaticAssignment
+from pullspec.reference.pull_service import PullMessageService, PullRequest
+from pullspec.reference.remoting import ReferenceRemoting
+from pullspec.reference.scheduler import Scheduler
+from pullspec.spec.client_errors import MQClientError
+from pullspec.spec.code import PullResponse
+from pullspec.spec.consumer_config import (
     PERSIST_CONSUMER_OFFSET_INITIAL_DELAY_MILLIS,
     ConsumerConfig,
     MessageModel,
     ReadOffsetType,
 )
-from spec.errors import InvalidTypeError, require_str
-from spec.filter import SubscriptionData
-from spec.message import MessageQueue
-from spec.offset_store import OffsetStore, persist_consumer_offset_targets
-from spec.profiles import Profile
-from spec.protocols import ConsumeMessageService, ProcessQueue
-from spec.pull_actions import (
+from pullspec.spec.errors import InvalidTypeError, require_str
+from pullspec.spec.filter import SubscriptionData
+from pullspec.spec.message import MessageQueue
+from pullspec.spec.offset_store import OffsetStore, persist_consumer_offset_targets
+from pullspec.spec.profiles import Profile
+from pullspec.spec.protocols import ConsumeMessageService, ProcessQueue
+from pullspec.spec.pull_actions import (
     NO_FLOW_CONTROL,
     Delay,
     Drop,
@@ -43,8 +43,8 @@ from spec.pull_actions import (
     Immediately,
     Pull,
 )
-from spec.pull_decision import ConsumerState, ProcessQueueSnapshot, decide_pull
-from spec.pull_request import (
+from pullspec.spec.pull_decision import ConsumerState, ProcessQueueSnapshot, decide_pull
+from pullspec.spec.pull_request import (
     PullCallbackContext,
     PullKernelCall,
     PullMessageRequestHeader,
@@ -55,14 +55,14 @@ from spec.pull_request import (
     pull_message_request_header,
     pull_status_for_response_code,
 )
-from spec.pull_result import PullResult, on_exception, on_success
-from spec.pull_route import (
+from pullspec.spec.pull_result import PullResult, on_exception, on_success
+from pullspec.spec.pull_route import (
     check_filter_type_supported,
     find_broker_address_in_subscribe,
     pull_target_address,
     recalculate_pull_from_which_node,
 )
-from spec.status import PullStatus
+from pullspec.spec.status import PullStatus
 
 
 class ServiceState(enum.Enum):

@@ -16,22 +16,22 @@ from types import MappingProxyType
 
 import attrs
 
-from reference.process_queue import ReferenceProcessQueue
-from reference.scheduler import Scheduler
-from spec import allocate as al
-from spec import rebalance as rb
-from spec.client_errors import MQClientError
-from spec.consume_types import BrokerLockClient
-from spec.consumer_config import ConsumerConfig, MessageModel, ReadOffsetType
-from spec.consumer_config import parse_consume_timestamp as parse_timestamp
-from spec.errors import InvalidTypeError, NullPointerError
-from spec.filter import SubscriptionData
-from spec.message import MessageQueue
-from spec.offset_store import OffsetStore
-from spec.profiles import Profile
-from spec.protocols import ProcessQueue
-from spec.pull_from_where import OffsetQueries, compute_pull_from_where_for
-from spec.rebalance import LockMarks, NewQueueOutcome, QueueView
+from pullspec.reference.process_queue import ReferenceProcessQueue
+from pullspec.reference.scheduler import Scheduler
+from pullspec.spec import allocate as al
+from pullspec.spec import rebalance as rb
+from pullspec.spec.client_errors import MQClientError
+from pullspec.spec.consume_types import BrokerLockClient
+from pullspec.spec.consumer_config import ConsumerConfig, MessageModel, ReadOffsetType
+from pullspec.spec.consumer_config import parse_consume_timestamp as parse_timestamp
+from pullspec.spec.errors import InvalidTypeError, NullPointerError
+from pullspec.spec.filter import SubscriptionData
+from pullspec.spec.message import MessageQueue
+from pullspec.spec.offset_store import OffsetStore
+from pullspec.spec.profiles import Profile
+from pullspec.spec.protocols import ProcessQueue
+from pullspec.spec.pull_from_where import OffsetQueries, compute_pull_from_where_for
+from pullspec.spec.rebalance import LockMarks, NewQueueOutcome, QueueView
 
 
 @attrs.frozen

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 
-from reference.scheduler import Scheduler
-from spec import allocate as al
-from spec.client_errors import MQClientError
-from spec.lease import LockManager
-from spec.message import MessageQueue
+from pullspec.reference.scheduler import Scheduler
+from pullspec.spec import allocate as al
+from pullspec.spec.client_errors import MQClientError
+from pullspec.spec.lease import LockManager
+from pullspec.spec.message import MessageQueue
 
 
 class LockManagerClient:

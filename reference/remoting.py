@@ -33,27 +33,27 @@ from typing import TYPE_CHECKING, TypeVar
 
 import attrs
 
-from reference.broker import ReferenceBroker
-from reference.broker_clients import HOUSEKEEPING_INTERVAL_MILLIS as HOUSEKEEPING_MS
-from reference.scheduler import Scheduler
-from spec.client_errors import MQClientError
-from spec.code import PullMessageRequest, PullResponse
-from spec.errors import (
+from pullspec.reference.broker import ReferenceBroker
+from pullspec.reference.broker_clients import HOUSEKEEPING_INTERVAL_MILLIS as HOUSEKEEPING_MS
+from pullspec.reference.scheduler import Scheduler
+from pullspec.spec.client_errors import MQClientError
+from pullspec.spec.code import PullMessageRequest, PullResponse
+from pullspec.spec.errors import (
     InvalidArgumentError,
     InvalidTypeError,
     require_int,
     require_non_negative,
     require_str,
 )
-from spec.message import BrokerInnerMessage
-from spec.offset_store import offset_broker_address
-from spec.profiles import Profile
-from spec.pull_request import PullMessageRequestHeader
-from spec.pull_route import V4_1_0_SNAPSHOT
-from spec.results import PutMessageResult
+from pullspec.spec.message import BrokerInnerMessage
+from pullspec.spec.offset_store import offset_broker_address
+from pullspec.spec.profiles import Profile
+from pullspec.spec.pull_request import PullMessageRequestHeader
+from pullspec.spec.pull_route import V4_1_0_SNAPSHOT
+from pullspec.spec.results import PutMessageResult
 
 if TYPE_CHECKING:
-    from reference.client_remoting import RemotingAdmin, RemotingOffsetClient
+    from pullspec.reference.client_remoting import RemotingAdmin, RemotingOffsetClient
 
 T = TypeVar("T")
 
@@ -439,13 +439,13 @@ class ReferenceRemoting:
 
     def offset_client(self, group: str, profile: Profile) -> RemotingOffsetClient:
         """The BrokerOffsetClient of `group` (QUERY/UPDATE_CONSUMER_OFFSET, OFFSET-7 routing)."""
-        from reference.client_remoting import RemotingOffsetClient
+        from pullspec.reference.client_remoting import RemotingOffsetClient
 
         return RemotingOffsetClient(self, group, profile)
 
     def admin(self) -> RemotingAdmin:
         """The MQAdminImpl queries of REBAL-17 (maxOffset, searchOffset)."""
-        from reference.client_remoting import RemotingAdmin
+        from pullspec.reference.client_remoting import RemotingAdmin
 
         return RemotingAdmin(self)
 

@@ -8,8 +8,8 @@ from collections.abc import Callable
 
 import attrs
 
-from spec.clock import ManualClock
-from spec.errors import InvalidArgumentError, require_int, require_non_negative
+from pullspec.spec.clock import ManualClock
+from pullspec.spec.errors import InvalidArgumentError, require_int, require_non_negative
 
 Task = Callable[[], None]
 

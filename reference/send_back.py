@@ -13,8 +13,8 @@ from collections.abc import Mapping
 
 import attrs
 
-from spec.clock import Clock
-from spec.config import (
+from pullspec.spec.clock import Clock
+from pullspec.spec.config import (
     DEFAULT_MESSAGE_DELAY_LEVEL,
     PERM_READ,
     PERM_WRITE,
@@ -22,8 +22,8 @@ from spec.config import (
     SubscriptionGroupConfig,
     TopicConfig,
 )
-from spec.delay import SCHEDULE_TOPIC, parse_delay_levels
-from spec.errors import (
+from pullspec.spec.delay import SCHEDULE_TOPIC, parse_delay_levels
+from pullspec.spec.errors import (
     IllegalTopicError,
     InvalidArgumentError,
     InvalidTypeError,
@@ -31,11 +31,11 @@ from spec.errors import (
     require_int,
     require_str,
 )
-from spec.layout import validate_topic
-from spec.message import BrokerInnerMessage, StoredMessage
-from spec.profiles import Profile
-from spec.protocols import MessageStore
-from spec.retry import (
+from pullspec.spec.layout import validate_topic
+from pullspec.spec.message import BrokerInnerMessage, StoredMessage
+from pullspec.spec.profiles import Profile
+from pullspec.spec.protocols import MessageStore
+from pullspec.spec.retry import (
     RANDOM_BOUND,
     dead_letter_target_v47,
     dead_letter_target_v49,
@@ -50,7 +50,7 @@ from spec.retry import (
     send_back_message_v47,
     send_back_message_v49,
 )
-from spec.retry_request import (
+from pullspec.spec.retry_request import (
     SendBackRequest,
     SendBackResponse,
     dlq_topic_name,
@@ -60,7 +60,7 @@ from spec.retry_request import (
     retry_topic_name,
     send_back_checks,
 )
-from spec.status import BrokerRole
+from pullspec.spec.status import BrokerRole
 
 #: The consumer group the schedule service reads its queues as (the store ignores it).
 SCHEDULE_READER = "SCHEDULE_SERVICE"

@@ -11,12 +11,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from reference import sim_history as h
-from reference.sim_faults import FaultStep
+from pullspec.reference import sim_history as h
+from pullspec.reference.sim_faults import FaultStep
 
 if TYPE_CHECKING:
-    from reference.sim_client import SimClient
-    from reference.simulator import Simulator
+    from pullspec.reference.sim_client import SimClient
+    from pullspec.reference.simulator import Simulator
 
 #: How long a pull-delay fault lasts.
 PULL_DELAY_WINDOW_MS = 30_000

@@ -16,11 +16,19 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from reference import sim_causes as causes
-from reference import sim_history as h
-from reference.sim_causes import NONE, BrokerQueue, Call, ClientQueue, KeyInfo, PqInfo, Success
-from reference.sim_verdict import Anomaly, CheckResult
-from spec import invariants as inv
+from pullspec.reference import sim_causes as causes
+from pullspec.reference import sim_history as h
+from pullspec.reference.sim_causes import (
+    NONE,
+    BrokerQueue,
+    Call,
+    ClientQueue,
+    KeyInfo,
+    PqInfo,
+    Success,
+)
+from pullspec.reference.sim_verdict import Anomaly, CheckResult
+from pullspec.spec import invariants as inv
 
 SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
 DLQ_PREFIX = "%DLQ%"

@@ -14,27 +14,27 @@ import random
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
-from reference import sim_history as h
-from reference.client_instance import ReferenceClientInstance
-from reference.consume_concurrently import ReferenceConsumeConcurrentlyService
-from reference.consume_orderly import ReferenceConsumeOrderlyService
-from reference.rebalance import NewPullRequest
-from reference.sim_observe import (
+from pullspec.reference import sim_history as h
+from pullspec.reference.client_instance import ReferenceClientInstance
+from pullspec.reference.consume_concurrently import ReferenceConsumeConcurrentlyService
+from pullspec.reference.consume_orderly import ReferenceConsumeOrderlyService
+from pullspec.reference.rebalance import NewPullRequest
+from pullspec.reference.sim_observe import (
     ObservedList,
     ObservedSendBack,
     SimConsumer,
 )
-from reference.sim_watch import ClientWatch, name_of
-from spec.consume_types import (
+from pullspec.reference.sim_watch import ClientWatch, name_of
+from pullspec.spec.consume_types import (
     ConsumeConcurrentlyContext,
     ConsumeConcurrentlyStatus,
     ConsumeOrderlyContext,
     ConsumeOrderlyStatus,
 )
-from spec.message import MessageQueue, StoredMessage
+from pullspec.spec.message import MessageQueue, StoredMessage
 
 if TYPE_CHECKING:
-    from reference.simulator import Simulator
+    from pullspec.reference.simulator import Simulator
 
 
 class SimClient(ClientWatch):

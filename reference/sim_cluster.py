@@ -14,21 +14,21 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from reference.broker import ReferenceBroker
-from reference.lock_manager import ReferenceLockManager
-from reference.remoting import OnException, OnResponse, ReferenceRemoting
-from reference.scheduler import Scheduler
-from reference.store import HOUR_MS, ReferenceMessageStore
-from spec.clock import Clock, ManualClock
-from spec.code import PullMessageRequest, PullResponse
-from spec.config import BrokerConfig, StoreConfig, SubscriptionGroupConfig
-from spec.message import BrokerInnerMessage, MessageQueue, StoredMessage
-from spec.pull_request import PullMessageRequestHeader
-from spec.results import PutMessageResult
-from spec.status import BrokerRole
+from pullspec.reference.broker import ReferenceBroker
+from pullspec.reference.lock_manager import ReferenceLockManager
+from pullspec.reference.remoting import OnException, OnResponse, ReferenceRemoting
+from pullspec.reference.scheduler import Scheduler
+from pullspec.reference.store import HOUR_MS, ReferenceMessageStore
+from pullspec.spec.clock import Clock, ManualClock
+from pullspec.spec.code import PullMessageRequest, PullResponse
+from pullspec.spec.config import BrokerConfig, StoreConfig, SubscriptionGroupConfig
+from pullspec.spec.message import BrokerInnerMessage, MessageQueue, StoredMessage
+from pullspec.spec.pull_request import PullMessageRequestHeader
+from pullspec.spec.results import PutMessageResult
+from pullspec.spec.status import BrokerRole
 
 if TYPE_CHECKING:
-    from reference.sim_config import SimConfig, SimHooks
+    from pullspec.reference.sim_config import SimConfig, SimHooks
 
 #: Called with each record the master appends.
 OnAppend = Callable[[StoredMessage], None]

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import attrs
 
-from reference.sim_checker import CheckResult
-from reference.sim_cluster import RecordingStore
-from reference.sim_faults import FAULT_KINDS, FaultStep
-from reference.sim_observe import ObservedOffsetStore, ObservedProcessQueue
-from spec.profiles import Profile
+from pullspec.reference.sim_checker import CheckResult
+from pullspec.reference.sim_cluster import RecordingStore
+from pullspec.reference.sim_faults import FAULT_KINDS, FaultStep
+from pullspec.reference.sim_observe import ObservedOffsetStore, ObservedProcessQueue
+from pullspec.spec.profiles import Profile
 
 
 @attrs.frozen(kw_only=True)

@@ -19,21 +19,21 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING, TypeVar
 
-from reference.client_consumer import ClientConsumer
-from reference.offset_store import BrokerOffsetClient, ReferenceRemoteOffsetStore
-from reference.process_queue import ReferenceProcessQueue
-from reference.remoting import ReferenceRemoting
-from spec.client_errors import MQClientError
-from spec.client_send_back import ClientMessage, SendBackClient
-from spec.clock import Clock
-from spec.consumer_config import ReadOffsetType
-from spec.message import PROPERTY_UNIQ_KEY, MessageQueue, StoredMessage
-from spec.offset_store import OffsetStore
-from spec.profiles import Profile
+from pullspec.reference.client_consumer import ClientConsumer
+from pullspec.reference.offset_store import BrokerOffsetClient, ReferenceRemoteOffsetStore
+from pullspec.reference.process_queue import ReferenceProcessQueue
+from pullspec.reference.remoting import ReferenceRemoting
+from pullspec.spec.client_errors import MQClientError
+from pullspec.spec.client_send_back import ClientMessage, SendBackClient
+from pullspec.spec.clock import Clock
+from pullspec.spec.consumer_config import ReadOffsetType
+from pullspec.spec.message import PROPERTY_UNIQ_KEY, MessageQueue, StoredMessage
+from pullspec.spec.offset_store import OffsetStore
+from pullspec.spec.profiles import Profile
 
 if TYPE_CHECKING:
-    from reference.sim_client import SimClient
-    from reference.sim_watch import ClientWatch
+    from pullspec.reference.sim_client import SimClient
+    from pullspec.reference.sim_watch import ClientWatch
 
 T = TypeVar("T")
 

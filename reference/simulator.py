@@ -26,23 +26,23 @@ import random
 import time
 from collections.abc import Callable, Iterator
 
-from reference import sim_history as h
-from reference.scheduler import Scheduler
-from reference.sim_apply import apply_fault
-from reference.sim_checker import Checker, CheckResult
-from reference.sim_client import SimClient
-from reference.sim_cluster import (
+from pullspec.reference import sim_history as h
+from pullspec.reference.scheduler import Scheduler
+from pullspec.reference.sim_apply import apply_fault
+from pullspec.reference.sim_checker import Checker, CheckResult
+from pullspec.reference.sim_client import SimClient
+from pullspec.reference.sim_cluster import (
     DelayingRemoting,
     RecordingStore,
     build_brokers,
     expire_oldest_files,
 )
-from reference.sim_config import SimConfig, SimHooks, SimResult
-from reference.sim_faults import FaultStep, fault_stream, format_schedule
-from spec.clock import ManualClock
-from spec.consume_types import retry_topic
-from spec.consumer_config import ConsumeFromWhere, ConsumeMode, ConsumerConfig
-from spec.message import PROPERTY_UNIQ_KEY, BrokerInnerMessage, MessageQueue, StoredMessage
+from pullspec.reference.sim_config import SimConfig, SimHooks, SimResult
+from pullspec.reference.sim_faults import FaultStep, fault_stream, format_schedule
+from pullspec.spec.clock import ManualClock
+from pullspec.spec.consume_types import retry_topic
+from pullspec.spec.consumer_config import ConsumeFromWhere, ConsumeMode, ConsumerConfig
+from pullspec.spec.message import PROPERTY_UNIQ_KEY, BrokerInnerMessage, MessageQueue, StoredMessage
 
 
 class Simulator:

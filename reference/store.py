@@ -11,11 +11,11 @@ from collections.abc import Sequence
 
 import attrs
 
-from spec.batch import BatchLimits, check_in_disk_by_commit_offset, check_result_capacity
-from spec.clock import Clock
-from spec.config import CQ_STORE_UNIT_SIZE, StoreConfig
-from spec.delay import delay_rewrite, deliver_timestamp, parse_delay_levels
-from spec.errors import (
+from pullspec.spec.batch import BatchLimits, check_in_disk_by_commit_offset, check_result_capacity
+from pullspec.spec.clock import Clock
+from pullspec.spec.config import CQ_STORE_UNIT_SIZE, StoreConfig
+from pullspec.spec.delay import delay_rewrite, deliver_timestamp, parse_delay_levels
+from pullspec.spec.errors import (
     IllegalTopicError,
     InvalidArgumentError,
     InvalidTypeError,
@@ -23,9 +23,9 @@ from spec.errors import (
     require_int,
     require_str,
 )
-from spec.filter import ExpressionMessageFilter, tags_string_to_tags_code
-from spec.layout import body_crc as compute_body_crc
-from spec.layout import (
+from pullspec.spec.filter import ExpressionMessageFilter, tags_string_to_tags_code
+from pullspec.spec.layout import body_crc as compute_body_crc
+from pullspec.spec.layout import (
     calc_msg_length,
     check_message_limits,
     is_dispatched_type,
@@ -33,13 +33,13 @@ from spec.layout import (
     needs_end_of_file_blank,
     validate_topic,
 )
-from spec.message import BrokerInnerMessage, StoredMessage
-from spec.profiles import Profile
-from spec.protocols import MessageFilter
-from spec.record import host_sys_flag
-from spec.results import GetMessageResult, PutMessageResult
-from spec.status import BrokerRole, GetMessageStatus, PutMessageStatus
-from spec.store import (
+from pullspec.spec.message import BrokerInnerMessage, StoredMessage
+from pullspec.spec.profiles import Profile
+from pullspec.spec.protocols import MessageFilter
+from pullspec.spec.record import host_sys_flag
+from pullspec.spec.results import GetMessageResult, PutMessageResult
+from pullspec.spec.status import BrokerRole, GetMessageStatus, PutMessageStatus
+from pullspec.spec.store import (
     CQEntry,
     assign_queue_offset,
     classify_offset,

@@ -5,14 +5,20 @@ rule of the rulebooks as a small pure function carrying its rule ID. It imports 
 implementations.
 """
 
-from spec.clock import Clock, ManualClock, SystemClock
-from spec.config import BrokerConfig, StoreConfig, SubscriptionGroupConfig, TopicConfig
-from spec.errors import ErrorKind, PullspecError
-from spec.message import BrokerInnerMessage, HostAddress, MessageQueue, StoredMessage
-from spec.profiles import ALL_PROFILES, DEFAULT_PROFILE, Profile
-from spec.protocols import MessageFilter, MessageStore
-from spec.results import GetMessageResult, PutMessageResult
-from spec.status import BrokerRole, GetMessageStatus, PullStatus, PutMessageStatus, ResponseCode
+from pullspec.spec.clock import Clock, ManualClock, SystemClock
+from pullspec.spec.config import BrokerConfig, StoreConfig, SubscriptionGroupConfig, TopicConfig
+from pullspec.spec.errors import ErrorKind, PullspecError
+from pullspec.spec.message import BrokerInnerMessage, HostAddress, MessageQueue, StoredMessage
+from pullspec.spec.profiles import ALL_PROFILES, DEFAULT_PROFILE, Profile
+from pullspec.spec.protocols import MessageFilter, MessageStore
+from pullspec.spec.results import GetMessageResult, PutMessageResult
+from pullspec.spec.status import (
+    BrokerRole,
+    GetMessageStatus,
+    PullStatus,
+    PutMessageStatus,
+    ResponseCode,
+)
 
 __all__ = [
     "ALL_PROFILES",

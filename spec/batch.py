@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import attrs
 
-from spec.config import StoreConfig
-from spec.errors import IllegalCapacityError
-from spec.profiles import Profile
-from spec.rules import rule
+from pullspec.spec.config import StoreConfig
+from pullspec.spec.errors import IllegalCapacityError
+from pullspec.spec.profiles import Profile
+from pullspec.spec.rules import rule
 
 SEEDS_GET_MESSAGE = (
     "000_26b83a4251c26823.txt",

@@ -14,7 +14,7 @@ from typing import Protocol, runtime_checkable
 
 import attrs
 
-from spec.consume_types import (
+from pullspec.spec.consume_types import (
     CLIENT_SEND_BACK_BASE_DELAY_LEVEL,
     DEFAULT_MAX_RECONSUME_TIMES_CONCURRENTLY,
     JAVA_INT_MAX,
@@ -24,8 +24,8 @@ from spec.consume_types import (
     with_namespace,
     without_namespace,
 )
-from spec.errors import require_bytes, require_str
-from spec.message import (
+from pullspec.spec.errors import require_bytes, require_str
+from pullspec.spec.message import (
     PROPERTY_DELAY,
     PROPERTY_MAX_RECONSUME_TIMES,
     PROPERTY_ORIGIN_MESSAGE_ID,
@@ -36,8 +36,8 @@ from spec.message import (
     StoredMessage,
     to_properties,
 )
-from spec.profiles import Profile
-from spec.rules import rule
+from pullspec.spec.profiles import Profile
+from pullspec.spec.rules import rule
 
 _SVC = "ConsumeMessageConcurrentlyService"
 _ORDERLY = "ConsumeMessageOrderlyService"

@@ -7,7 +7,7 @@ from typing import Protocol, runtime_checkable
 
 import attrs
 
-from spec.errors import require_int, require_non_negative
+from pullspec.spec.errors import require_int, require_non_negative
 
 
 @runtime_checkable

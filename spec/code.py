@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import attrs
 
-from spec.config import PERM_READ
-from spec.errors import require_int, require_str
-from spec.message import StoredMessage
-from spec.rules import rule
-from spec.status import BrokerRole, GetMessageStatus, PullStatus, ResponseCode
+from pullspec.spec.config import PERM_READ
+from pullspec.spec.errors import require_int, require_str
+from pullspec.spec.message import StoredMessage
+from pullspec.spec.rules import rule
+from pullspec.spec.status import BrokerRole, GetMessageStatus, PullStatus, ResponseCode
 
 SEEDS_PROCESSOR = ("002_c88c8921902728c1.txt", "004_60fc00b6c6a023ff.txt")
 MASTER_ID = 0

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from spec.code import FLAG_COMMIT_OFFSET
-from spec.rules import rule
-from spec.status import BrokerRole, ResponseCode
+from pullspec.spec.code import FLAG_COMMIT_OFFSET
+from pullspec.spec.rules import rule
+from pullspec.spec.status import BrokerRole, ResponseCode
 
 SEED_002 = ("002_c88c8921902728c1.txt",)
 FIRST_PERSIST_DELAY_MS = 10_000

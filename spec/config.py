@@ -7,8 +7,8 @@ from typing import Any
 
 import attrs
 
-from spec.errors import InvalidArgumentError, require_int
-from spec.status import BrokerRole
+from pullspec.spec.errors import InvalidArgumentError, require_int
+from pullspec.spec.status import BrokerRole
 
 GIB = 1 << 30
 CQ_STORE_UNIT_SIZE = 20

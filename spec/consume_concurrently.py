@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 import attrs
 
-from spec.consume_types import (
+from pullspec.spec.consume_types import (
     RESUBMIT_DELAY_MILLIS,
     ConsumeConcurrentlyStatus,
     ConsumeReturnType,
@@ -24,14 +24,14 @@ from spec.consume_types import (
     retry_topic,
     without_namespace,
 )
-from spec.errors import require_int
-from spec.message import (
+from pullspec.spec.errors import require_int
+from pullspec.spec.message import (
     PROPERTY_CONSUME_START_TIME,
     PROPERTY_RETRY_TOPIC,
     StoredMessage,
 )
-from spec.offset_store import OffsetUpdate
-from spec.rules import rule
+from pullspec.spec.offset_store import OffsetUpdate
+from pullspec.spec.rules import rule
 
 _SVC = "ConsumeMessageConcurrentlyService"
 _S24 = ("002_c88c8921902728c1.txt", "004_60fc00b6c6a023ff.txt")

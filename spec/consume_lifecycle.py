@@ -5,16 +5,16 @@ ORDER-17); the rules of what a ConsumeRequest does are in `spec.consume_concurre
 
 from __future__ import annotations
 
-from spec.consume_types import (
+from pullspec.spec.consume_types import (
     MAX_CORE_POOL_SIZE,
     REBALANCE_LOCK_INITIAL_DELAY_MILLIS,
     REBALANCE_LOCK_INTERVAL_MILLIS,
     PeriodicTask,
     ShutdownStep,
 )
-from spec.consumer_config import ConsumeMode, MessageModel
-from spec.profiles import Profile
-from spec.rules import rule
+from pullspec.spec.consumer_config import ConsumeMode, MessageModel
+from pullspec.spec.profiles import Profile
+from pullspec.spec.rules import rule
 
 _CONC = "ConsumeMessageConcurrentlyService"
 _SVC = "ConsumeMessageOrderlyService"

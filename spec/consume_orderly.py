@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 
 import attrs
 
-from spec.consume_types import (
+from pullspec.spec.consume_types import (
     MAX_SUSPEND_MILLIS,
     MAX_TIME_CONSUME_CONTINUOUSLY_MILLIS,
     MIN_SUSPEND_MILLIS,
@@ -30,10 +30,10 @@ from spec.consume_types import (
     ConsumeReturnType,
     put_property,
 )
-from spec.consumer_config import MessageModel
-from spec.message import PROPERTY_RECONSUME_TIME, MessageQueue, StoredMessage
-from spec.offset_store import OffsetUpdate
-from spec.rules import rule
+from pullspec.spec.consumer_config import MessageModel
+from pullspec.spec.message import PROPERTY_RECONSUME_TIME, MessageQueue, StoredMessage
+from pullspec.spec.offset_store import OffsetUpdate
+from pullspec.spec.rules import rule
 
 _SVC = "ConsumeMessageOrderlyService"
 _RUN = f"{_SVC}.ConsumeRequest.run"

@@ -16,7 +16,7 @@ from typing import Protocol, runtime_checkable
 
 import attrs
 
-from spec.errors import (
+from pullspec.spec.errors import (
     ErrorKind,
     InvalidArgumentError,
     InvalidTypeError,
@@ -24,7 +24,7 @@ from spec.errors import (
     require_int,
     require_str,
 )
-from spec.message import (
+from pullspec.spec.message import (
     MessageQueue,
     StoredMessage,
 )

@@ -10,8 +10,8 @@ from typing import Any
 
 import attrs
 
-from spec.errors import InvalidArgumentError, InvalidTypeError, require_int
-from spec.rules import rule
+from pullspec.spec.errors import InvalidArgumentError, InvalidTypeError, require_int
+from pullspec.spec.rules import rule
 
 # --- constants (rulebook §11) -----------------------------------------------------------------
 

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from spec.errors import InvalidArgumentError
-from spec.layout import is_dispatched_type
-from spec.message import (
+from pullspec.spec.errors import InvalidArgumentError
+from pullspec.spec.layout import is_dispatched_type
+from pullspec.spec.message import (
     PROPERTY_DELAY,
     PROPERTY_REAL_QUEUE_ID,
     PROPERTY_REAL_TOPIC,
     Properties,
 )
-from spec.rules import rule
+from pullspec.spec.rules import rule
 
 SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
 SEED_004 = ("004_60fc00b6c6a023ff.txt",)

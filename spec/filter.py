@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import attrs
 
-from spec.errors import InvalidArgumentError
-from spec.message import StoredMessage
-from spec.rules import rule
+from pullspec.spec.errors import InvalidArgumentError
+from pullspec.spec.message import StoredMessage
+from pullspec.spec.rules import rule
 
 SUB_ALL = "*"
 EXPRESSION_TYPE_TAG = "TAG"

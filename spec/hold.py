@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import enum
 
-from spec.rules import rule
-from spec.status import BrokerRole, GetMessageStatus
+from pullspec.spec.rules import rule
+from pullspec.spec.status import BrokerRole, GetMessageStatus
 
 SEEDS_HOLD = ("002_c88c8921902728c1.txt", "004_60fc00b6c6a023ff.txt")
 LONG_POLLING_CHECK_INTERVAL_MS = 5_000

@@ -11,7 +11,7 @@ The functions only state the property; explaining a failure is the checker's job
 
 from __future__ import annotations
 
-from spec.rules import rule
+from pullspec.spec.rules import rule
 
 #: Anomaly names (Jepsen's vocabulary), one per invariant below.
 LOST = "lost"

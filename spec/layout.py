@@ -11,10 +11,10 @@ import re
 import struct
 import zlib
 
-from spec.message import Properties
-from spec.profiles import Profile
-from spec.rules import rule
-from spec.status import PutMessageStatus
+from pullspec.spec.message import Properties
+from pullspec.spec.profiles import Profile
+from pullspec.spec.rules import rule
+from pullspec.spec.status import PutMessageStatus
 
 CQ_STORE_UNIT_SIZE = 20
 MESSAGE_MAGIC_CODE = -626_843_481  # 0xDAA320A7

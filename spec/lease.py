@@ -16,10 +16,10 @@ from typing import Protocol, runtime_checkable
 
 import attrs
 
-from spec.errors import InvalidArgumentError
-from spec.message import MessageQueue
-from spec.rules import rule
-from spec.status import ResponseCode
+from pullspec.spec.errors import InvalidArgumentError
+from pullspec.spec.message import MessageQueue
+from pullspec.spec.rules import rule
+from pullspec.spec.status import ResponseCode
 
 #: The system property LEASE-1 reads, once, when the class is first used.
 LOCK_MAX_LIVE_TIME_PROPERTY = "rocketmq.broker.rebalance.lockMaxLiveTime"

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping
 
 import attrs
 
-from spec.errors import (
+from pullspec.spec.errors import (
     InvalidArgumentError,
     require_bytes,
     require_int,
@@ -16,7 +16,7 @@ from spec.errors import (
     require_range,
     require_str,
 )
-from spec.rules import rule
+from pullspec.spec.rules import rule
 
 # Property names (MessageConst).
 PROPERTY_TAGS = "TAGS"

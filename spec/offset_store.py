@@ -10,16 +10,16 @@ from typing import Protocol, TypeVar, runtime_checkable
 
 import attrs
 
-from spec.client_errors import MQBrokerError, MQClientError
-from spec.consumer_config import (
+from pullspec.spec.client_errors import MQBrokerError, MQClientError
+from pullspec.spec.consumer_config import (
     MASTER_ID,
     PERSIST_CONSUMER_OFFSET_INITIAL_DELAY_MILLIS,
     MessageModel,
     ReadOffsetType,
 )
-from spec.message import MessageQueue
-from spec.profiles import Profile
-from spec.rules import rule
+from pullspec.spec.message import MessageQueue
+from pullspec.spec.profiles import Profile
+from pullspec.spec.rules import rule
 
 T = TypeVar("T")
 

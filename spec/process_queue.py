@@ -15,15 +15,15 @@ from collections.abc import Sequence
 
 import attrs
 
-from spec.errors import (
+from pullspec.spec.errors import (
     InvalidTypeError,
     NoSuchElementError,
     NumberFormatError,  # noqa: F401  (named by put_message's raises: line, which CrossHair reads)
     require_int,
     require_range,
 )
-from spec.message import PROPERTY_MAX_OFFSET, StoredMessage
-from spec.process_queue_expiry import (
+from pullspec.spec.message import PROPERTY_MAX_OFFSET, StoredMessage
+from pullspec.spec.process_queue_expiry import (
     CLEAN_EXPIRED_LOOP_MAX,
     DEFAULT_CONSUME_TIMEOUT_MIN,
     LOCK_INTERVAL_MS,
@@ -35,7 +35,7 @@ from spec.process_queue_expiry import (
     is_lock_expired,
     is_pull_expired,
 )
-from spec.process_queue_state import (
+from pullspec.spec.process_queue_state import (
     S_000,
     S_001,
     S_002,
@@ -48,7 +48,7 @@ from spec.process_queue_state import (
     parse_java_long,
     set_dropped,
 )
-from spec.rules import rule
+from pullspec.spec.rules import rule
 
 JAVA_INT_MAX = 2**31 - 1
 

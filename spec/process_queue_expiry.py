@@ -5,11 +5,11 @@ default timings. `spec.process_queue` re-exports every name.
 
 from __future__ import annotations
 
-from spec.errors import NumberFormatError
-from spec.message import PROPERTY_CONSUME_START_TIME, StoredMessage
-from spec.process_queue_state import S_002, S_004, Tree, parse_java_long
-from spec.profiles import Profile
-from spec.rules import rule
+from pullspec.spec.errors import NumberFormatError
+from pullspec.spec.message import PROPERTY_CONSUME_START_TIME, StoredMessage
+from pullspec.spec.process_queue_state import S_002, S_004, Tree, parse_java_long
+from pullspec.spec.profiles import Profile
+from pullspec.spec.rules import rule
 
 LOCK_MAX_LIVE_TIME_MS = 30_000  # rocketmq.client.rebalance.lockMaxLiveTime
 LOCK_INTERVAL_MS = 20_000  # rocketmq.client.rebalance.lockInterval

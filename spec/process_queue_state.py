@@ -13,9 +13,9 @@ import re
 
 import attrs
 
-from spec.errors import InvalidTypeError, NumberFormatError, require_int
-from spec.message import StoredMessage
-from spec.rules import rule
+from pullspec.spec.errors import InvalidTypeError, NumberFormatError, require_int
+from pullspec.spec.message import StoredMessage
+from pullspec.spec.rules import rule
 
 S_000 = "000_26b83a4251c26823.txt"
 S_001 = "001_c163ec5dbc0ced81.txt"

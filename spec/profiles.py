@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 
-from spec.errors import InvalidArgumentError
+from pullspec.spec.errors import InvalidArgumentError
 
 
 class Profile(enum.Enum):

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
-from spec.message import BrokerInnerMessage, MessageQueue, StoredMessage
-from spec.process_queue_state import ProcessQueueState
-from spec.results import GetMessageResult, PutMessageResult
-from spec.status import BrokerRole
+from pullspec.spec.message import BrokerInnerMessage, MessageQueue, StoredMessage
+from pullspec.spec.process_queue_state import ProcessQueueState
+from pullspec.spec.results import GetMessageResult, PutMessageResult
+from pullspec.spec.status import BrokerRole
 
 
 @runtime_checkable

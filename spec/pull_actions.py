@@ -7,7 +7,7 @@ import enum
 
 import attrs
 
-from spec.rules import rule
+from pullspec.spec.rules import rule
 
 _SOURCE = "DefaultMQPushConsumerImpl.pullMessage"
 _SEEDS = (

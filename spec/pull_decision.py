@@ -12,15 +12,15 @@ from collections.abc import Callable
 
 import attrs
 
-from spec.consumer_config import (
+from pullspec.spec.consumer_config import (
     FLOW_CONTROL_LOG_INTERVAL,
     PULL_TIME_DELAY_MILLS_WHEN_FLOW_CONTROL,
     PULL_TIME_DELAY_MILLS_WHEN_SUSPEND,
     ConsumerConfig,
 )
-from spec.errors import InvalidArgumentError, require_int
-from spec.profiles import Profile
-from spec.pull_actions import (
+from pullspec.spec.errors import InvalidArgumentError, require_int
+from pullspec.spec.profiles import Profile
+from pullspec.spec.pull_actions import (
     NO_FLOW_CONTROL,
     Delay,
     DelayReason,
@@ -31,7 +31,7 @@ from spec.pull_actions import (
     Pull,
     PullDecision,
 )
-from spec.rules import rule
+from pullspec.spec.rules import rule
 
 MIB = 1024 * 1024
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from spec.client_errors import MQClientError
-from spec.consumer_config import RETRY_GROUP_TOPIC_PREFIX, ConsumeFromWhere
-from spec.message import MessageQueue
-from spec.profiles import Profile
-from spec.rules import rule
+from pullspec.spec.client_errors import MQClientError
+from pullspec.spec.consumer_config import RETRY_GROUP_TOPIC_PREFIX, ConsumeFromWhere
+from pullspec.spec.message import MessageQueue
+from pullspec.spec.profiles import Profile
+from pullspec.spec.rules import rule
 
 _SEEDS = ("004_60fc00b6c6a023ff.txt", "003_97f7c1df5f6104bc.txt", "002_c88c8921902728c1.txt")
 

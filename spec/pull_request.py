@@ -6,26 +6,26 @@ from __future__ import annotations
 
 import attrs
 
-from spec.client_errors import MQBrokerError
-from spec.consumer_config import (
+from pullspec.spec.client_errors import MQBrokerError
+from pullspec.spec.consumer_config import (
     BROKER_SUSPEND_MAX_TIME_MILLIS,
     CONSUMER_TIMEOUT_MILLIS_WHEN_SUSPEND,
     ConsumerConfig,
     MessageModel,
 )
-from spec.filter import SubscriptionData
-from spec.message import MessageQueue
-from spec.profiles import Profile
-from spec.pull_actions import Delay, DelayReason
-from spec.pull_route import (  # PullSysFlag and has_flag are used by the contracts
+from pullspec.spec.filter import SubscriptionData
+from pullspec.spec.message import MessageQueue
+from pullspec.spec.profiles import Profile
+from pullspec.spec.pull_actions import Delay, DelayReason
+from pullspec.spec.pull_route import (  # PullSysFlag and has_flag are used by the contracts
     FindBrokerResult,
     PullSysFlag,  # noqa: F401
     build_sys_flag,
     has_flag,  # noqa: F401
     sys_flag_for_broker,
 )
-from spec.rules import rule
-from spec.status import PullStatus, ResponseCode
+from pullspec.spec.rules import rule
+from pullspec.spec.status import PullStatus, ResponseCode
 
 _SEEDS = (
     "000_26b83a4251c26823.txt",

@@ -7,21 +7,26 @@ from collections.abc import Iterable
 
 import attrs
 
-from spec.client_errors import MQBrokerError
-from spec.consumer_config import (
+from pullspec.spec.client_errors import MQBrokerError
+from pullspec.spec.consumer_config import (
     OFFSET_ILLEGAL_FIX_UP_DELAY_MILLIS,
     PULL_TIME_DELAY_MILLS_WHEN_BROKER_FLOW_CONTROL,
     RETRY_GROUP_TOPIC_PREFIX,
     ConsumerConfig,
     MessageModel,
 )
-from spec.filter import SubscriptionData
-from spec.message import PROPERTY_MAX_OFFSET, PROPERTY_MIN_OFFSET, PROPERTY_UNIQ_KEY, StoredMessage
-from spec.offset_store import OffsetUpdate
-from spec.profiles import Profile
-from spec.pull_actions import Delay, DelayReason, Immediately
-from spec.rules import rule
-from spec.status import PullStatus, ResponseCode
+from pullspec.spec.filter import SubscriptionData
+from pullspec.spec.message import (
+    PROPERTY_MAX_OFFSET,
+    PROPERTY_MIN_OFFSET,
+    PROPERTY_UNIQ_KEY,
+    StoredMessage,
+)
+from pullspec.spec.offset_store import OffsetUpdate
+from pullspec.spec.profiles import Profile
+from pullspec.spec.pull_actions import Delay, DelayReason, Immediately
+from pullspec.spec.rules import rule
+from pullspec.spec.status import PullStatus, ResponseCode
 
 PROPERTY_TRANSACTION_PREPARED = "TRAN_MSG"
 JAVA_LONG_MAX = (1 << 63) - 1

@@ -8,11 +8,11 @@ from collections.abc import Mapping, Sequence
 
 import attrs
 
-from spec.client_errors import MQClientError
-from spec.consumer_config import MASTER_ID
-from spec.filter import is_tag_type
-from spec.profiles import Profile
-from spec.rules import rule
+from pullspec.spec.client_errors import MQClientError
+from pullspec.spec.consumer_config import MASTER_ID
+from pullspec.spec.filter import is_tag_type
+from pullspec.spec.profiles import Profile
+from pullspec.spec.rules import rule
 
 _SEEDS = (
     "000_26b83a4251c26823.txt",

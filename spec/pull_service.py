@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import TypeVar
 
-from spec.message import MessageQueue
-from spec.pull_actions import schedules_later
-from spec.rules import rule
+from pullspec.spec.message import MessageQueue
+from pullspec.spec.pull_actions import schedules_later
+from pullspec.spec.rules import rule
 
 T = TypeVar("T")
 

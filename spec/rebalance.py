@@ -17,17 +17,17 @@ from typing import TypeVar
 
 import attrs
 
-from spec.allocate import sort_message_queues
-from spec.consume_types import (
+from pullspec.spec.allocate import sort_message_queues
+from pullspec.spec.consume_types import (
     BROKER_LOCK_MAX_LIVE_TIME_MILLIS,
     CLIENT_LOCK_MAX_LIVE_TIME_MILLIS,
     REBALANCE_LOCK_INTERVAL_MILLIS,
     UNLOCK_DELAY_TIME_MILLS,
 )
-from spec.consumer_config import ConsumerConfig, rewrite_queue_thresholds
-from spec.message import MessageQueue
-from spec.profiles import Profile
-from spec.rules import rule
+from pullspec.spec.consumer_config import ConsumerConfig, rewrite_queue_thresholds
+from pullspec.spec.message import MessageQueue
+from pullspec.spec.profiles import Profile
+from pullspec.spec.rules import rule
 
 T = TypeVar("T")
 _IMPL = "RebalanceImpl"

@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from spec.delay import SCHEDULE_TOPIC, deliver_timestamp
-from spec.errors import CorruptStoreError, InvalidArgumentError
-from spec.filter import tags_string_to_tags_code
-from spec.layout import (
+from pullspec.spec.delay import SCHEDULE_TOPIC, deliver_timestamp
+from pullspec.spec.errors import CorruptStoreError, InvalidArgumentError
+from pullspec.spec.filter import tags_string_to_tags_code
+from pullspec.spec.layout import (
     BLANK_MAGIC_CODE,
     END_FILE_MIN_BLANK_LENGTH,
     MAX_PROPERTIES_LENGTH,
@@ -28,8 +28,14 @@ from spec.layout import (
     calc_msg_length,
     string_to_message_properties,
 )
-from spec.message import PROPERTY_DELAY, PROPERTY_TAGS, HostAddress, Properties, StoredMessage
-from spec.profiles import Profile
+from pullspec.spec.message import (
+    PROPERTY_DELAY,
+    PROPERTY_TAGS,
+    HostAddress,
+    Properties,
+    StoredMessage,
+)
+from pullspec.spec.profiles import Profile
 
 if TYPE_CHECKING:
     from _typeshed import ReadableBuffer as Buffer

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import attrs
 
-from spec.message import StoredMessage
-from spec.status import GetMessageStatus, PutMessageStatus
+from pullspec.spec.message import StoredMessage
+from pullspec.spec.status import GetMessageStatus, PutMessageStatus
 
 
 @attrs.frozen

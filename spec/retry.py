@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import attrs
 
-from spec.config import PERM_READ, PERM_WRITE, TopicConfig
-from spec.delay import SEED_004, delay_level_of
-from spec.errors import InvalidArgumentError, NullPointerError
-from spec.layout import is_dispatched_type
-from spec.message import (
+from pullspec.spec.config import PERM_READ, PERM_WRITE, TopicConfig
+from pullspec.spec.delay import SEED_004, delay_level_of
+from pullspec.spec.errors import InvalidArgumentError, NullPointerError
+from pullspec.spec.layout import is_dispatched_type
+from pullspec.spec.message import (
     PROPERTY_DELAY,
     PROPERTY_ORIGIN_MESSAGE_ID,
     PROPERTY_REAL_QUEUE_ID,
@@ -22,8 +22,8 @@ from spec.message import (
     Properties,
     StoredMessage,
 )
-from spec.profiles import Profile
-from spec.retry_request import (
+from pullspec.spec.profiles import Profile
+from pullspec.spec.retry_request import (
     DLQ_GROUP_TOPIC_PREFIX,
     MQ_VERSION_ORDINALS,
     RETRY_GROUP_TOPIC_PREFIX,
@@ -40,7 +40,7 @@ from spec.retry_request import (
     retry_topic_name,
     send_back_checks,
 )
-from spec.rules import rule
+from pullspec.spec.rules import rule
 
 V47, V49 = (Profile.V4_7,), (Profile.V4_9,)
 DLQ_NUMS_PER_GROUP = 1

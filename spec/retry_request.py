@@ -10,12 +10,12 @@ from typing import Any
 
 import attrs
 
-from spec.config import PERM_READ, PERM_WRITE, TopicConfig
-from spec.delay import SEED_004
-from spec.errors import InvalidArgumentError, InvalidTypeError, require_int, require_str
-from spec.profiles import Profile
-from spec.rules import rule
-from spec.status import PutMessageStatus, ResponseCode
+from pullspec.spec.config import PERM_READ, PERM_WRITE, TopicConfig
+from pullspec.spec.delay import SEED_004
+from pullspec.spec.errors import InvalidArgumentError, InvalidTypeError, require_int, require_str
+from pullspec.spec.profiles import Profile
+from pullspec.spec.rules import rule
+from pullspec.spec.status import PutMessageStatus, ResponseCode
 
 SEND_BACK = "SendMessageProcessor.asyncConsumerSendMsgBack"
 RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"

@@ -7,16 +7,16 @@ from collections.abc import Callable
 
 import attrs
 
-from spec.config import PERM_READ, PERM_WRITE
-from spec.errors import NullPointerError  # noqa: F401  (named by raises: lines CrossHair reads)
-from spec.retry import V47, V49, max_reconsume_times_v47, max_reconsume_times_v49
-from spec.retry_request import (
+from pullspec.spec.config import PERM_READ, PERM_WRITE
+from pullspec.spec.errors import NullPointerError  # noqa: F401  (named by raises: lines CrossHair reads)
+from pullspec.spec.retry import V47, V49, max_reconsume_times_v47, max_reconsume_times_v49
+from pullspec.spec.retry_request import (
     RETRY_GROUP_TOPIC_PREFIX,
     SendBackResponse,
     _group_missing,
     dlq_topic_name,
 )
-from spec.rules import rule
+from pullspec.spec.rules import rule
 
 
 @attrs.frozen

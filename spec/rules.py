@@ -18,8 +18,8 @@ from typing import Any, TypeVar
 
 import attrs
 
-from spec.errors import InvalidArgumentError
-from spec.profiles import ALL_PROFILES, Profile
+from pullspec.spec.errors import InvalidArgumentError
+from pullspec.spec.profiles import ALL_PROFILES, Profile
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -150,10 +150,9 @@ def rule(
 
 def catalogue() -> list[Rule]:
     """Every registered rule, sorted by area order then number."""
-    import spec
-
-    for info in pkgutil.iter_modules(spec.__path__):
-        importlib.import_module(f"spec.{info.name}")
+    package = importlib.import_module(__package__ or "pullspec.spec")
+    for info in pkgutil.iter_modules(package.__path__):
+        importlib.import_module(f"{package.__name__}.{info.name}")
     return sorted(_REGISTRY.values(), key=_sort_key)
 
 

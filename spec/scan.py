@@ -7,16 +7,16 @@ from collections.abc import Callable, Sequence
 
 import attrs
 
-from spec.batch import (
+from pullspec.spec.batch import (
     SEEDS_GET_MESSAGE,
     BatchLimits,
     check_in_disk_by_commit_offset,
     is_the_batch_full,
     max_filter_message_count,
 )
-from spec.layout import CQ_STORE_UNIT_SIZE
-from spec.rules import rule
-from spec.status import GetMessageStatus
+from pullspec.spec.layout import CQ_STORE_UNIT_SIZE
+from pullspec.spec.rules import rule
+from pullspec.spec.status import GetMessageStatus
 
 #: A tags code at or below this is a consume-queue-ext address, not a code (MAX_ADDR).
 CQ_EXT_MAX_ADDRESS = -2_147_483_649

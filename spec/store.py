@@ -6,11 +6,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from spec.batch import SEEDS_GET_MESSAGE
-from spec.layout import CQ_STORE_UNIT_SIZE, is_dispatched_type
-from spec.profiles import Profile
-from spec.rules import rule
-from spec.scan import (  # re-exported: the scan is part of getMessage
+from pullspec.spec.batch import SEEDS_GET_MESSAGE
+from pullspec.spec.layout import CQ_STORE_UNIT_SIZE, is_dispatched_type
+from pullspec.spec.profiles import Profile
+from pullspec.spec.rules import rule
+from pullspec.spec.scan import (  # re-exported: the scan is part of getMessage
     CQ_EXT_MAX_ADDRESS,
     CQEntry,
     ScanState,
@@ -21,7 +21,7 @@ from spec.scan import (  # re-exported: the scan is part of getMessage
     scan_window,
     suggest_pulling_from_slave,
 )
-from spec.status import BrokerRole, GetMessageStatus
+from pullspec.spec.status import BrokerRole, GetMessageStatus
 
 SEED_003 = "003_97f7c1df5f6104bc.txt"
 

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
-from spec.clock import ManualClock
-from spec.config import StoreConfig
+from pullspec.spec.clock import ManualClock
+from pullspec.spec.config import StoreConfig
 
 settings.register_profile("default", deadline=None, max_examples=100)
 settings.register_profile("ci", deadline=None, max_examples=100, derandomize=True, print_blob=True)

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reference.store import ReferenceMessageStore
-from spec.batch import (
+from pullspec.reference.store import ReferenceMessageStore
+from pullspec.spec.batch import (
     BatchLimits,
     check_in_disk_by_commit_offset,
     check_result_capacity,
@@ -16,14 +16,14 @@ from spec.batch import (
     is_the_batch_full,
     max_filter_message_count,
 )
-from spec.clock import ManualClock
-from spec.config import StoreConfig
-from spec.contracts import check_call
-from spec.errors import IllegalCapacityError
-from spec.filter import tag_filter
-from spec.message import BrokerInnerMessage
-from spec.profiles import Profile
-from spec.status import GetMessageStatus
+from pullspec.spec.clock import ManualClock
+from pullspec.spec.config import StoreConfig
+from pullspec.spec.contracts import check_call
+from pullspec.spec.errors import IllegalCapacityError
+from pullspec.spec.filter import tag_filter
+from pullspec.spec.message import BrokerInnerMessage
+from pullspec.spec.profiles import Profile
+from pullspec.spec.status import GetMessageStatus
 
 LIMITS = BatchLimits()  # 256 KiB / 32 in memory, 64 KiB / 8 on disk
 V47, V49 = Profile.V4_7, Profile.V4_9

@@ -20,13 +20,13 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from conformance import campaign, campaign_rows, campaign_spark
-from conformance.cli import main
-from conformance.cli_campaign import known_areas
+from pullspec.conformance import campaign, campaign_rows, campaign_spark
+from pullspec.conformance.cli import main
+from pullspec.conformance.cli_campaign import known_areas
 
 SEEDS, STEPS, SIM_STEPS = 3, 20, 200
 #: A mutant the process_queue machine kills at once (getMaxSpan counted inclusively).
-MUTANT = "conformance.mutants.impl:max_span_off_by_one"
+MUTANT = "pullspec.conformance.mutants.impl:max_span_off_by_one"
 
 
 @pytest.fixture(scope="module")

@@ -10,14 +10,14 @@ from typing import Any
 import numpy as np
 import pytest
 
-from conformance import campaign, vectors
-from conformance.adapters import process_queue as pq_adapter
-from conformance.adapters import store as store_adapter
-from conformance.machines import gen
-from conformance.observe import Session, compare
-from conformance.ops import MACHINE_AREAS, Observation
-from spec.errors import PullspecError
-from spec.profiles import Profile
+from pullspec.conformance import campaign, vectors
+from pullspec.conformance.adapters import process_queue as pq_adapter
+from pullspec.conformance.adapters import store as store_adapter
+from pullspec.conformance.machines import gen
+from pullspec.conformance.observe import Session, compare
+from pullspec.conformance.ops import MACHINE_AREAS, Observation
+from pullspec.spec.errors import PullspecError
+from pullspec.spec.profiles import Profile
 
 
 def test_random_draw_draws_what_random_would() -> None:
@@ -35,7 +35,7 @@ def test_random_draw_draws_what_random_would() -> None:
 
 @pytest.mark.parametrize("area", MACHINE_AREAS)
 def test_note_raw_learns_what_note_learns(area: str) -> None:
-    import reference.factories as reference
+    import pullspec.reference.factories as reference
 
     draw = gen.RandomDraw(random.Random(f"note-{area}"))
     config = gen.config(area, draw)

@@ -14,18 +14,24 @@ from xml.etree import ElementTree
 
 import pytest
 
-from conformance import campaign, campaign_report, campaign_shrink, campaign_spark, campaign_svg
-from conformance.cli_campaign import (
+from pullspec.conformance import (
+    campaign,
+    campaign_report,
+    campaign_shrink,
+    campaign_spark,
+    campaign_svg,
+)
+from pullspec.conformance.cli_campaign import (
     known_areas,
     local_path,
     parse_areas,
     parse_profiles,
     resolve_report_dir,
 )
-from conformance.ops import MACHINE_AREAS
-from spec.profiles import Profile
+from pullspec.conformance.ops import MACHINE_AREAS
+from pullspec.spec.profiles import Profile
 
-MUTANT = "conformance.mutants.impl:max_span_off_by_one"
+MUTANT = "pullspec.conformance.mutants.impl:max_span_off_by_one"
 DOC = Path(__file__).resolve().parents[1] / "docs" / "using" / "campaigns.md"
 
 
@@ -178,8 +184,9 @@ def test_java_check_names_a_missing_java(tmp_path: Path, monkeypatch: pytest.Mon
 def test_the_shipped_zip_holds_the_four_packages(tmp_path: Path) -> None:
     with zipfile.ZipFile(campaign_spark.package_zip(tmp_path)) as archive:
         names = archive.namelist()
-    assert {"spec", "reference", "fast", "conformance"} == {n.split("/")[0] for n in names}
-    assert "conformance/campaign.py" in names
+    assert {"spec", "reference", "fast", "conformance"} == {n.split("/")[1] for n in names}
+    assert {"pullspec"} == {n.split("/")[0] for n in names}
+    assert "pullspec/conformance/campaign.py" in names
     assert [] == [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
 
 
@@ -265,7 +272,7 @@ def test_default_scratch_is_shared_memory_when_writable() -> None:
 
 
 def test_simulation_rows_diff_the_candidates_parts_in_the_simulator() -> None:
-    from conformance import campaign_sim
+    from pullspec.conformance import campaign_sim
 
     plan = campaign.Plan("fast", (campaign.SIMULATION,), sim_steps=300)
     [row] = [
@@ -281,14 +288,16 @@ def test_simulation_rows_diff_the_candidates_parts_in_the_simulator() -> None:
     assert 300 < row["ops"]  # events compared: more than one per step
     assert campaign_sim.available() and campaign.SIMULATION in known_areas()
     assert {} == campaign.unsupported_areas(plan)
-    lock_only = campaign.Plan("conformance.mutants.impl:lease_inclusive", (campaign.SIMULATION,))
+    lock_only = campaign.Plan(
+        "pullspec.conformance.mutants.impl:lease_inclusive", (campaign.SIMULATION,)
+    )
     assert {"simulation"} == set(campaign.unsupported_areas(lock_only))
 
 
 def test_a_simulation_divergence_names_the_event_and_its_replay_command() -> None:
-    from conformance import campaign_sim
+    from pullspec.conformance import campaign_sim
 
-    mutant = "conformance.mutants.impl:remove_emptied_returns_offset_max"
+    mutant = "pullspec.conformance.mutants.impl:remove_emptied_returns_offset_max"
     plan = campaign.Plan(mutant, (campaign.SIMULATION,), sim_steps=500)
     [row] = [
         dict(zip(campaign.COLUMN_NAMES, r, strict=True)) for r in campaign.run_seeds(plan, [1])
@@ -298,7 +307,7 @@ def test_a_simulation_divergence_names_the_event_and_its_replay_command() -> Non
         row["first_divergent_step"],
         row["divergent_field"],
     )
-    assert row["detail"].startswith("python -m conformance.machines.simulation --impl ")
+    assert row["detail"].startswith("python -m pullspec.conformance.machines.simulation --impl ")
     replay = campaign_sim.replay(row)
     assert (row["detail"], tuple(row["divergence_rules"])) == (replay.command, replay.rules)
 

@@ -20,23 +20,23 @@ import attrs
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from reference.client_cluster import ReferenceCluster
-from reference.client_consumer import ClientConsumer
-from reference.client_instance import InstanceState
-from reference.client_remoting import RemotingSendBackClient
-from reference.consume_concurrently import ReferenceConsumeConcurrentlyService
-from reference.consume_orderly import ReferenceConsumeOrderlyService
-from reference.remoting import RemotingConnectError, RemotingTimeoutError
-from spec.client_send_back import ClientMessage
-from spec.config import StoreConfig
-from spec.consume_types import (
+from pullspec.reference.client_cluster import ReferenceCluster
+from pullspec.reference.client_consumer import ClientConsumer
+from pullspec.reference.client_instance import InstanceState
+from pullspec.reference.client_remoting import RemotingSendBackClient
+from pullspec.reference.consume_concurrently import ReferenceConsumeConcurrentlyService
+from pullspec.reference.consume_orderly import ReferenceConsumeOrderlyService
+from pullspec.reference.remoting import RemotingConnectError, RemotingTimeoutError
+from pullspec.spec.client_send_back import ClientMessage
+from pullspec.spec.config import StoreConfig
+from pullspec.spec.consume_types import (
     ConsumeConcurrentlyContext,
     ConsumeConcurrentlyStatus,
     ConsumeOrderlyStatus,
 )
-from spec.consumer_config import ConsumerConfig
-from spec.message import MessageQueue, StoredMessage
-from spec.profiles import Profile
+from pullspec.spec.consumer_config import ConsumerConfig
+from pullspec.spec.message import MessageQueue, StoredMessage
+from pullspec.spec.profiles import Profile
 
 G = "G"
 FAST_DELAYS = StoreConfig(message_delay_level=" ".join(["1s"] * 18))

@@ -20,17 +20,17 @@ from collections.abc import Callable, Sequence
 
 import pytest
 
-from reference.client_cluster import ReferenceCluster
-from reference.client_consumer import ClientConsumer
-from reference.client_instance import InstanceState
-from reference.consume_orderly import ReferenceConsumeOrderlyService as OrderlyService
-from spec.consume_types import (
+from pullspec.reference.client_cluster import ReferenceCluster
+from pullspec.reference.client_consumer import ClientConsumer
+from pullspec.reference.client_instance import InstanceState
+from pullspec.reference.consume_orderly import ReferenceConsumeOrderlyService as OrderlyService
+from pullspec.spec.consume_types import (
     ConsumeConcurrentlyContext,
     ConsumeConcurrentlyStatus,
     ConsumeOrderlyStatus,
 )
-from spec.message import MessageQueue, StoredMessage
-from spec.profiles import Profile
+from pullspec.spec.message import MessageQueue, StoredMessage
+from pullspec.spec.profiles import Profile
 
 G = "G"
 OK = ConsumeConcurrentlyStatus.CONSUME_SUCCESS

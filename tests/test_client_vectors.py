@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from conformance import candidates, client_vectors, vectors
-from conformance.docs_coverage import GENERATED_VECTORS, generated_folder
-from spec import allocate, pull_decision, rules
-from spec.consumer_config import ConsumerConfig
-from spec.message import MessageQueue
-from spec.profiles import ALL_PROFILES, Profile
-from spec.pull_actions import Delay
+from pullspec.conformance import candidates, client_vectors, vectors
+from pullspec.conformance.docs_coverage import GENERATED_VECTORS, generated_folder
+from pullspec.spec import allocate, pull_decision, rules
+from pullspec.spec.consumer_config import ConsumerConfig
+from pullspec.spec.message import MessageQueue
+from pullspec.spec.profiles import ALL_PROFILES, Profile
+from pullspec.spec.pull_actions import Delay
 
 #: Rule areas the recorded vectors never reach: every one of their rules needs a generated case.
 CLIENT_AREAS = ("PULLQ", "FLOW", "REQ", "RESULT", "OFFSET", "CONC", "ORDER", "REBAL")
@@ -50,7 +50,9 @@ def test_regenerating_reproduces_the_committed_files(tmp_path: Path) -> None:
         for rel in committed
         if (tmp_path / rel).read_bytes() != (GENERATED_VECTORS / rel).read_bytes()
     ]
-    assert [] == changed, "run `python -m conformance.client_vectors vectors` and commit the result"
+    assert [] == changed, (
+        "run `python -m pullspec.conformance.client_vectors vectors` and commit the result"
+    )
 
 
 def test_manifests_label_the_source_and_measure_coverage() -> None:
@@ -113,15 +115,15 @@ def test_a_candidate_without_drivers_is_unsupported() -> None:
 
 _ADAPTER = """
 import importlib, json, sys
-from spec.errors import PullspecError
-from spec.profiles import Profile
+from pullspec.spec.errors import PullspecError
+from pullspec.spec.profiles import Profile
 
 drivers = {}
 for line in sys.stdin:
     req = json.loads(line)
     try:
         if req["op"] == "create":
-            module = importlib.import_module("conformance.adapters." + req["area"])
+            module = importlib.import_module("pullspec.conformance.adapters." + req["area"])
             drivers[req["id"]] = module.Reference(req["config"], Profile.parse(req["profile"]))
             reply = {"ok": {}}
         else:

@@ -11,31 +11,31 @@ from collections.abc import Callable
 import attrs
 import pytest
 
-from reference.broker import ReferenceBroker
-from reference.client_cluster import ReferenceCluster
-from reference.client_consumer import ClientConsumer
-from reference.client_instance import InstanceState, ReferenceClientInstance
-from reference.client_remoting import (
+from pullspec.reference.broker import ReferenceBroker
+from pullspec.reference.client_cluster import ReferenceCluster
+from pullspec.reference.client_consumer import ClientConsumer
+from pullspec.reference.client_instance import InstanceState, ReferenceClientInstance
+from pullspec.reference.client_remoting import (
     RemotingLockClient,
     RemotingSendBackClient,
     find_consumer_id_list,
     topic_route,
 )
-from reference.client_scheduler import DEAD_HANDLE, ClientScheduler
-from reference.remoting import RemotingConnectError, RemotingTimeoutError
-from reference.scheduler import Scheduler
-from spec.client_errors import MQBrokerError, MQClientError
-from spec.client_send_back import ClientMessage
-from spec.clock import ManualClock
-from spec.config import StoreConfig, SubscriptionGroupConfig
-from spec.consume_types import ConsumeConcurrentlyStatus
-from spec.consumer_config import ConsumerConfig, MessageModel
-from spec.errors import InvalidArgumentError
-from spec.filter import SubscriptionData
-from spec.message import BrokerInnerMessage, MessageQueue
-from spec.profiles import Profile
-from spec.retry_request import SendBackResponse
-from spec.status import BrokerRole, ResponseCode
+from pullspec.reference.client_scheduler import DEAD_HANDLE, ClientScheduler
+from pullspec.reference.remoting import RemotingConnectError, RemotingTimeoutError
+from pullspec.reference.scheduler import Scheduler
+from pullspec.spec.client_errors import MQBrokerError, MQClientError
+from pullspec.spec.client_send_back import ClientMessage
+from pullspec.spec.clock import ManualClock
+from pullspec.spec.config import StoreConfig, SubscriptionGroupConfig
+from pullspec.spec.consume_types import ConsumeConcurrentlyStatus
+from pullspec.spec.consumer_config import ConsumerConfig, MessageModel
+from pullspec.spec.errors import InvalidArgumentError
+from pullspec.spec.filter import SubscriptionData
+from pullspec.spec.message import BrokerInnerMessage, MessageQueue
+from pullspec.spec.profiles import Profile
+from pullspec.spec.retry_request import SendBackResponse
+from pullspec.spec.status import BrokerRole, ResponseCode
 
 G = "G"
 V47, V49 = Profile.V4_7, Profile.V4_9

@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import reference.factories
-from reference.broker import ReferenceBroker
-from spec.clock import ManualClock
-from spec.code import (
+import pullspec.reference.factories
+from pullspec.reference.broker import ReferenceBroker
+from pullspec.spec.clock import ManualClock
+from pullspec.spec.code import (
     FLAG_SUBSCRIPTION,
     PullMessageRequest,
     PullResponse,
@@ -31,11 +31,11 @@ from spec.code import (
     success_body,
     suggest_which_broker_id,
 )
-from spec.config import BrokerConfig, StoreConfig
-from spec.contracts import check_call
-from spec.message import BrokerInnerMessage
-from spec.profiles import Profile
-from spec.status import BrokerRole, GetMessageStatus, PullStatus, ResponseCode
+from pullspec.spec.config import BrokerConfig, StoreConfig
+from pullspec.spec.contracts import check_call
+from pullspec.spec.message import BrokerInnerMessage
+from pullspec.spec.profiles import Profile
+from pullspec.spec.status import BrokerRole, GetMessageStatus, PullStatus, ResponseCode
 
 S, R = GetMessageStatus, ResponseCode
 MASTER, SLAVE = BrokerRole.ASYNC_MASTER, BrokerRole.SLAVE
@@ -307,7 +307,9 @@ def table_broker(setup: str, profile: Profile, role: BrokerRole, check: bool) ->
     config = StoreConfig(
         mapped_file_size_commit_log=1024, mapped_file_size_consume_queue=80, file_reserved_time=0
     )
-    broker: ReferenceBroker = reference.factories.broker(config, BrokerConfig(), profile, clock)
+    broker: ReferenceBroker = pullspec.reference.factories.broker(
+        config, BrokerConfig(), profile, clock
+    )
     broker.create_topic("T")
     puts = {
         "populated": [(0, t) for t in "ABACBA"],

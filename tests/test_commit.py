@@ -9,11 +9,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import reference.factories
-from reference.broker import ReferenceBroker
-from spec.clock import ManualClock
-from spec.code import FLAG_COMMIT_OFFSET, FLAG_SUBSCRIPTION, FLAG_SUSPEND
-from spec.commit import (
+import pullspec.reference.factories
+from pullspec.reference.broker import ReferenceBroker
+from pullspec.spec.clock import ManualClock
+from pullspec.spec.code import FLAG_COMMIT_OFFSET, FLAG_SUBSCRIPTION, FLAG_SUSPEND
+from pullspec.spec.commit import (
     commit_offset,
     commits_piggy_backed_offset,
     offset_table_key,
@@ -21,11 +21,11 @@ from spec.commit import (
     query_consumer_offset,
     update_consumer_offset_code,
 )
-from spec.config import BrokerConfig, StoreConfig
-from spec.contracts import check_call
-from spec.message import BrokerInnerMessage
-from spec.profiles import Profile
-from spec.status import BrokerRole, ResponseCode
+from pullspec.spec.config import BrokerConfig, StoreConfig
+from pullspec.spec.contracts import check_call
+from pullspec.spec.message import BrokerInnerMessage
+from pullspec.spec.profiles import Profile
+from pullspec.spec.status import BrokerRole, ResponseCode
 
 R = ResponseCode
 MASTER, SLAVE = BrokerRole.ASYNC_MASTER, BrokerRole.SLAVE
@@ -47,7 +47,7 @@ def broker_with_records(
                 total_physical_memory_size=memory, access_message_in_memory_max_ratio=100
             )
         )
-    broker: ReferenceBroker = reference.factories.broker(
+    broker: ReferenceBroker = pullspec.reference.factories.broker(
         config, BrokerConfig(), Profile.V4_9, ManualClock(0)
     )
     broker.create_topic("T")

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from conformance.cli import main
-from conformance.ops import MACHINE_AREAS as AREAS
+from pullspec.conformance.cli import main
+from pullspec.conformance.ops import MACHINE_AREAS as AREAS
 
 SMALL = ["--examples", "6", "--steps", "12"]
 
@@ -51,7 +51,7 @@ def test_conform_fast_passes_its_areas_and_reports_the_rest_unsupported() -> Non
 
 
 def test_conform_over_the_example_adapter() -> None:
-    impl = f"cmd:{sys.executable} -m conformance.example_adapter"
+    impl = f"cmd:{sys.executable} -m pullspec.conformance.example_adapter"
     code, report = _conform("--impl", impl, "--area", "process_queue,lock_manager")
     assert 0 == code
     summary = report["summary"]
@@ -61,7 +61,7 @@ def test_conform_over_the_example_adapter() -> None:
 
 
 def test_conform_a_mutant_fails_with_replay_commands_that_replay(tmp_path: Path) -> None:
-    impl = "conformance.mutants.impl:empty_batch_creates_group"
+    impl = "pullspec.conformance.mutants.impl:empty_batch_creates_group"
     area = ["--area", "lock_manager", "--examples", "20"]
     code, report = _conform("--impl", impl, *area, "--replay-dir", str(tmp_path))
     assert 1 == code

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from conformance.cli import main
-from conformance.export import generate
-from conformance.machines.edges import EDGE_CASES
-from conformance.ops import AREAS
+from pullspec.conformance.cli import main
+from pullspec.conformance.export import generate
+from pullspec.conformance.machines.edges import EDGE_CASES
+from pullspec.conformance.ops import AREAS
 
 
 def _export(tmp_path: Path, profile: str, *extra: str) -> Path:
@@ -73,7 +73,7 @@ def test_the_manifest_names_the_spec_the_profile_and_each_case_rules(tmp_path: P
 
 
 def test_the_same_seed_writes_the_same_vectors() -> None:
-    from spec.profiles import Profile
+    from pullspec.spec.profiles import Profile
 
     assert generate(Profile.V4_9, 3, 2) == generate(Profile.V4_9, 3, 2)
     assert generate(Profile.V4_9, 3, 2) != generate(Profile.V4_9, 4, 2)

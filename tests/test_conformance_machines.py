@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
-import reference.factories as reference
-from conformance import vectors
-from conformance.machines import run_machine
-from conformance.mutants import get
-from conformance.observe import DivergenceKind, Verdict, verdict_of
-from conformance.ops import AREAS
-from spec.profiles import Profile
+import pullspec.reference.factories as reference
+from pullspec.conformance import vectors
+from pullspec.conformance.machines import run_machine
+from pullspec.conformance.mutants import get
+from pullspec.conformance.observe import DivergenceKind, Verdict, verdict_of
+from pullspec.conformance.ops import AREAS
+from pullspec.spec.profiles import Profile
 
 CI_EXAMPLES = 25
 CI_STEPS = 20

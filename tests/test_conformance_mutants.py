@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-import reference.factories as reference
-from conformance import candidates, vectors
-from conformance.mutants import Mutant, bank, get
-from conformance.mutants.runner import kill, suite_cases
-from conformance.observe import Verdict, verdict_of
-from spec import rules
-from spec.profiles import Profile
+import pullspec.reference.factories as reference
+from pullspec.conformance import candidates, vectors
+from pullspec.conformance.mutants import Mutant, bank, get
+from pullspec.conformance.mutants.runner import kill, suite_cases
+from pullspec.conformance.observe import Verdict, verdict_of
+from pullspec.spec import rules
+from pullspec.spec.profiles import Profile
 
 BANK = bank()
 

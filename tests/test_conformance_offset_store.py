@@ -12,16 +12,16 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-import fast.factories as fast
-import reference.factories as reference
-from conformance import vectors
-from conformance.adapters.offset_store import Reference as ReferenceDriver
-from conformance.cli import main
-from conformance.machines import run_machine
-from conformance.observe import DivergenceKind, Verdict, verdict_of
-from reference.offset_store import ReferenceRemoteOffsetStore
-from spec.message import MessageQueue
-from spec.profiles import Profile
+import pullspec.fast.factories as fast
+import pullspec.reference.factories as reference
+from pullspec.conformance import vectors
+from pullspec.conformance.adapters.offset_store import Reference as ReferenceDriver
+from pullspec.conformance.cli import main
+from pullspec.conformance.machines import run_machine
+from pullspec.conformance.observe import DivergenceKind, Verdict, verdict_of
+from pullspec.reference.offset_store import ReferenceRemoteOffsetStore
+from pullspec.spec.message import MessageQueue
+from pullspec.spec.profiles import Profile
 
 EXAMPLES, STEPS = 15, 15
 

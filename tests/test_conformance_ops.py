@@ -5,12 +5,20 @@ from __future__ import annotations
 
 import pytest
 
-import reference.factories as reference
-from conformance.observe import DivergenceKind, Session, compare
-from conformance.ops import AREAS, OP_RULES, Observation, Op, error_kind, field_names, rules_for
-from spec import rules
-from spec.errors import ErrorKind, InvalidArgumentError
-from spec.profiles import Profile
+import pullspec.reference.factories as reference
+from pullspec.conformance.observe import DivergenceKind, Session, compare
+from pullspec.conformance.ops import (
+    AREAS,
+    OP_RULES,
+    Observation,
+    Op,
+    error_kind,
+    field_names,
+    rules_for,
+)
+from pullspec.spec import rules
+from pullspec.spec.errors import ErrorKind, InvalidArgumentError
+from pullspec.spec.profiles import Profile
 
 
 def test_op_round_trips_through_a_vector_step() -> None:

@@ -19,7 +19,15 @@ def _pytest(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """pytest in `project` with only this plugin (no entry points, no cache)."""
     (project / "test_own.py").write_text(OWN_TEST, encoding="utf-8")
     env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
-    command = [sys.executable, "-m", "pytest", "-p", "conformance.plugin", "-p", "no:cacheprovider"]
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-p",
+        "pullspec.conformance.plugin",
+        "-p",
+        "no:cacheprovider",
+    ]
     return subprocess.run(
         [*command, "-q", "-rfs", "--pullspec-examples", "4", "--pullspec-steps", "10", *args],
         cwd=project,
@@ -38,7 +46,7 @@ def test_the_suite_joins_the_run_and_passes_for_the_reference(tmp_path: Path) ->
 
 
 def test_a_wrong_candidate_fails_the_run_with_its_divergence(tmp_path: Path) -> None:
-    run = _pytest(tmp_path, "--pullspec-impl", "conformance.mutants.impl:lease_inclusive")
+    run = _pytest(tmp_path, "--pullspec-impl", "pullspec.conformance.mutants.impl:lease_inclusive")
     assert 1 == run.returncode, run.stdout + run.stderr
     assert "FAILED ::pullspec-vectors[lock_manager]" in run.stdout
     assert (
@@ -49,7 +57,11 @@ def test_a_wrong_candidate_fails_the_run_with_its_divergence(tmp_path: Path) -> 
 
 def test_areas_a_candidate_lacks_are_skipped(tmp_path: Path) -> None:
     run = _pytest(
-        tmp_path, "--pullspec-impl", "conformance.mutants.impl:lease_inclusive", "-k", "store"
+        tmp_path,
+        "--pullspec-impl",
+        "pullspec.conformance.mutants.impl:lease_inclusive",
+        "-k",
+        "store",
     )
     assert 0 == run.returncode, run.stdout + run.stderr
     assert "2 skipped" in run.stdout

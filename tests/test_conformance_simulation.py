@@ -6,16 +6,16 @@ from __future__ import annotations
 import types
 from collections.abc import Sequence
 
-import reference.factories as reference_factories
-from conformance.candidates import resolve
-from conformance.machines.simulation import candidate_hooks, lockstep, run_simulation
-from conformance.observe import Verdict
-from reference.process_queue import ReferenceProcessQueue
-from reference.sim_config import SimConfig
-from reference.sim_faults import parse_schedule
-from spec.clock import Clock
-from spec.message import StoredMessage
-from spec.profiles import Profile
+import pullspec.reference.factories as reference_factories
+from pullspec.conformance.candidates import resolve
+from pullspec.conformance.machines.simulation import candidate_hooks, lockstep, run_simulation
+from pullspec.conformance.observe import Verdict
+from pullspec.reference.process_queue import ReferenceProcessQueue
+from pullspec.reference.sim_config import SimConfig
+from pullspec.reference.sim_faults import parse_schedule
+from pullspec.spec.clock import Clock
+from pullspec.spec.message import StoredMessage
+from pullspec.spec.profiles import Profile
 
 STEPS = 2_000
 

@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from conformance import vectors
-from conformance.machines import run_machine
-from conformance.observe import Verdict, resolve_candidate, verdict_of
-from conformance.ops import AREAS
-from conformance.subprocess_candidate import SubprocessCandidate
-from spec.profiles import Profile
+from pullspec.conformance import vectors
+from pullspec.conformance.machines import run_machine
+from pullspec.conformance.observe import Verdict, resolve_candidate, verdict_of
+from pullspec.conformance.ops import AREAS
+from pullspec.conformance.subprocess_candidate import SubprocessCandidate
+from pullspec.spec.profiles import Profile
 
-ADAPTER = f"cmd:{sys.executable} -m conformance.example_adapter"
+ADAPTER = f"cmd:{sys.executable} -m pullspec.conformance.example_adapter"
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +51,7 @@ def test_machines_pass_through_the_example_adapter(served: SubprocessCandidate, 
 
 
 def test_a_mutant_served_over_the_pipe_is_caught() -> None:
-    impl = f"{ADAPTER} --impl conformance.mutants.impl:lease_inclusive"
+    impl = f"{ADAPTER} --impl pullspec.conformance.mutants.impl:lease_inclusive"
     candidate = resolve_candidate(impl)
     try:
         report = run_machine("lock_manager", candidate, impl=impl, examples=100, seed=0)

@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from spec import client_send_back as sb
-from spec import consume_concurrently as cc
-from spec import consume_lifecycle as life
-from spec.consume_types import (
+from pullspec.spec import client_send_back as sb
+from pullspec.spec import consume_concurrently as cc
+from pullspec.spec import consume_lifecycle as life
+from pullspec.spec.consume_types import (
     ConsumeConcurrentlyContext,
     ConsumeConcurrentlyStatus,
     ConsumeOrderlyContext,
@@ -22,11 +22,11 @@ from spec.consume_types import (
     with_namespace,
     without_namespace,
 )
-from spec.contracts import check_call
-from spec.errors import InvalidTypeError
-from spec.message import MessageQueue, StoredMessage
-from spec.offset_store import OffsetUpdate
-from spec.profiles import Profile
+from pullspec.spec.contracts import check_call
+from pullspec.spec.errors import InvalidTypeError
+from pullspec.spec.message import MessageQueue, StoredMessage
+from pullspec.spec.offset_store import OffsetUpdate
+from pullspec.spec.profiles import Profile
 
 OK = ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 LATER = ConsumeConcurrentlyStatus.RECONSUME_LATER

@@ -6,22 +6,22 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from spec import client_send_back as sb
-from spec import consume_lifecycle as life
-from spec import consume_orderly as co
-from spec.consume_orderly import Gate, LoopExit, LoopStep, OrderlyResultPlan, ResultAction
-from spec.consume_types import (
+from pullspec.spec import client_send_back as sb
+from pullspec.spec import consume_lifecycle as life
+from pullspec.spec import consume_orderly as co
+from pullspec.spec.consume_orderly import Gate, LoopExit, LoopStep, OrderlyResultPlan, ResultAction
+from pullspec.spec.consume_types import (
     ConsumeOrderlyContext,
     ConsumeOrderlyStatus,
     ConsumeReturnType,
     PeriodicTask,
     ShutdownStep,
 )
-from spec.consumer_config import ConsumeMode, MessageModel
-from spec.contracts import check_call
-from spec.message import MessageQueue, StoredMessage
-from spec.offset_store import OffsetUpdate
-from spec.profiles import Profile
+from pullspec.spec.consumer_config import ConsumeMode, MessageModel
+from pullspec.spec.contracts import check_call
+from pullspec.spec.message import MessageQueue, StoredMessage
+from pullspec.spec.offset_store import OffsetUpdate
+from pullspec.spec.profiles import Profile
 
 CLUSTERING = MessageModel.CLUSTERING
 BROADCASTING = MessageModel.BROADCASTING

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from click.testing import CliRunner
 
-from conformance.cli import main
+from pullspec.conformance.cli import main
 
 
 def test_demo_shows_the_offset_corrections_and_long_polling() -> None:

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from conformance import docs, docs_coverage, docs_render
-from spec import rules
+from pullspec.conformance import docs, docs_coverage, docs_render
+from pullspec.spec import rules
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_FLAGS = (

@@ -16,12 +16,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import fast.putpath
-from fast import MessageBatch, PutResults, encode_kernels
-from fast.store import MmapMessageStore
-from spec.clock import ManualClock
-from spec.config import StoreConfig
-from spec.errors import (
+import pullspec.fast.putpath
+from pullspec.fast import MessageBatch, PutResults, encode_kernels
+from pullspec.fast.store import MmapMessageStore
+from pullspec.spec.clock import ManualClock
+from pullspec.spec.config import StoreConfig
+from pullspec.spec.errors import (
     IllegalTopicError,
     InvalidArgumentError,
     InvalidTypeError,
@@ -29,10 +29,10 @@ from spec.errors import (
     PullspecError,
     ReadOnlyStoreError,
 )
-from spec.message import BrokerInnerMessage, HostAddress
-from spec.profiles import Profile
-from spec.results import PutMessageResult
-from spec.status import BrokerRole, PutMessageStatus
+from pullspec.spec.message import BrokerInnerMessage, HostAddress
+from pullspec.spec.profiles import Profile
+from pullspec.spec.results import PutMessageResult
+from pullspec.spec.status import BrokerRole, PutMessageStatus
 
 HOST = HostAddress(b"\x0a\x00\x00\x07", 8123)
 PROPERTY_POOL: list[dict[str, str]] = [
@@ -125,7 +125,7 @@ def put_three_ways(
             if way == "batch":
                 results += store.put_batch(part)
             elif way == "list":
-                with mock.patch.object(fast.putpath, "VECTOR_MIN", 1):
+                with mock.patch.object(pullspec.fast.putpath, "VECTOR_MIN", 1):
                     results += store.put_messages(part.messages())
             else:
                 results += store._put_each(part.messages())

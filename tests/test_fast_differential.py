@@ -9,16 +9,16 @@ import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-import fast.factories
-from reference.store import ReferenceMessageStore
-from spec.clock import ManualClock
-from spec.config import StoreConfig
-from spec.delay import SCHEDULE_TOPIC
-from spec.errors import PullspecError
-from spec.filter import tag_filter
-from spec.message import BrokerInnerMessage, StoredMessage
-from spec.profiles import ALL_PROFILES, Profile
-from spec.status import BrokerRole
+import pullspec.fast.factories
+from pullspec.reference.store import ReferenceMessageStore
+from pullspec.spec.clock import ManualClock
+from pullspec.spec.config import StoreConfig
+from pullspec.spec.delay import SCHEDULE_TOPIC
+from pullspec.spec.errors import PullspecError
+from pullspec.spec.filter import tag_filter
+from pullspec.spec.message import BrokerInnerMessage, StoredMessage
+from pullspec.spec.profiles import ALL_PROFILES, Profile
+from pullspec.spec.status import BrokerRole
 
 TOPICS = ("T", "U", SCHEDULE_TOPIC)
 
@@ -167,7 +167,7 @@ def test_reference_and_fast_agree(
     )
     ref_clock, fast_clock = ManualClock(1_000), ManualClock(1_000)
     ref = ReferenceMessageStore(config, profile, clock=ref_clock)
-    fst = fast.factories.message_store(config, profile, fast_clock)
+    fst = pullspec.fast.factories.message_store(config, profile, fast_clock)
     ref_wrote: list[int] = []
     fast_wrote: list[int] = []
     try:

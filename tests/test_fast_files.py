@@ -9,13 +9,13 @@ from unittest import mock
 
 import pytest
 
-import fast.commitlog
-import fast.mapped
-from fast.store import MmapMessageStore
-from spec.clock import ManualClock
-from spec.config import StoreConfig
-from spec.message import BrokerInnerMessage
-from spec.profiles import Profile
+import pullspec.fast.commitlog
+import pullspec.fast.mapped
+from pullspec.fast.store import MmapMessageStore
+from pullspec.spec.clock import ManualClock
+from pullspec.spec.config import StoreConfig
+from pullspec.spec.message import BrokerInnerMessage
+from pullspec.spec.profiles import Profile
 
 CONFIG = StoreConfig(mapped_file_size_commit_log=4096)
 
@@ -55,7 +55,7 @@ def test_warm_files_hold_the_same_bytes_and_are_allocated(tmp_path: Path) -> Non
 @pytest.fixture
 def background() -> Any:
     """Hand even these small files to the background flusher."""
-    with mock.patch("fast.commitlog.BACKGROUND_FLUSH_MIN", 0):
+    with mock.patch("pullspec.fast.commitlog.BACKGROUND_FLUSH_MIN", 0):
         yield
 
 
@@ -70,13 +70,13 @@ def test_small_files_are_flushed_in_place(tmp_path: Path) -> None:
 @pytest.mark.usefixtures("background")
 def test_files_that_fill_are_flushed_in_the_background(tmp_path: Path) -> None:
     flushed: list[str] = []
-    real = fast.commitlog._fdatasync
+    real = pullspec.fast.commitlog._fdatasync
 
     def record(path: Path) -> None:
         real(path)
         flushed.append(path.name)
 
-    with mock.patch("fast.commitlog._fdatasync", record):
+    with mock.patch("pullspec.fast.commitlog._fdatasync", record):
         s = MmapMessageStore(tmp_path, CONFIG, Profile.V4_9, ManualClock(5))
         s.put_messages(_messages(100))
         s.flush()
@@ -92,7 +92,7 @@ def test_a_failed_background_flush_is_raised_by_flush(tmp_path: Path) -> None:
         raise OSError(5, "Input/output error", str(path))
 
     s = MmapMessageStore(tmp_path, CONFIG, Profile.V4_9, ManualClock(5))
-    with mock.patch("fast.commitlog._fdatasync", broken):
+    with mock.patch("pullspec.fast.commitlog._fdatasync", broken):
         s.put_messages(_messages(100))
         with pytest.raises(OSError, match="Input/output"):
             s.flush()
@@ -107,14 +107,14 @@ def test_expiry_waits_for_pending_flushes(tmp_path: Path) -> None:
     s = MmapMessageStore(tmp_path, cfg, Profile.V4_9, ManualClock(5))
     s.put_messages(_messages(100))
     pending_at_delete: list[int] = []
-    real_destroy = fast.mapped.MappedFile.destroy
+    real_destroy = pullspec.fast.mapped.MappedFile.destroy
 
-    def destroy(f: fast.mapped.MappedFile) -> None:
+    def destroy(f: pullspec.fast.mapped.MappedFile) -> None:
         pending_at_delete.append(len(s.commit_log._pending))
         real_destroy(f)
 
     assert s.commit_log._pending  # files filled: their flushes were handed off
-    with mock.patch.object(fast.mapped.MappedFile, "destroy", destroy):
+    with mock.patch.object(pullspec.fast.mapped.MappedFile, "destroy", destroy):
         assert s.delete_expired_files() > 0
     assert pending_at_delete
     assert set(pending_at_delete) == {0}
@@ -123,7 +123,7 @@ def test_expiry_waits_for_pending_flushes(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("batched", [False, True], ids=["list", "batch"])
 def test_transient_store_pool_writes_the_same_files(tmp_path: Path, batched: bool) -> None:
-    from fast.batch import MessageBatch
+    from pullspec.fast.batch import MessageBatch
 
     msgs = _messages(300)
     answers = {}
@@ -148,8 +148,8 @@ def test_transient_store_pool_writes_the_same_files(tmp_path: Path, batched: boo
 
 
 def test_a_long_run_encoded_by_numba_equals_the_numpy_encoder(tmp_path: Path) -> None:
-    from fast import encode_kernels
-    from fast.batch import MessageBatch
+    from pullspec.fast import encode_kernels
+    from pullspec.fast.batch import MessageBatch
 
     n = 5000
     batch = MessageBatch.from_messages(
@@ -182,8 +182,8 @@ def test_the_file_being_appended_to_is_written_back_early(tmp_path: Path) -> Non
 
     s = MmapMessageStore(tmp_path, StoreConfig(), Profile.V4_9, ManualClock(5))
     with (
-        mock.patch("fast.commitlog._fdatasync", record),
-        mock.patch("fast.commitlog.FLUSH_EVERY", 1000),
+        mock.patch("pullspec.fast.commitlog._fdatasync", record),
+        mock.patch("pullspec.fast.commitlog.FLUSH_EVERY", 1000),
     ):
         s.put_messages(_messages(10))  # about 2 KB into the first (1 GiB) file
         s.commit_log.drain()

@@ -1,4 +1,4 @@
-"""fast.kernels: the compiled body-CRC loop answers what zlib answers, record by record."""
+"""pullspec.fast.kernels: the compiled body-CRC loop answers what zlib answers, record by record."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fast import kernels
+from pullspec.fast import kernels
 
 
 def _zlib_crcs(data: bytes, starts: list[int], lengths: list[int]) -> list[int]:

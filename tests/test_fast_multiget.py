@@ -11,16 +11,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import fast.multiget_kernel
-from fast.results import MultiGetResult
-from fast.store import MmapMessageStore
-from spec.clock import ManualClock
-from spec.config import StoreConfig
-from spec.errors import InvalidArgumentError, InvalidTypeError, PullspecError
-from spec.filter import tag_filter
-from spec.message import BrokerInnerMessage, StoredMessage
-from spec.profiles import Profile
-from spec.status import GetMessageStatus
+import pullspec.fast.multiget_kernel
+from pullspec.fast.results import MultiGetResult
+from pullspec.fast.store import MmapMessageStore
+from pullspec.spec.clock import ManualClock
+from pullspec.spec.config import StoreConfig
+from pullspec.spec.errors import InvalidArgumentError, InvalidTypeError, PullspecError
+from pullspec.spec.filter import tag_filter
+from pullspec.spec.message import BrokerInnerMessage, StoredMessage
+from pullspec.spec.profiles import Profile
+from pullspec.spec.status import GetMessageStatus
 
 
 class EvenOnly:
@@ -93,8 +93,8 @@ def test_batched_answers_equal_single_pulls(
     store: MmapMessageStore, compiled: bool, reqs: list[Any]
 ) -> None:
     expected = _one_by_one(store, reqs)
-    kernel = fast.multiget_kernel.scan_kernel if compiled else (lambda: None)
-    with mock.patch("fast.multiget.scan_kernel", kernel):
+    kernel = pullspec.fast.multiget_kernel.scan_kernel if compiled else (lambda: None)
+    with mock.patch("pullspec.fast.multiget.scan_kernel", kernel):
         if isinstance(expected, type):
             with pytest.raises(expected):
                 store.get_messages(reqs)
@@ -206,8 +206,8 @@ def test_pull_through_equals_consecutive_pulls(
         with pytest.raises(type(exc)):
             store.pull_through("G", "T", queue_id, offset, nums, f, max_calls)
         return
-    kernel = fast.multiget_kernel.chain_kernel if compiled else (lambda: None)
-    with mock.patch("fast.pull_through.chain_kernel", kernel):
+    kernel = pullspec.fast.multiget_kernel.chain_kernel if compiled else (lambda: None)
+    with mock.patch("pullspec.fast.pull_through.chain_kernel", kernel):
         actual = store.pull_through("G", "T", queue_id, offset, nums, f, max_calls)
     assert expected == actual
     assert [r.msg_offsets for r in expected] == [r.msg_offsets for r in actual]
@@ -265,22 +265,22 @@ def test_single_pulls_through_the_kernel_equal_the_numpy_path(
 
 
 def test_the_compiled_loops_use_the_kernel_codes() -> None:
-    compiled = pytest.importorskip("fast.multiget_numba")
+    compiled = pytest.importorskip("pullspec.fast.multiget_numba")
     for name in ("NO_MATCH", "FOUND", "BAIL", "STOP_DONE", "STOP_ASK", "STOP_FULL", "ALL"):
-        assert getattr(compiled, name) == getattr(fast.multiget_kernel, name)
-    assert compiled.CQ_EXT_MAX_ADDRESS == fast.multiget_kernel.CQ_EXT_MAX_ADDRESS
+        assert getattr(compiled, name) == getattr(pullspec.fast.multiget_kernel, name)
+    assert compiled.CQ_EXT_MAX_ADDRESS == pullspec.fast.multiget_kernel.CQ_EXT_MAX_ADDRESS
 
 
 _FIRST_PULL = """
 import tempfile
-from fast import multiget_kernel, multiget_numba
-from fast.multiget import GetRequest
-from fast.store import MmapMessageStore
-from spec.clock import ManualClock
-from spec.config import StoreConfig
-from spec.filter import tag_filter
-from spec.message import BrokerInnerMessage
-from spec.profiles import Profile
+from pullspec.fast import multiget_kernel, multiget_numba
+from pullspec.fast.multiget import GetRequest
+from pullspec.fast.store import MmapMessageStore
+from pullspec.spec.clock import ManualClock
+from pullspec.spec.config import StoreConfig
+from pullspec.spec.filter import tag_filter
+from pullspec.spec.message import BrokerInnerMessage
+from pullspec.spec.profiles import Profile
 
 store = MmapMessageStore(tempfile.mkdtemp(), StoreConfig(), Profile.V4_9, ManualClock(0))
 store.put_messages([BrokerInnerMessage(topic="T", queue_id=0, body=b"x")] * 3)
@@ -295,7 +295,7 @@ print(sum(sum(k.stats.cache_misses.values()) for k in kernels))
 
 @pytest.mark.slow
 @pytest.mark.skipif(
-    fast.multiget_kernel.window_kernel() is None, reason="numba missing or disabled"
+    pullspec.fast.multiget_kernel.window_kernel() is None, reason="numba missing or disabled"
 )
 def test_a_fresh_process_loads_the_compiled_loops_from_the_cache() -> None:
     import subprocess

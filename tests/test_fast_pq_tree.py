@@ -1,4 +1,4 @@
-"""fast.pq_tree.OffsetTree against a TreeMap model, and FastProcessQueue against the reference on
+"""pullspec.fast.pq_tree.OffsetTree against a TreeMap model, and FastProcessQueue against the reference on
 deep caches, with batches shaped to reach every path of the tree: the bulk ones (append past
 the last key, prepend before the first, drop the oldest prefix) and the per-message bisect loop
 (interior keys, duplicates, unordered batches), in any order after one another."""
@@ -12,13 +12,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
-from fast.pq_tree import OffsetTree, validate_batch
-from fast.process_queue import FastProcessQueue
-from reference.process_queue import ReferenceProcessQueue
-from spec.clock import ManualClock
-from spec.errors import InvalidTypeError
-from spec.message import StoredMessage
-from spec.profiles import Profile
+from pullspec.fast.pq_tree import OffsetTree, validate_batch
+from pullspec.fast.process_queue import FastProcessQueue
+from pullspec.reference.process_queue import ReferenceProcessQueue
+from pullspec.spec.clock import ManualClock
+from pullspec.spec.errors import InvalidTypeError
+from pullspec.spec.message import StoredMessage
+from pullspec.spec.profiles import Profile
 
 
 def msg(offset: int, size: int = 1) -> StoredMessage:

@@ -19,16 +19,16 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-import fast.factories
-from conformance.vectors import Verdict, load_cases, run_case
-from fast.process_queue import FastProcessQueue
-from reference.process_queue import ReferenceProcessQueue
-from spec.clock import ManualClock
-from spec.errors import InvalidArgumentError, InvalidTypeError, NoSuchElementError
-from spec.message import PROPERTY_CONSUME_START_TIME, PROPERTY_MAX_OFFSET, StoredMessage
-from spec.process_queue_state import ProcessQueueState
-from spec.profiles import ALL_PROFILES, Profile
-from spec.protocols import ProcessQueue
+import pullspec.fast.factories
+from pullspec.conformance.vectors import Verdict, load_cases, run_case
+from pullspec.fast.process_queue import FastProcessQueue
+from pullspec.reference.process_queue import ReferenceProcessQueue
+from pullspec.spec.clock import ManualClock
+from pullspec.spec.errors import InvalidArgumentError, InvalidTypeError, NoSuchElementError
+from pullspec.spec.message import PROPERTY_CONSUME_START_TIME, PROPERTY_MAX_OFFSET, StoredMessage
+from pullspec.spec.process_queue_state import ProcessQueueState
+from pullspec.spec.profiles import ALL_PROFILES, Profile
+from pullspec.spec.protocols import ProcessQueue
 
 VECTORS = Path(__file__).resolve().parents[2] / "shared" / "vectors"
 VERSIONS = {"rocketmq-4.7.1": Profile.V4_7, "rocketmq-4.9.7": Profile.V4_9}
@@ -51,7 +51,7 @@ def test_vectors_pass(folder: str) -> None:
         pytest.fail(f"shared vectors missing: {directory} (expected beside the project)")
     cases = list(load_cases(directory, ["process_queue"]))
     assert len(cases) == 200, f"expected 200 process_queue cases in {directory}"
-    results = [run_case(fast.factories, c, VERSIONS[folder], directory) for c in cases]
+    results = [run_case(pullspec.fast.factories, c, VERSIONS[folder], directory) for c in cases]
     assert [] == [r.to_json() for r in results if r.verdict is not Verdict.PASS]
 
 
@@ -59,7 +59,7 @@ def test_vectors_pass(folder: str) -> None:
 
 
 def test_is_a_process_queue_and_starts_like_the_reference() -> None:
-    q = fast.factories.process_queue(ManualClock(T0), Profile.V4_9)
+    q = pullspec.fast.factories.process_queue(ManualClock(T0), Profile.V4_9)
     assert isinstance(q, ProcessQueue) and isinstance(q, FastProcessQueue)
     assert (
         ProcessQueueState(last_lock_timestamp=T0, last_pull_timestamp=T0, last_consume_timestamp=T0)
@@ -221,7 +221,10 @@ def _outcome(call: Callable[[Any], Any], q: Any) -> tuple[str, Any]:
 @pytest.fixture(autouse=True, scope="module")
 def _quiet_sends() -> Iterator[None]:
     """The failing sends of clean_expired are logged with a traceback by both queues."""
-    loggers = [logging.getLogger(n) for n in ("fast.process_queue", "reference.process_queue")]
+    loggers = [
+        logging.getLogger(n)
+        for n in ("pullspec.fast.process_queue", "pullspec.reference.process_queue")
+    ]
     levels = [lg.level for lg in loggers]
     for lg in loggers:
         lg.setLevel(logging.CRITICAL)

@@ -20,13 +20,13 @@ from typing import Any
 
 import pytest
 
-from fast.store import MmapMessageStore
-from spec.clock import ManualClock
-from spec.config import StoreConfig
-from spec.errors import CorruptStoreError
-from spec.filter import tag_filter
-from spec.message import BrokerInnerMessage
-from spec.profiles import Profile
+from pullspec.fast.store import MmapMessageStore
+from pullspec.spec.clock import ManualClock
+from pullspec.spec.config import StoreConfig
+from pullspec.spec.errors import CorruptStoreError
+from pullspec.spec.filter import tag_filter
+from pullspec.spec.message import BrokerInnerMessage
+from pullspec.spec.profiles import Profile
 
 CFG = StoreConfig(mapped_file_size_commit_log=1 << 16, mapped_file_size_consume_queue=200)
 KILL_TRIALS = int(
@@ -207,9 +207,9 @@ WRITER = """
 import sys, random
 sys.path.insert(0, sys.argv[3])
 from test_fast_recovery import message, SMALL
-from fast.store import MmapMessageStore
-from spec.clock import SystemClock
-from spec.profiles import Profile
+from pullspec.fast.store import MmapMessageStore
+from pullspec.spec.clock import SystemClock
+from pullspec.spec.profiles import Profile
 rng = random.Random(int(sys.argv[2]))
 store = MmapMessageStore(sys.argv[1], SMALL, Profile.V4_9, SystemClock(), flush="sync")
 k = 0

@@ -1,4 +1,4 @@
-"""fast.recovery_kernels: the compiled walk, field reads and byte grouping answer exactly what the
+"""pullspec.fast.recovery_kernels: the compiled walk, field reads and byte grouping answer exactly what the
 numpy/Python paths answer, and recovery through either path stops at the same record for a bad
 CRC, a bad magic, a torn tail or a zeroed tail."""
 
@@ -14,17 +14,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fast import kernels, recovery_kernels
-from fast.mapped import MappedFile
-from fast.store import MmapMessageStore
-from fast.validate import dispatch_fields, scan_file, walk_records
-from spec.clock import ManualClock
-from spec.config import StoreConfig
-from spec.delay import SCHEDULE_TOPIC
-from spec.errors import CorruptStoreError
-from spec.filter import tag_filter
-from spec.message import BrokerInnerMessage, HostAddress
-from spec.profiles import Profile
+from pullspec.fast import kernels, recovery_kernels
+from pullspec.fast.mapped import MappedFile
+from pullspec.fast.store import MmapMessageStore
+from pullspec.fast.validate import dispatch_fields, scan_file, walk_records
+from pullspec.spec.clock import ManualClock
+from pullspec.spec.config import StoreConfig
+from pullspec.spec.delay import SCHEDULE_TOPIC
+from pullspec.spec.errors import CorruptStoreError
+from pullspec.spec.filter import tag_filter
+from pullspec.spec.message import BrokerInnerMessage, HostAddress
+from pullspec.spec.profiles import Profile
 
 pytestmark = pytest.mark.skipif(
     not recovery_kernels.accelerated(), reason="numba missing or disabled: one path only"

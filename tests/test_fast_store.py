@@ -15,14 +15,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import fast.factories
-from conformance.adapters._config import store_config
-from conformance.vectors import Verdict, load_cases, run_case
-from fast.multiget import GetRequest
-from fast.store import MmapMessageStore
-from spec.clock import ManualClock
-from spec.config import StoreConfig
-from spec.errors import (
+import pullspec.fast.factories
+from pullspec.conformance.adapters._config import store_config
+from pullspec.conformance.vectors import Verdict, load_cases, run_case
+from pullspec.fast.multiget import GetRequest
+from pullspec.fast.store import MmapMessageStore
+from pullspec.spec.clock import ManualClock
+from pullspec.spec.config import StoreConfig
+from pullspec.spec.errors import (
     IllegalCapacityError,
     IllegalTopicError,
     InvalidTypeError,
@@ -30,12 +30,12 @@ from spec.errors import (
     PullspecError,
     ReadOnlyStoreError,
 )
-from spec.filter import ExpressionMessageFilter, tag_filter, tags_string_to_tags_code
-from spec.layout import BLANK_MAGIC_CODE, pack_cq_entry
-from spec.message import BrokerInnerMessage, StoredMessage
-from spec.profiles import ALL_PROFILES, Profile
-from spec.results import GetMessageResult
-from spec.status import BrokerRole, GetMessageStatus, PutMessageStatus
+from pullspec.spec.filter import ExpressionMessageFilter, tag_filter, tags_string_to_tags_code
+from pullspec.spec.layout import BLANK_MAGIC_CODE, pack_cq_entry
+from pullspec.spec.message import BrokerInnerMessage, StoredMessage
+from pullspec.spec.profiles import ALL_PROFILES, Profile
+from pullspec.spec.results import GetMessageResult
+from pullspec.spec.status import BrokerRole, GetMessageStatus, PutMessageStatus
 
 CFG = StoreConfig(mapped_file_size_commit_log=1024, mapped_file_size_consume_queue=80)
 
@@ -220,7 +220,7 @@ def test_shared_store_answers(stores_dir: Path, name: str) -> None:
     assert len(cases) in (59, 61)
     clock = ManualClock(0)
     config = store_config(cases[0]["config"])
-    with fast.factories.open_store(root, config, Profile.V4_9, clock) as store:
+    with pullspec.fast.factories.open_store(root, config, Profile.V4_9, clock) as store:
         for case in cases:
             cfg = case["config"]
             store.set_role(BrokerRole(cfg["brokerRole"]), cfg["offsetCheckInSlave"])
@@ -244,7 +244,7 @@ def test_shared_store_messages(stores_dir: Path, name: str) -> None:
     root = stores_dir / name
     rows = [json.loads(line) for line in (root / "messages.jsonl").open()]
     cfg = StoreConfig(mapped_file_size_commit_log=16384, mapped_file_size_consume_queue=400)
-    with fast.factories.open_store(root, cfg, Profile.V4_9, ManualClock(0)) as store:
+    with pullspec.fast.factories.open_store(root, cfg, Profile.V4_9, ManualClock(0)) as store:
         assert store.get_max_phy_offset() == 129466
         by_queue: dict[tuple[str, int], list[StoredMessage]] = {}
         for key in {(r["topic"], r["queue_id"]) for r in rows}:
@@ -279,7 +279,9 @@ def test_shared_store_messages(stores_dir: Path, name: str) -> None:
 def test_store_vectors(vectors_dir: Path, version: str) -> None:
     profile = Profile.parse(version)
     path = vectors_dir / f"rocketmq-{version}" / "store.jsonl"
-    results = [run_case(fast.factories, c, profile, path) for c in load_cases(path, ["store"])]
+    results = [
+        run_case(pullspec.fast.factories, c, profile, path) for c in load_cases(path, ["store"])
+    ]
     assert len(results) == 30
     assert [r for r in results if r.verdict is not Verdict.PASS] == []
 

@@ -12,18 +12,23 @@ from unittest import mock
 import numpy as np
 import pytest
 
-import fast.consumequeue
-from fast.consumequeue import ConsumeQueue
-from fast.mapped import MappedFile
-from fast.store import MmapMessageStore
-from reference.store import ReferenceMessageStore
-from spec.clock import ManualClock
-from spec.config import StoreConfig
-from spec.delay import SCHEDULE_TOPIC
-from spec.errors import InvalidArgumentError, InvalidTypeError, MessageIllegalError, PullspecError
-from spec.filter import tag_filter
-from spec.message import BrokerInnerMessage, HostAddress
-from spec.profiles import ALL_PROFILES, Profile
+import pullspec.fast.consumequeue
+from pullspec.fast.consumequeue import ConsumeQueue
+from pullspec.fast.mapped import MappedFile
+from pullspec.fast.store import MmapMessageStore
+from pullspec.reference.store import ReferenceMessageStore
+from pullspec.spec.clock import ManualClock
+from pullspec.spec.config import StoreConfig
+from pullspec.spec.delay import SCHEDULE_TOPIC
+from pullspec.spec.errors import (
+    InvalidArgumentError,
+    InvalidTypeError,
+    MessageIllegalError,
+    PullspecError,
+)
+from pullspec.spec.filter import tag_filter
+from pullspec.spec.message import BrokerInnerMessage, HostAddress
+from pullspec.spec.profiles import ALL_PROFILES, Profile
 
 CFG = StoreConfig(mapped_file_size_commit_log=1024, mapped_file_size_consume_queue=80)
 
@@ -76,7 +81,7 @@ def test_min_and_max_offsets_alone_equal_the_pair(tmp_path: Path) -> None:
 def test_min_correction_ways_agree(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, few: int, cl_min: int
 ) -> None:
-    monkeypatch.setattr(fast.consumequeue, "_FEW", few)
+    monkeypatch.setattr(pullspec.fast.consumequeue, "_FEW", few)
     q = _queue(tmp_path)
     q.append_entries(0, [(100 * k, 100, 0) for k in range(10)])
     dropped = q.delete_expired(cl_min)
@@ -100,11 +105,11 @@ def test_created_files_make_their_directory_and_go(tmp_path: Path) -> None:
 
 
 def _pair(profile: Profile, config: StoreConfig = CFG) -> tuple[Any, Any]:
-    import fast.factories
+    import pullspec.fast.factories
 
     return (
         ReferenceMessageStore(config, profile, clock=ManualClock(1_000)),
-        fast.factories.message_store(config, profile, ManualClock(1_000)),
+        pullspec.fast.factories.message_store(config, profile, ManualClock(1_000)),
     )
 
 
@@ -258,16 +263,16 @@ def test_the_entry_by_entry_scan_answers_as_the_numpy_scan(
 
 
 def test_a_message_put_again_is_validated_once(tmp_path: Path) -> None:
-    import fast.putsmall
+    import pullspec.fast.putsmall
 
     store = MmapMessageStore(tmp_path, CFG, Profile.V4_9, ManualClock(1_000))
     m = BrokerInnerMessage(topic="T", queue_id=0, body=b"x", properties={"TAGS": "A"})
     twin = BrokerInnerMessage(topic="T", queue_id=0, body=b"x", properties={"TAGS": "A"})
     with mock.patch.object(
-        fast.putsmall.SmallPut,
+        pullspec.fast.putsmall.SmallPut,
         "_validate",
         autospec=True,
-        side_effect=fast.putsmall.SmallPut._validate,
+        side_effect=pullspec.fast.putsmall.SmallPut._validate,
     ) as validate:
         first = store.put_messages([m, m, twin])
         store.put_messages([m, twin])
@@ -275,15 +280,15 @@ def test_a_message_put_again_is_validated_once(tmp_path: Path) -> None:
     assert [r.queue_offset for r in first] == [0, 1, 2]
     roomy = StoreConfig(mapped_file_size_commit_log=1 << 16, mapped_file_size_consume_queue=80)
     big = BrokerInnerMessage(
-        topic="T", queue_id=0, body=bytes(fast.putsmall._PREPARED_BODY_MAX + 1)
+        topic="T", queue_id=0, body=bytes(pullspec.fast.putsmall._PREPARED_BODY_MAX + 1)
     )
     with (
         MmapMessageStore(tmp_path / "roomy", roomy, Profile.V4_9, ManualClock(0)) as large,
         mock.patch.object(
-            fast.putsmall.SmallPut,
+            pullspec.fast.putsmall.SmallPut,
             "_validate",
             autospec=True,
-            side_effect=fast.putsmall.SmallPut._validate,
+            side_effect=pullspec.fast.putsmall.SmallPut._validate,
         ) as validate,
     ):
         large.put_messages([big, big])
@@ -300,11 +305,11 @@ def test_a_message_put_again_is_validated_once(tmp_path: Path) -> None:
 def test_validated_messages_are_kept_for_a_bounded_number_of_configurations(
     tmp_path: Path,
 ) -> None:
-    import fast.putsmall
+    import pullspec.fast.putsmall
 
     m = BrokerInnerMessage(topic="T", queue_id=0, body=b"x")
-    for k in range(fast.putsmall._PREPARED_CONFIGS + 4):
+    for k in range(pullspec.fast.putsmall._PREPARED_CONFIGS + 4):
         config = StoreConfig(mapped_file_size_commit_log=1024 + 4 * k)
         with MmapMessageStore(tmp_path / str(k), config, Profile.V4_9, ManualClock(0)) as store:
             assert store.put_messages([m])[0].wrote_offset == 0
-        assert 0 < len(fast.putsmall._PREPARED) <= fast.putsmall._PREPARED_CONFIGS
+        assert 0 < len(pullspec.fast.putsmall._PREPARED) <= pullspec.fast.putsmall._PREPARED_CONFIGS

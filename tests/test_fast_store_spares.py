@@ -1,4 +1,4 @@
-"""Spare files (fast.spares) and the temporary store's shortcuts: expired small files become the
+"""Spare files (pullspec.fast.spares) and the temporary store's shortcuts: expired small files become the
 next files without changing a byte of what the store's directories hold, a file still viewed by
 a result is never reused, and what a crash leaves is cleaned up."""
 
@@ -13,15 +13,15 @@ from unittest import mock
 
 import pytest
 
-import fast.factories
-import fast.spares
-from fast.mapped import MappedFile
-from fast.spares import SPARES_DIR, Spares
-from fast.store import MmapMessageStore
-from spec.clock import ManualClock
-from spec.config import StoreConfig
-from spec.message import BrokerInnerMessage
-from spec.profiles import Profile
+import pullspec.fast.factories
+import pullspec.fast.spares
+from pullspec.fast.mapped import MappedFile
+from pullspec.fast.spares import SPARES_DIR, Spares
+from pullspec.fast.store import MmapMessageStore
+from pullspec.spec.clock import ManualClock
+from pullspec.spec.config import StoreConfig
+from pullspec.spec.message import BrokerInnerMessage
+from pullspec.spec.profiles import Profile
 
 CFG = StoreConfig(
     mapped_file_size_commit_log=1024, mapped_file_size_consume_queue=80, file_reserved_time=0
@@ -118,9 +118,11 @@ def test_taken_spares_are_zero_new_and_in_the_right_place(tmp_path: Path) -> Non
 
 
 def test_large_or_extra_files_are_deleted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(fast.spares, "SPARES_PER_SIZE", 1)
+    monkeypatch.setattr(pullspec.fast.spares, "SPARES_PER_SIZE", 1)
     spares = Spares(str(tmp_path))
-    big = MappedFile.create(str(tmp_path), 0, fast.spares.SPARE_MAX_SIZE + 4096, spares=spares)
+    big = MappedFile.create(
+        str(tmp_path), 0, pullspec.fast.spares.SPARE_MAX_SIZE + 4096, spares=spares
+    )
     first, second = (MappedFile.create(str(tmp_path), k * 64, 64, spares=spares) for k in (1, 2))
     for f in (big, first, second):
         f.destroy()
@@ -143,7 +145,7 @@ def test_what_a_crash_left_is_removed_at_open(tmp_path: Path) -> None:
 
 def test_the_temporary_store_starts_empty_and_leaves_nothing(tmp_path: Path) -> None:
     with mock.patch("tempfile.tempdir", str(tmp_path)):
-        store = fast.factories.message_store(CFG, Profile.V4_9, ManualClock(1_000))
+        store = pullspec.fast.factories.message_store(CFG, Profile.V4_9, ManualClock(1_000))
     root = store.store_dir
     assert sorted(p.name for p in root.iterdir()) == ["abort", "checkpoint"]
     assert (root / "checkpoint").stat().st_size == 4096
@@ -161,9 +163,9 @@ def test_remove_tree_removes_links_not_their_targets(tmp_path: Path) -> None:
     (tree / "a" / "b").mkdir(parents=True)
     (tree / "a" / "b" / "f").write_text("y")
     (tree / "link").symlink_to(target)
-    fast.factories.remove_tree(str(tree))
+    pullspec.fast.factories.remove_tree(str(tree))
     assert not tree.exists() and (target / "kept").exists()
-    fast.factories.remove_tree(str(tree))  # already gone
+    pullspec.fast.factories.remove_tree(str(tree))  # already gone
 
 
 def test_the_directory_is_synced_through_one_descriptor(tmp_path: Path) -> None:
@@ -188,7 +190,7 @@ def test_the_directory_is_synced_through_one_descriptor(tmp_path: Path) -> None:
 
 
 def test_ram_filesystems_are_told_apart(tmp_path: Path) -> None:
-    from fast.mapped import on_ram_filesystem
+    from pullspec.fast.mapped import on_ram_filesystem
 
     if Path("/dev/shm").is_dir():
         assert on_ram_filesystem("/dev/shm")
@@ -206,9 +208,9 @@ class _NoSync(mmap.mmap):
 def test_files_on_a_ram_filesystem_are_not_synced(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import fast.store
+    import pullspec.fast.store
 
-    monkeypatch.setattr(fast.store, "on_ram_filesystem", lambda path: True)
+    monkeypatch.setattr(pullspec.fast.store, "on_ram_filesystem", lambda path: True)
     monkeypatch.setattr(mmap, "mmap", _NoSync)
     synced: list[Any] = []
     monkeypatch.setattr(os, "fsync", synced.append)

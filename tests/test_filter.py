@@ -11,14 +11,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reference.broker import ReferenceBroker
-from reference.store import ReferenceMessageStore
-from spec.clock import ManualClock
-from spec.code import FLAG_SUBSCRIPTION, PullMessageRequest
-from spec.config import BrokerConfig, StoreConfig
-from spec.contracts import check_call
-from spec.errors import InvalidArgumentError
-from spec.filter import (
+from pullspec.reference.broker import ReferenceBroker
+from pullspec.reference.store import ReferenceMessageStore
+from pullspec.spec.clock import ManualClock
+from pullspec.spec.code import FLAG_SUBSCRIPTION, PullMessageRequest
+from pullspec.spec.config import BrokerConfig, StoreConfig
+from pullspec.spec.contracts import check_call
+from pullspec.spec.errors import InvalidArgumentError
+from pullspec.spec.filter import (
     SubscriptionData,
     SubscriptionParseError,
     build_subscription_data,
@@ -32,9 +32,9 @@ from spec.filter import (
     tags_string_to_tags_code,
     untagged_message_matches,
 )
-from spec.message import BrokerInnerMessage
-from spec.profiles import Profile
-from spec.status import GetMessageStatus, ResponseCode
+from pullspec.spec.message import BrokerInnerMessage
+from pullspec.spec.profiles import Profile
+from pullspec.spec.status import GetMessageStatus, ResponseCode
 
 INT_MIN, INT_MAX = -(2**31), 2**31 - 1
 LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1

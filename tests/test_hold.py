@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from spec.contracts import check_call
-from spec.hold import (
+from pullspec.spec.contracts import check_call
+from pullspec.spec.hold import (
     HoldDecision,
     held_request_decision,
     hold_check_interval,
@@ -24,7 +24,7 @@ from spec.hold import (
     timeout_answer_time,
     woken_at_next_check,
 )
-from spec.status import BrokerRole, GetMessageStatus
+from pullspec.spec.status import BrokerRole, GetMessageStatus
 
 WAKE, TIMEOUT, KEEP = HoldDecision.WAKE, HoldDecision.TIMEOUT, HoldDecision.KEEP
 roles = st.sampled_from(list(BrokerRole))

@@ -8,11 +8,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reference.store import ReferenceMessageStore
-from spec.clock import ManualClock
-from spec.config import StoreConfig
-from spec.contracts import check_call
-from spec.layout import (
+from pullspec.reference.store import ReferenceMessageStore
+from pullspec.spec.clock import ManualClock
+from pullspec.spec.config import StoreConfig
+from pullspec.spec.contracts import check_call
+from pullspec.spec.layout import (
     BLANK_MAGIC_CODE,
     MESSAGE_MAGIC_CODE,
     body_crc,
@@ -36,9 +36,9 @@ from spec.layout import (
     unpack_cq_entry,
     validate_topic,
 )
-from spec.message import BrokerInnerMessage, HostAddress, Properties, create_message_id
-from spec.profiles import ALL_PROFILES, Profile
-from spec.status import PutMessageStatus
+from pullspec.spec.message import BrokerInnerMessage, HostAddress, Properties, create_message_id
+from pullspec.spec.profiles import ALL_PROFILES, Profile
+from pullspec.spec.status import PutMessageStatus
 
 V47, V49 = Profile.V4_7, Profile.V4_9
 GIB = 1_073_741_824

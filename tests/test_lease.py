@@ -11,17 +11,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
-import reference.factories
-from conformance.adapters import lock_manager as adapter
-from conformance.vectors import Verdict, load_cases, run_case
-from reference.lock_manager import ReferenceLockManager
-from spec import lease
-from spec.clock import ManualClock
-from spec.contracts import check_call
-from spec.errors import InvalidArgumentError, InvalidTypeError, UnsupportedError
-from spec.lease import LockEntry, LockTable
-from spec.message import MessageQueue
-from spec.profiles import Profile
+import pullspec.reference.factories
+from pullspec.conformance.adapters import lock_manager as adapter
+from pullspec.conformance.vectors import Verdict, load_cases, run_case
+from pullspec.reference.lock_manager import ReferenceLockManager
+from pullspec.spec import lease
+from pullspec.spec.clock import ManualClock
+from pullspec.spec.contracts import check_call
+from pullspec.spec.errors import InvalidArgumentError, InvalidTypeError, UnsupportedError
+from pullspec.spec.lease import LockEntry, LockTable
+from pullspec.spec.message import MessageQueue
+from pullspec.spec.profiles import Profile
 
 VECTORS = Path(__file__).resolve().parents[2] / "shared" / "vectors"
 VERSIONS = {"rocketmq-4.7.1": Profile.V4_7, "rocketmq-4.9.7": Profile.V4_9}
@@ -193,7 +193,7 @@ def test_adapter_without_factory_or_with_unknown_op() -> None:
     config = {"clockStart": 0, "lockMaxLiveTimeMs": LIVE, "topic": "T", "brokerName": "b"}
     with pytest.raises(UnsupportedError):
         adapter.create(object(), config, Profile.V4_9, VECTORS)
-    h = adapter.create(reference.factories, config, Profile.V4_9, VECTORS)
+    h = adapter.create(pullspec.reference.factories, config, Profile.V4_9, VECTORS)
     with pytest.raises(UnsupportedError):
         adapter.apply(h, "try_lock", {"group": "G1", "clientId": "c1", "mq": 0})
 
@@ -334,7 +334,7 @@ def _vector_file(version: str) -> Path:
 def test_vectors_pass(version: str) -> None:
     path = _vector_file(version)
     results = [
-        run_case(reference.factories, case, VERSIONS[version], path.parent)
+        run_case(pullspec.reference.factories, case, VERSIONS[version], path.parent)
         for case in load_cases(path, ["lock_manager"])
     ]
     failed = [r.to_json() for r in results if r.verdict is not Verdict.PASS]
@@ -346,6 +346,6 @@ def test_vectors_pass(version: str) -> None:
 def test_vectors_match_exactly(version: str) -> None:
     # run_case ignores keys the expectation lacks; a stray group or queue must still fail here
     for case in load_cases(_vector_file(version), ["lock_manager"]):
-        h = adapter.create(reference.factories, case["config"], VERSIONS[version], VECTORS)
+        h = adapter.create(pullspec.reference.factories, case["config"], VERSIONS[version], VECTORS)
         for step in case["steps"]:
             assert adapter.apply(h, step["op"], step["args"]) == step["expect"], case["id"]

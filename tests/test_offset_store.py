@@ -11,18 +11,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reference.offset_store import (
+from pullspec.reference.offset_store import (
     ReferenceLocalFileOffsetStore,
     ReferenceRemoteOffsetStore,
     decode_offset_table,
     encode_offset_table,
 )
-from spec.client_errors import MQBrokerError, MQClientError
-from spec.consumer_config import ConsumeFromWhere, MessageModel, ReadOffsetType
-from spec.contracts import check_call
-from spec.errors import InvalidTypeError
-from spec.message import MessageQueue
-from spec.offset_store import (
+from pullspec.spec.client_errors import MQBrokerError, MQClientError
+from pullspec.spec.consumer_config import ConsumeFromWhere, MessageModel, ReadOffsetType
+from pullspec.spec.contracts import check_call
+from pullspec.spec.errors import InvalidTypeError
+from pullspec.spec.message import MessageQueue
+from pullspec.spec.offset_store import (
     LocalNoOp,
     OffsetStore,
     OffsetStoreKind,
@@ -42,8 +42,8 @@ from spec.offset_store import (
     remote_store_read_result,
     updated_offset,
 )
-from spec.profiles import Profile
-from spec.pull_from_where import (
+from pullspec.spec.profiles import Profile
+from pullspec.spec.pull_from_where import (
     compute_pull_from_where,
     compute_pull_from_where_for,
     compute_pull_from_where_with_exception,

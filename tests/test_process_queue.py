@@ -12,23 +12,23 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-import reference.factories
-from conformance.adapters import process_queue as adapter
-from conformance.vectors import Verdict, load_cases, run_case
-from reference.process_queue import ReferenceProcessQueue
-from spec import process_queue as pq
-from spec.clock import ManualClock
-from spec.contracts import check_call
-from spec.errors import (
+import pullspec.reference.factories
+from pullspec.conformance.adapters import process_queue as adapter
+from pullspec.conformance.vectors import Verdict, load_cases, run_case
+from pullspec.reference.process_queue import ReferenceProcessQueue
+from pullspec.spec import process_queue as pq
+from pullspec.spec.clock import ManualClock
+from pullspec.spec.contracts import check_call
+from pullspec.spec.errors import (
     InvalidArgumentError,
     InvalidTypeError,
     NoSuchElementError,
     NumberFormatError,
 )
-from spec.message import PROPERTY_CONSUME_START_TIME, PROPERTY_MAX_OFFSET, StoredMessage
-from spec.process_queue_state import ProcessQueueState
-from spec.profiles import Profile
-from spec.protocols import ProcessQueue
+from pullspec.spec.message import PROPERTY_CONSUME_START_TIME, PROPERTY_MAX_OFFSET, StoredMessage
+from pullspec.spec.process_queue_state import ProcessQueueState
+from pullspec.spec.profiles import Profile
+from pullspec.spec.protocols import ProcessQueue
 
 VECTORS = Path(__file__).resolve().parents[2] / "shared" / "vectors"
 VERSIONS = {"rocketmq-4.7.1": Profile.V4_7, "rocketmq-4.9.7": Profile.V4_9}
@@ -550,14 +550,16 @@ def test_vectors_pass(folder: str) -> None:
     assert directory.is_dir(), f"vector folder {directory} is missing"
     cases = list(load_cases(directory, ["process_queue"]))
     assert len(cases) == 200, f"expected 200 process_queue cases in {directory}"
-    results = [run_case(reference.factories, c, VERSIONS[folder], directory) for c in cases]
+    results = [
+        run_case(pullspec.reference.factories, c, VERSIONS[folder], directory) for c in cases
+    ]
     failed = [r.to_json() for r in results if r.verdict is not Verdict.PASS]
     assert [] == failed
 
 
 def test_adapter_reports_error_with_state() -> None:
     config = {"clockStart": 5, "stateFields": ["msgCount", "consumingOffsets"]}
-    inst = adapter.create(reference.factories, config, Profile.V4_9, VECTORS)
+    inst = adapter.create(pullspec.reference.factories, config, Profile.V4_9, VECTORS)
     assert {"error": "NoSuchElementException", "state": [0, []]} == adapter.apply(
         inst, "commit", {}
     )

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spec.consumer_config import (
+from pullspec.spec.consumer_config import (
     ConsumeFromWhere,
     ConsumeMode,
     ConsumerConfig,
@@ -20,10 +20,10 @@ from spec.consumer_config import (
     parse_consume_timestamp,
     rewrite_queue_thresholds,
 )
-from spec.contracts import check_call
-from spec.errors import InvalidArgumentError, InvalidTypeError
-from spec.profiles import Profile
-from spec.pull_actions import (
+from pullspec.spec.contracts import check_call
+from pullspec.spec.errors import InvalidArgumentError, InvalidTypeError
+from pullspec.spec.profiles import Profile
+from pullspec.spec.pull_actions import (
     Delay,
     DelayReason,
     Drop,
@@ -36,7 +36,7 @@ from spec.pull_actions import (
     keeps_circulating,
     schedules_later,
 )
-from spec.pull_decision import (
+from pullspec.spec.pull_decision import (
     ConsumerState,
     ProcessQueueSnapshot,
     cached_message_size_in_mib,

@@ -19,35 +19,42 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
-from reference.broker import ReferenceBroker
-from reference.offset_store import (
+from pullspec.reference.broker import ReferenceBroker
+from pullspec.reference.offset_store import (
     ReferenceLocalFileOffsetStore,
     ReferenceRemoteOffsetStore,
     decode_offset_table,
 )
-from reference.process_queue import ReferenceProcessQueue
-from reference.pull_service import PullRequest
-from reference.push_consumer import (
+from pullspec.reference.process_queue import ReferenceProcessQueue
+from pullspec.reference.pull_service import PullRequest
+from pullspec.reference.push_consumer import (
     ReferencePushConsumer,
     ScriptedConsumeService,
     ServiceState,
     StaticAssignment,
 )
-from reference.remoting import ReferenceRemoting
-from reference.scheduler import Scheduler
-from reference.store import ReferenceMessageStore
-from spec.client_errors import MQClientError
-from spec.clock import ManualClock
-from spec.code import PullResponse
-from spec.config import StoreConfig
-from spec.consumer_config import ConsumeMode, ConsumerConfig, MessageModel
-from spec.errors import InvalidArgumentError, InvalidTypeError
-from spec.message import BrokerInnerMessage, MessageQueue, StoredMessage
-from spec.profiles import Profile
-from spec.protocols import ProcessQueue
-from spec.pull_actions import Delay, DelayReason, Drop, FlowControlCounters, Immediately, Pull
-from spec.pull_request import PullMessageRequestHeader
-from spec.status import PullStatus
+from pullspec.reference.remoting import ReferenceRemoting
+from pullspec.reference.scheduler import Scheduler
+from pullspec.reference.store import ReferenceMessageStore
+from pullspec.spec.client_errors import MQClientError
+from pullspec.spec.clock import ManualClock
+from pullspec.spec.code import PullResponse
+from pullspec.spec.config import StoreConfig
+from pullspec.spec.consumer_config import ConsumeMode, ConsumerConfig, MessageModel
+from pullspec.spec.errors import InvalidArgumentError, InvalidTypeError
+from pullspec.spec.message import BrokerInnerMessage, MessageQueue, StoredMessage
+from pullspec.spec.profiles import Profile
+from pullspec.spec.protocols import ProcessQueue
+from pullspec.spec.pull_actions import (
+    Delay,
+    DelayReason,
+    Drop,
+    FlowControlCounters,
+    Immediately,
+    Pull,
+)
+from pullspec.spec.pull_request import PullMessageRequestHeader
+from pullspec.spec.status import PullStatus
 
 V47, V49 = Profile.V4_7, Profile.V4_9
 Q0 = MessageQueue("T", "broker-a", 0)

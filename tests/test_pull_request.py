@@ -7,14 +7,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spec.client_errors import MQBrokerError, MQClientError
-from spec.consumer_config import ConsumerConfig, MessageModel
-from spec.contracts import check_call
-from spec.filter import SubscriptionData, build_subscription_data
-from spec.message import MessageQueue
-from spec.profiles import Profile
-from spec.pull_actions import Delay, DelayReason
-from spec.pull_request import (
+from pullspec.spec.client_errors import MQBrokerError, MQClientError
+from pullspec.spec.consumer_config import ConsumerConfig, MessageModel
+from pullspec.spec.contracts import check_call
+from pullspec.spec.filter import SubscriptionData, build_subscription_data
+from pullspec.spec.message import MessageQueue
+from pullspec.spec.profiles import Profile
+from pullspec.spec.pull_actions import Delay, DelayReason
+from pullspec.spec.pull_request import (
     CommitOffset,
     PullMessageRequestHeader,
     capture_pull_callback,
@@ -27,7 +27,7 @@ from spec.pull_request import (
     pull_status_for_response_code,
     subscription_expression,
 )
-from spec.pull_route import (
+from pullspec.spec.pull_route import (
     V4_1_0_SNAPSHOT,
     FindBrokerResult,
     PullSysFlag,
@@ -42,7 +42,7 @@ from spec.pull_route import (
     recalculate_pull_from_which_node,
     sys_flag_for_broker,
 )
-from spec.status import PullStatus, ResponseCode
+from pullspec.spec.status import PullStatus, ResponseCode
 
 MQ = MessageQueue("TopicA", "broker-a", 3)
 SD = build_subscription_data("TopicA", "A || B")

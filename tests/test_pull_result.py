@@ -6,15 +6,15 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spec.client_errors import MQBrokerError, MQClientError
-from spec.consumer_config import ConsumerConfig, MessageModel
-from spec.contracts import check_call
-from spec.filter import SubscriptionData, build_subscription_data
-from spec.message import StoredMessage
-from spec.offset_store import OffsetUpdate
-from spec.profiles import Profile
-from spec.pull_actions import Delay, DelayReason, Immediately
-from spec.pull_result import (
+from pullspec.spec.client_errors import MQBrokerError, MQClientError
+from pullspec.spec.consumer_config import ConsumerConfig, MessageModel
+from pullspec.spec.contracts import check_call
+from pullspec.spec.filter import SubscriptionData, build_subscription_data
+from pullspec.spec.message import StoredMessage
+from pullspec.spec.offset_store import OffsetUpdate
+from pullspec.spec.profiles import Profile
+from pullspec.spec.pull_actions import Delay, DelayReason, Immediately
+from pullspec.spec.pull_result import (
     JAVA_LONG_MAX,
     OffsetIllegalFixUp,
     PullResult,
@@ -32,7 +32,7 @@ from spec.pull_result import (
     stores_despite_drop,
     transaction_id,
 )
-from spec.status import PullStatus
+from pullspec.spec.status import PullStatus
 
 CONFIG = ConsumerConfig()
 SD_AB = build_subscription_data("T", "A || B")

@@ -9,16 +9,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reference.process_queue import ReferenceProcessQueue
-from reference.pull_service import PullMessageService, PullRequest
-from reference.scheduler import Scheduler
-from spec import rules
-from spec.clock import ManualClock
-from spec.contracts import check_call
-from spec.errors import InvalidArgumentError, InvalidTypeError
-from spec.message import MessageQueue
-from spec.profiles import Profile
-from spec.pull_service import (
+from pullspec.reference.process_queue import ReferenceProcessQueue
+from pullspec.reference.pull_service import PullMessageService, PullRequest
+from pullspec.reference.scheduler import Scheduler
+from pullspec.spec import rules
+from pullspec.spec.clock import ManualClock
+from pullspec.spec.contracts import check_call
+from pullspec.spec.errors import InvalidArgumentError, InvalidTypeError
+from pullspec.spec.message import MessageQueue
+from pullspec.spec.profiles import Profile
+from pullspec.spec.pull_service import (
     delayed_task_runs_after_shutdown,
     enqueue,
     enqueues_immediately,

@@ -7,14 +7,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from spec import allocate as al
-from spec import rebalance as rb
-from spec.consumer_config import ConsumerConfig, MessageModel
-from spec.contracts import check_call
-from spec.errors import InvalidArgumentError
-from spec.message import MessageQueue
-from spec.profiles import Profile
-from spec.rebalance import (
+from pullspec.spec import allocate as al
+from pullspec.spec import rebalance as rb
+from pullspec.spec.consumer_config import ConsumerConfig, MessageModel
+from pullspec.spec.contracts import check_call
+from pullspec.spec.errors import InvalidArgumentError
+from pullspec.spec.message import MessageQueue
+from pullspec.spec.profiles import Profile
+from pullspec.spec.rebalance import (
     LockMarks,
     NewQueue,
     NewQueueOutcome,

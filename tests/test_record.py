@@ -1,4 +1,4 @@
-"""spec.record: the commit-log record codec, checked against an independent decoder written from
+"""pullspec.spec.record: the commit-log record codec, checked against an independent decoder written from
 the LAYOUT-5 table, against records the fast store writes, and against a real 4.9.7 broker's."""
 
 from __future__ import annotations
@@ -14,20 +14,20 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fast.store import MmapMessageStore
-from spec.clock import ManualClock
-from spec.config import StoreConfig
-from spec.errors import CorruptStoreError, InvalidArgumentError
-from spec.filter import tags_string_to_tags_code
-from spec.layout import (
+from pullspec.fast.store import MmapMessageStore
+from pullspec.spec.clock import ManualClock
+from pullspec.spec.config import StoreConfig
+from pullspec.spec.errors import CorruptStoreError, InvalidArgumentError
+from pullspec.spec.filter import tags_string_to_tags_code
+from pullspec.spec.layout import (
     BLANK_MAGIC_CODE,
     MESSAGE_MAGIC_CODE,
     calc_msg_length,
     message_properties_to_string,
 )
-from spec.message import BrokerInnerMessage, HostAddress
-from spec.profiles import ALL_PROFILES, Profile
-from spec.record import (
+from pullspec.spec.message import BrokerInnerMessage, HostAddress
+from pullspec.spec.profiles import ALL_PROFILES, Profile
+from pullspec.spec.record import (
     check_record,
     decode_record,
     encode_blank,
@@ -223,7 +223,7 @@ def test_records_written_by_fast(tmp_path: Path, profile: Profile) -> None:
 
 @pytest.mark.parametrize("name", ["basic", "expired"])
 def test_decode_broker_records(stores_dir: Path, name: str) -> None:
-    """spec.record decodes every record a real 4.9.7 broker wrote, field by field."""
+    """pullspec.spec.record decodes every record a real 4.9.7 broker wrote, field by field."""
     root = stores_dir / name
     rows = [json.loads(line) for line in (root / "messages.jsonl").open()]
     for row in rows:

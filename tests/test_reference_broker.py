@@ -10,22 +10,28 @@ from typing import Any
 import attrs
 import pytest
 
-import reference.factories
-from reference.broker import ConsumerRegistration, ReferenceBroker
-from spec.clock import ManualClock
-from spec.code import (
+import pullspec.reference.factories
+from pullspec.reference.broker import ConsumerRegistration, ReferenceBroker
+from pullspec.spec.clock import ManualClock
+from pullspec.spec.code import (
     FLAG_COMMIT_OFFSET,
     FLAG_SUBSCRIPTION,
     FLAG_SUSPEND,
     PullMessageRequest,
     PullResponse,
 )
-from spec.config import PERM_READ, PERM_WRITE, BrokerConfig, StoreConfig, SubscriptionGroupConfig
-from spec.errors import InvalidArgumentError, InvalidTypeError
-from spec.filter import SubscriptionData, build_subscription_data
-from spec.message import BrokerInnerMessage
-from spec.profiles import Profile
-from spec.status import BrokerRole, GetMessageStatus, ResponseCode
+from pullspec.spec.config import (
+    PERM_READ,
+    PERM_WRITE,
+    BrokerConfig,
+    StoreConfig,
+    SubscriptionGroupConfig,
+)
+from pullspec.spec.errors import InvalidArgumentError, InvalidTypeError
+from pullspec.spec.filter import SubscriptionData, build_subscription_data
+from pullspec.spec.message import BrokerInnerMessage
+from pullspec.spec.profiles import Profile
+from pullspec.spec.status import BrokerRole, GetMessageStatus, ResponseCode
 
 R, S = ResponseCode, GetMessageStatus
 V47, V49 = Profile.V4_7, Profile.V4_9
@@ -43,7 +49,7 @@ class Env:
     ) -> None:
         self.clock = ManualClock(0)
         store_config = attrs.evolve(TINY, **store)
-        self.broker: ReferenceBroker = reference.factories.broker(
+        self.broker: ReferenceBroker = pullspec.reference.factories.broker(
             store_config, config or BrokerConfig(), profile, self.clock
         )
         self.broker.create_topic("T", 4)

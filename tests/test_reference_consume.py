@@ -8,15 +8,18 @@ from collections.abc import Callable, Sequence
 
 import pytest
 
-from reference.consume_concurrently import ConsumeRecord, ReferenceConsumeConcurrentlyService
-from reference.consume_orderly import OrderlyConsumeRecord, ReferenceConsumeOrderlyService
-from reference.offset_store import ReferenceRemoteOffsetStore
-from reference.process_queue import ReferenceProcessQueue
-from reference.scheduler import Scheduler
-from spec.client_errors import MQBrokerError, MQClientError
-from spec.client_send_back import ClientMessage, SendBackClient
-from spec.clock import ManualClock
-from spec.consume_types import (
+from pullspec.reference.consume_concurrently import (
+    ConsumeRecord,
+    ReferenceConsumeConcurrentlyService,
+)
+from pullspec.reference.consume_orderly import OrderlyConsumeRecord, ReferenceConsumeOrderlyService
+from pullspec.reference.offset_store import ReferenceRemoteOffsetStore
+from pullspec.reference.process_queue import ReferenceProcessQueue
+from pullspec.reference.scheduler import Scheduler
+from pullspec.spec.client_errors import MQBrokerError, MQClientError
+from pullspec.spec.client_send_back import ClientMessage, SendBackClient
+from pullspec.spec.clock import ManualClock
+from pullspec.spec.consume_types import (
     ConsumeConcurrentlyContext,
     ConsumeConcurrentlyStatus,
     ConsumeOrderlyContext,
@@ -24,10 +27,10 @@ from spec.consume_types import (
     ConsumeReturnType,
     RejectedExecutionError,
 )
-from spec.consumer_config import ConsumeMode, ConsumerConfig, MessageModel
-from spec.message import MessageQueue, StoredMessage
-from spec.profiles import Profile
-from spec.protocols import ConsumeMessageService
+from pullspec.spec.consumer_config import ConsumeMode, ConsumerConfig, MessageModel
+from pullspec.spec.message import MessageQueue, StoredMessage
+from pullspec.spec.profiles import Profile
+from pullspec.spec.protocols import ConsumeMessageService
 
 MQ = MessageQueue("T", "broker-a", 0)
 OK = ConsumeConcurrentlyStatus.CONSUME_SUCCESS

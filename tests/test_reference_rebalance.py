@@ -13,21 +13,21 @@ from attrs import evolve as attrs_evolve
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reference.consume_orderly import OrderlyConsumeRecord, ReferenceConsumeOrderlyService
-from reference.lock_manager import ReferenceLockManager
-from reference.offset_store import ReferenceRemoteOffsetStore
-from reference.rebalance import NewPullRequest, ReferenceRebalancePushImpl
-from reference.rebalance_service import LockManagerClient, ReferenceRebalanceService
-from reference.scheduler import Scheduler
-from spec.client_errors import MQBrokerError, MQClientError
-from spec.client_send_back import ClientMessage
-from spec.clock import ManualClock
-from spec.consume_types import ConsumeOrderlyContext, ConsumeOrderlyStatus
-from spec.consumer_config import ConsumeFromWhere, ConsumeMode, ConsumerConfig
-from spec.filter import SubscriptionData
-from spec.message import MessageQueue, StoredMessage
-from spec.profiles import Profile
-from spec.protocols import ProcessQueue
+from pullspec.reference.consume_orderly import OrderlyConsumeRecord, ReferenceConsumeOrderlyService
+from pullspec.reference.lock_manager import ReferenceLockManager
+from pullspec.reference.offset_store import ReferenceRemoteOffsetStore
+from pullspec.reference.rebalance import NewPullRequest, ReferenceRebalancePushImpl
+from pullspec.reference.rebalance_service import LockManagerClient, ReferenceRebalanceService
+from pullspec.reference.scheduler import Scheduler
+from pullspec.spec.client_errors import MQBrokerError, MQClientError
+from pullspec.spec.client_send_back import ClientMessage
+from pullspec.spec.clock import ManualClock
+from pullspec.spec.consume_types import ConsumeOrderlyContext, ConsumeOrderlyStatus
+from pullspec.spec.consumer_config import ConsumeFromWhere, ConsumeMode, ConsumerConfig
+from pullspec.spec.filter import SubscriptionData
+from pullspec.spec.message import MessageQueue, StoredMessage
+from pullspec.spec.profiles import Profile
+from pullspec.spec.protocols import ProcessQueue
 
 G = "G"
 CONFIG = ConsumerConfig(

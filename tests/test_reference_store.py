@@ -13,10 +13,10 @@ from hypothesis import event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
-from reference.store import ReferenceMessageStore
-from spec.clock import ManualClock
-from spec.config import StoreConfig
-from spec.errors import (
+from pullspec.reference.store import ReferenceMessageStore
+from pullspec.spec.clock import ManualClock
+from pullspec.spec.config import StoreConfig
+from pullspec.spec.errors import (
     ErrorKind,
     IllegalCapacityError,
     IllegalTopicError,
@@ -24,16 +24,16 @@ from spec.errors import (
     InvalidTypeError,
     MessageIllegalError,
 )
-from spec.filter import java_string_hash, tag_filter
-from spec.message import (
+from pullspec.spec.filter import java_string_hash, tag_filter
+from pullspec.spec.message import (
     DEFAULT_BORN_HOST,
     DEFAULT_STORE_HOST,
     BrokerInnerMessage,
     HostAddress,
 )
-from spec.profiles import ALL_PROFILES, Profile
-from spec.results import GetMessageResult
-from spec.status import BrokerRole, GetMessageStatus, PutMessageStatus
+from pullspec.spec.profiles import ALL_PROFILES, Profile
+from pullspec.spec.results import GetMessageResult
+from pullspec.spec.status import BrokerRole, GetMessageStatus, PutMessageStatus
 
 S = GetMessageStatus
 V47, V49 = Profile.V4_7, Profile.V4_9

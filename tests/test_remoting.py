@@ -8,27 +8,27 @@ from typing import Any
 import attrs
 import pytest
 
-from reference.broker import ReferenceBroker
-from reference.offset_store import BrokerOffsetClient, ReferenceRemoteOffsetStore
-from reference.remoting import (
+from pullspec.reference.broker import ReferenceBroker
+from pullspec.reference.offset_store import BrokerOffsetClient, ReferenceRemoteOffsetStore
+from pullspec.reference.remoting import (
     ReferenceRemoting,
     RemotingConnectError,
     SentPull,
     to_broker_request,
 )
-from reference.scheduler import Scheduler
-from reference.store import ReferenceMessageStore
-from spec.client_errors import MQBrokerError, MQClientError
-from spec.clock import ManualClock
-from spec.code import PullMessageRequest, PullResponse
-from spec.config import StoreConfig
-from spec.consumer_config import ReadOffsetType
-from spec.errors import InvalidArgumentError, InvalidTypeError, UnsupportedError
-from spec.message import BrokerInnerMessage, MessageQueue
-from spec.profiles import Profile
-from spec.pull_from_where import OffsetQueries
-from spec.pull_request import PullMessageRequestHeader
-from spec.status import ResponseCode
+from pullspec.reference.scheduler import Scheduler
+from pullspec.reference.store import ReferenceMessageStore
+from pullspec.spec.client_errors import MQBrokerError, MQClientError
+from pullspec.spec.clock import ManualClock
+from pullspec.spec.code import PullMessageRequest, PullResponse
+from pullspec.spec.config import StoreConfig
+from pullspec.spec.consumer_config import ReadOffsetType
+from pullspec.spec.errors import InvalidArgumentError, InvalidTypeError, UnsupportedError
+from pullspec.spec.message import BrokerInnerMessage, MessageQueue
+from pullspec.spec.profiles import Profile
+from pullspec.spec.pull_from_where import OffsetQueries
+from pullspec.spec.pull_request import PullMessageRequestHeader
+from pullspec.spec.status import ResponseCode
 
 Q0 = MessageQueue("T", "broker-a", 0)
 QX = MessageQueue("T", "broker-x", 0)

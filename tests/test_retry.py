@@ -10,19 +10,19 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from spec import retry, retry_send
-from spec.config import DEFAULT_MESSAGE_DELAY_LEVEL, PERM_READ, PERM_WRITE
-from spec.contracts import check_call
-from spec.delay import delay_rewrite, parse_delay_levels
-from spec.errors import InvalidArgumentError, InvalidTypeError, NullPointerError
-from spec.layout import SYSFLAG_TRANSACTION_PREPARED_TYPE
-from spec.message import DEFAULT_STORE_HOST, StoredMessage
-from spec.profiles import Profile
-from spec.retry import DeadLetterTarget
-from spec.retry_request import V3_4_9, SendBackRequest, SendBackResponse
-from spec.retry_send import SendTarget
-from spec.rules import function
-from spec.status import PutMessageStatus, ResponseCode
+from pullspec.spec import retry, retry_send
+from pullspec.spec.config import DEFAULT_MESSAGE_DELAY_LEVEL, PERM_READ, PERM_WRITE
+from pullspec.spec.contracts import check_call
+from pullspec.spec.delay import delay_rewrite, parse_delay_levels
+from pullspec.spec.errors import InvalidArgumentError, InvalidTypeError, NullPointerError
+from pullspec.spec.layout import SYSFLAG_TRANSACTION_PREPARED_TYPE
+from pullspec.spec.message import DEFAULT_STORE_HOST, StoredMessage
+from pullspec.spec.profiles import Profile
+from pullspec.spec.retry import DeadLetterTarget
+from pullspec.spec.retry_request import V3_4_9, SendBackRequest, SendBackResponse
+from pullspec.spec.retry_send import SendTarget
+from pullspec.spec.rules import function
+from pullspec.spec.status import PutMessageStatus, ResponseCode
 
 LEVELS = parse_delay_levels(DEFAULT_MESSAGE_DELAY_LEVEL)
 RW = PERM_READ | PERM_WRITE

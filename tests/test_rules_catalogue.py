@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from conformance.cli import main
-from spec import rules
-from spec.profiles import ALL_PROFILES, Profile
+from pullspec.conformance.cli import main
+from pullspec.spec import rules
+from pullspec.spec.profiles import ALL_PROFILES, Profile
 
 #: Area → number of rules in rulebook-broker.md sections 1–7.
 BROKER_AREAS = {
@@ -133,8 +133,8 @@ def test_cli_rules_json_lists_every_broker_rule_in_the_documented_shape() -> Non
 
 def test_cli_rules_json_shows_both_variants_of_a_changed_rule() -> None:
     entry = {r["id"]: r for r in run_rules_json()["rules"]}["STORE-8"]
-    assert "spec.store.overflow_badly_target_v47" == entry["profiles"]["4.7"]["function"]
-    assert "spec.store.overflow_badly_target_v49" == entry["profiles"]["4.9"]["function"]
+    assert "pullspec.spec.store.overflow_badly_target_v47" == entry["profiles"]["4.7"]["function"]
+    assert "pullspec.spec.store.overflow_badly_target_v49" == entry["profiles"]["4.9"]["function"]
 
 
 def test_cli_rules_json_filters_by_area_and_profile() -> None:

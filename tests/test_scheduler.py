@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reference.scheduler import Scheduler
-from spec.clock import ManualClock
-from spec.errors import InvalidArgumentError
+from pullspec.reference.scheduler import Scheduler
+from pullspec.spec.clock import ManualClock
+from pullspec.spec.errors import InvalidArgumentError
 
 
 def test_tasks_run_in_time_then_submission_order() -> None:

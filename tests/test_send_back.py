@@ -11,18 +11,24 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import reference.factories
-from conformance.adapters import send_back as adapter
-from conformance.vectors import Verdict, load_cases, run_case
-from reference.send_back import ReferenceSendBack
-from spec.clock import ManualClock
-from spec.config import PERM_READ, PERM_WRITE, StoreConfig, SubscriptionGroupConfig, TopicConfig
-from spec.errors import IllegalTopicError, InvalidTypeError, NullPointerError
-from spec.message import BrokerInnerMessage, StoredMessage
-from spec.profiles import Profile
-from spec.retry import retry_timetable
-from spec.retry_request import SendBackRequest, SendBackResponse
-from spec.status import BrokerRole, ResponseCode
+import pullspec.reference.factories
+from pullspec.conformance.adapters import send_back as adapter
+from pullspec.conformance.vectors import Verdict, load_cases, run_case
+from pullspec.reference.send_back import ReferenceSendBack
+from pullspec.spec.clock import ManualClock
+from pullspec.spec.config import (
+    PERM_READ,
+    PERM_WRITE,
+    StoreConfig,
+    SubscriptionGroupConfig,
+    TopicConfig,
+)
+from pullspec.spec.errors import IllegalTopicError, InvalidTypeError, NullPointerError
+from pullspec.spec.message import BrokerInnerMessage, StoredMessage
+from pullspec.spec.profiles import Profile
+from pullspec.spec.retry import retry_timetable
+from pullspec.spec.retry_request import SendBackRequest, SendBackResponse
+from pullspec.spec.status import BrokerRole, ResponseCode
 
 VECTORS = Path(__file__).resolve().parents[2] / "shared" / "vectors"
 VERSIONS = {"rocketmq-4.7.1": Profile.V4_7, "rocketmq-4.9.7": Profile.V4_9}
@@ -56,7 +62,7 @@ def make(
 ) -> tuple[ReferenceSendBack, ManualClock]:
     """A send-back processor over a fresh store, clock at T0; kwargs replace its settings."""
     clock = ManualClock(T0)
-    sb = reference.factories.send_back(
+    sb = pullspec.reference.factories.send_back(
         StoreConfig(), group or SubscriptionGroupConfig(group_name="G"), profile, clock
     )
     assert isinstance(sb, ReferenceSendBack)
@@ -362,12 +368,16 @@ def test_every_send_back_vector_passes(version: str) -> None:
         pytest.fail(f"shared vectors missing: {folder / 'send_back.jsonl'}", pytrace=False)
     cases = list(load_cases(folder, ["send_back"]))
     assert len(cases) == 315
-    results = [run_case(reference.factories, case, VERSIONS[version], folder) for case in cases]
+    results = [
+        run_case(pullspec.reference.factories, case, VERSIONS[version], folder) for case in cases
+    ]
     failed = [r.to_json() for r in results if r.verdict is not Verdict.PASS]
     assert failed == []
     # The runner skips keys absent from `expect`, so a property the version does not store would
     # pass unnoticed; every observation must also equal its expectation exactly.
     for case in cases:
-        instance = adapter.create(reference.factories, case["config"], VERSIONS[version], folder)
+        instance = adapter.create(
+            pullspec.reference.factories, case["config"], VERSIONS[version], folder
+        )
         for step in case["steps"]:
             assert adapter.apply(instance, step["op"], step["args"]) == step["expect"], case["id"]

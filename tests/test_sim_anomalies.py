@@ -7,14 +7,14 @@ from collections.abc import Sequence
 
 import pytest
 
-from reference.sim_cluster import RecordingStore
-from reference.sim_faults import parse_schedule
-from reference.sim_observe import ObservedOffsetStore, ObservedProcessQueue
-from reference.simulator import SimConfig, SimHooks, SimResult, simulate
-from spec import invariants as inv
-from spec.message import BrokerInnerMessage, MessageQueue, StoredMessage
-from spec.results import PutMessageResult
-from spec.status import PutMessageStatus
+from pullspec.reference.sim_cluster import RecordingStore
+from pullspec.reference.sim_faults import parse_schedule
+from pullspec.reference.sim_observe import ObservedOffsetStore, ObservedProcessQueue
+from pullspec.reference.simulator import SimConfig, SimHooks, SimResult, simulate
+from pullspec.spec import invariants as inv
+from pullspec.spec.message import BrokerInnerMessage, MessageQueue, StoredMessage
+from pullspec.spec.results import PutMessageResult
+from pullspec.spec.status import PutMessageStatus
 
 #: A failing message whose send-back fails both ways stays cached for a local retry (CONC-8)
 #: while the messages after it are consumed; then its consumer crashes.

@@ -8,9 +8,9 @@ import io
 
 import pytest
 
-from reference import sim_history as h
-from reference.sim_checker import CheckResult, check
-from spec import invariants as inv
+from pullspec.reference import sim_history as h
+from pullspec.reference.sim_checker import CheckResult, check
+from pullspec.spec import invariants as inv
 
 Q = "T:0"
 RETRY = "%RETRY%G:0"

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reference.sim_faults import (
+from pullspec.reference.sim_faults import (
     FAULT_KINDS,
     FaultStep,
     format_schedule,
@@ -15,9 +15,9 @@ from reference.sim_faults import (
     parse_kinds,
     parse_schedule,
 )
-from spec import invariants as inv
-from spec import rules
-from spec.contracts import check_call
+from pullspec.spec import invariants as inv
+from pullspec.spec import rules
+from pullspec.spec.contracts import check_call
 
 
 def test_every_invariant_is_a_registered_rule_with_one_sentence() -> None:

@@ -12,12 +12,12 @@ import attrs
 import pytest
 from click.testing import CliRunner
 
-from conformance import cli_simulate
-from conformance.cli import main
-from reference import sim_history as h
-from reference.sim_checker import CheckResult, check
-from reference.sim_faults import parse_schedule
-from reference.simulator import SimConfig, SimResult, Simulator, simulate
+from pullspec.conformance import cli_simulate
+from pullspec.conformance.cli import main
+from pullspec.reference import sim_history as h
+from pullspec.reference.sim_checker import CheckResult, check
+from pullspec.reference.sim_faults import parse_schedule
+from pullspec.reference.simulator import SimConfig, SimResult, Simulator, simulate
 
 STEPS = 2500
 

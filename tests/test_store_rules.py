@@ -14,14 +14,14 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from reference.store import ReferenceMessageStore
-from spec.batch import BatchLimits
-from spec.clock import ManualClock
-from spec.config import StoreConfig
-from spec.contracts import check_call
-from spec.profiles import ALL_PROFILES, Profile
-from spec.status import BrokerRole, GetMessageStatus
-from spec.store import (
+from pullspec.reference.store import ReferenceMessageStore
+from pullspec.spec.batch import BatchLimits
+from pullspec.spec.clock import ManualClock
+from pullspec.spec.config import StoreConfig
+from pullspec.spec.contracts import check_call
+from pullspec.spec.profiles import ALL_PROFILES, Profile
+from pullspec.spec.status import BrokerRole, GetMessageStatus
+from pullspec.spec.store import (
     CQ_EXT_MAX_ADDRESS,
     ScanState,
     assign_queue_offset,

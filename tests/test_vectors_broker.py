@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-import reference.factories
-from conformance.cli import main
-from conformance.vectors import CaseResult, Verdict, load_cases, run_case
-from spec.profiles import Profile
+import pullspec.reference.factories
+from pullspec.conformance.cli import main
+from pullspec.conformance.vectors import CaseResult, Verdict, load_cases, run_case
+from pullspec.spec.profiles import Profile
 
 AREAS = ("store", "pull_code")
 #: (file relative to ../shared, profile, number of cases it must hold)
@@ -38,7 +38,7 @@ def test_every_case_passes_on_the_reference(
     assert path.exists(), f"missing vector file {path}"
     cases = list(load_cases(path, AREAS))
     assert count == len(cases)
-    results = [run_case(reference.factories, case, profile, path.parent) for case in cases]
+    results = [run_case(pullspec.reference.factories, case, profile, path.parent) for case in cases]
     failures: list[CaseResult] = [r for r in results if r.verdict is not Verdict.PASS]
     assert [] == failures, "\n".join(repr(f) for f in failures)
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from conformance import verify
-from spec import rules
+from pullspec.conformance import verify
+from pullspec.spec import rules
 
 
 def test_quick_subset_finds_no_counterexample() -> None:
@@ -19,7 +19,7 @@ def test_quick_subset_finds_no_counterexample() -> None:
 def test_a_wrong_contract_is_reported_failed(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     module = tmp_path / "wrong_rule.py"
     module.write_text(
-        "from spec.rules import rule\n\n"
+        "from pullspec.spec.rules import rule\n\n"
         "@rule('ZZTEST-1', source='Nowhere.wrong')\n"
         "def wrong(a: int) -> int:\n"
         '    """A rule whose contract is false.\n\n    post: __return__ > a\n    """\n'

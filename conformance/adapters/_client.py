@@ -24,12 +24,17 @@ from typing import Any, ClassVar, Protocol, TypeVar
 
 import attrs
 
-from spec.consumer_config import ConsumeFromWhere, ConsumeMode, ConsumerConfig, MessageModel
-from spec.errors import InvalidArgumentError, PullspecError, UnsupportedError
-from spec.filter import SubscriptionData, build_subscription_data, java_string_hash
-from spec.message import PROPERTY_TAGS, MessageQueue, StoredMessage
-from spec.profiles import Profile
-from spec.pull_actions import Delay, Drop, Immediately, Pull
+from pullspec.spec.consumer_config import (
+    ConsumeFromWhere,
+    ConsumeMode,
+    ConsumerConfig,
+    MessageModel,
+)
+from pullspec.spec.errors import InvalidArgumentError, PullspecError, UnsupportedError
+from pullspec.spec.filter import SubscriptionData, build_subscription_data, java_string_hash
+from pullspec.spec.message import PROPERTY_TAGS, MessageQueue, StoredMessage
+from pullspec.spec.profiles import Profile
+from pullspec.spec.pull_actions import Delay, Drop, Immediately, Pull
 
 E = TypeVar("E", bound=enum.Enum)
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from spec.config import BrokerConfig, StoreConfig
-from spec.status import BrokerRole
+from pullspec.spec.config import BrokerConfig, StoreConfig
+from pullspec.spec.status import BrokerRole
 
 #: Vector (MessageStoreConfig) key → StoreConfig field.
 STORE_KEYS = {

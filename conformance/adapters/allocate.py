@@ -17,12 +17,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from conformance.adapters import _client
-from spec import allocate
-from spec.consumer_config import MessageModel
-from spec.errors import InvalidArgumentError
-from spec.message import MessageQueue
-from spec.profiles import Profile
+from pullspec.conformance.adapters import _client
+from pullspec.spec import allocate
+from pullspec.spec.consumer_config import MessageModel
+from pullspec.spec.errors import InvalidArgumentError
+from pullspec.spec.message import MessageQueue
+from pullspec.spec.profiles import Profile
 
 #: The vector area this module serves.
 AREA = "allocate"

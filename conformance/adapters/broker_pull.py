@@ -32,27 +32,27 @@ from typing import Any
 
 import attrs
 
-from conformance.adapters import _client
-from conformance.adapters._config import store_config
-from conformance.adapters.store import message
-from reference.broker import ReferenceBroker
-from reference.lock_manager import ReferenceLockManager
-from reference.store import ReferenceMessageStore
-from spec import commit, hold, lease
-from spec import filter as spec_filter
-from spec.clock import ManualClock
-from spec.code import (
+from pullspec.conformance.adapters import _client
+from pullspec.conformance.adapters._config import store_config
+from pullspec.conformance.adapters.store import message
+from pullspec.reference.broker import ReferenceBroker
+from pullspec.reference.lock_manager import ReferenceLockManager
+from pullspec.reference.store import ReferenceMessageStore
+from pullspec.spec import commit, hold, lease
+from pullspec.spec import filter as spec_filter
+from pullspec.spec.clock import ManualClock
+from pullspec.spec.code import (
     FLAG_COMMIT_OFFSET,
     FLAG_SUBSCRIPTION,
     FLAG_SUSPEND,
     PullMessageRequest,
     PullResponse,
 )
-from spec.config import BrokerConfig
-from spec.errors import PullspecError
-from spec.message import MessageQueue
-from spec.profiles import Profile
-from spec.status import BrokerRole, ResponseCode
+from pullspec.spec.config import BrokerConfig
+from pullspec.spec.errors import PullspecError
+from pullspec.spec.message import MessageQueue
+from pullspec.spec.profiles import Profile
+from pullspec.spec.status import BrokerRole, ResponseCode
 
 #: The vector area this module serves.
 AREA = "broker_pull"

@@ -24,16 +24,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from conformance.adapters import _client
-from reference.process_queue import ReferenceProcessQueue
-from spec import client_send_back as csb
-from spec import consume_concurrently as conc
-from spec import consume_lifecycle as life
-from spec.clock import ManualClock
-from spec.consume_types import ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus
-from spec.consumer_config import MessageModel
-from spec.message import MessageQueue, StoredMessage
-from spec.profiles import Profile
+from pullspec.conformance.adapters import _client
+from pullspec.reference.process_queue import ReferenceProcessQueue
+from pullspec.spec import client_send_back as csb
+from pullspec.spec import consume_concurrently as conc
+from pullspec.spec import consume_lifecycle as life
+from pullspec.spec.clock import ManualClock
+from pullspec.spec.consume_types import ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus
+from pullspec.spec.consumer_config import MessageModel
+from pullspec.spec.message import MessageQueue, StoredMessage
+from pullspec.spec.profiles import Profile
 
 #: The vector area this module serves.
 AREA = "consume_concurrently"

@@ -22,16 +22,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from conformance.adapters import _client
-from conformance.adapters.consume_concurrently import client_message_json
-from reference.process_queue import ReferenceProcessQueue
-from spec import client_send_back as csb
-from spec import consume_lifecycle as life
-from spec import consume_orderly as order
-from spec.clock import ManualClock
-from spec.consume_types import ConsumeOrderlyStatus
-from spec.message import MessageQueue, StoredMessage
-from spec.profiles import Profile
+from pullspec.conformance.adapters import _client
+from pullspec.conformance.adapters.consume_concurrently import client_message_json
+from pullspec.reference.process_queue import ReferenceProcessQueue
+from pullspec.spec import client_send_back as csb
+from pullspec.spec import consume_lifecycle as life
+from pullspec.spec import consume_orderly as order
+from pullspec.spec.clock import ManualClock
+from pullspec.spec.consume_types import ConsumeOrderlyStatus
+from pullspec.spec.message import MessageQueue, StoredMessage
+from pullspec.spec.profiles import Profile
 
 #: The vector area this module serves.
 AREA = "consume_orderly"

@@ -21,9 +21,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from conformance.adapters import _client
-from spec import invariants as inv
-from spec.profiles import Profile
+from pullspec.conformance.adapters import _client
+from pullspec.spec import invariants as inv
+from pullspec.spec.profiles import Profile
 
 #: The vector area this module serves.
 AREA = "invariants"

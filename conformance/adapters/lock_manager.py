@@ -12,11 +12,11 @@ from typing import Any
 
 import attrs
 
-from spec import lease
-from spec.clock import ManualClock
-from spec.errors import UnsupportedError, require_int, require_str
-from spec.message import MessageQueue
-from spec.profiles import Profile
+from pullspec.spec import lease
+from pullspec.spec.clock import ManualClock
+from pullspec.spec.errors import UnsupportedError, require_int, require_str
+from pullspec.spec.message import MessageQueue
+from pullspec.spec.profiles import Profile
 
 OPS = ("try_lock_batch", "unlock_batch", "is_locked", "advance_clock")
 

@@ -33,19 +33,19 @@ import weakref
 from pathlib import Path
 from typing import Any
 
-from conformance.adapters import _client
-from reference.offset_store import (
+from pullspec.conformance.adapters import _client
+from pullspec.reference.offset_store import (
     ReferenceLocalFileOffsetStore,
     ReferenceRemoteOffsetStore,
     decode_offset_table,
     encode_offset_table,
 )
-from spec import offset_store as spec_os
-from spec.client_errors import MQBrokerError, MQClientError
-from spec.consumer_config import MessageModel, ReadOffsetType
-from spec.message import MessageQueue
-from spec.profiles import Profile
-from spec.status import ResponseCode
+from pullspec.spec import offset_store as spec_os
+from pullspec.spec.client_errors import MQBrokerError, MQClientError
+from pullspec.spec.consumer_config import MessageModel, ReadOffsetType
+from pullspec.spec.message import MessageQueue
+from pullspec.spec.profiles import Profile
+from pullspec.spec.status import ResponseCode
 
 #: The vector area this module serves.
 AREA = "offset_store"

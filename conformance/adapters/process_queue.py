@@ -15,12 +15,12 @@ from typing import Any
 
 import attrs
 
-from spec.clock import ManualClock
-from spec.errors import InvalidArgumentError, PullspecError, UnsupportedError, require_int
-from spec.message import PROPERTY_MAX_OFFSET, StoredMessage
-from spec.process_queue import LOCK_MAX_LIVE_TIME_MS, PULL_MAX_IDLE_TIME_MS
-from spec.profiles import Profile
-from spec.protocols import ProcessQueue
+from pullspec.spec.clock import ManualClock
+from pullspec.spec.errors import InvalidArgumentError, PullspecError, UnsupportedError, require_int
+from pullspec.spec.message import PROPERTY_MAX_OFFSET, StoredMessage
+from pullspec.spec.process_queue import LOCK_MAX_LIVE_TIME_MS, PULL_MAX_IDLE_TIME_MS
+from pullspec.spec.profiles import Profile
+from pullspec.spec.protocols import ProcessQueue
 
 DEFAULT_STATE_FIELDS: tuple[str, ...] = (
     "msgCount",

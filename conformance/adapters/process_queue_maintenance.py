@@ -26,19 +26,19 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from conformance.adapters import _client
-from reference.process_queue import ReferenceProcessQueue
-from spec import process_queue as spec_pq
-from spec.clock import ManualClock
-from spec.message import PROPERTY_CONSUME_START_TIME, StoredMessage
-from spec.profiles import Profile
+from pullspec.conformance.adapters import _client
+from pullspec.reference.process_queue import ReferenceProcessQueue
+from pullspec.spec import process_queue as spec_pq
+from pullspec.spec.clock import ManualClock
+from pullspec.spec.message import PROPERTY_CONSUME_START_TIME, StoredMessage
+from pullspec.spec.profiles import Profile
 
 #: The vector area this module serves.
 AREA = "process_queue_maintenance"
 
 # cleanExpiredMsg logs a failed send-back with its traceback, as RocketMQ does; a case that makes
 # send-backs fail on purpose should not print that on stderr when nobody configured logging.
-logging.getLogger("reference.process_queue").addHandler(logging.NullHandler())
+logging.getLogger("pullspec.reference.process_queue").addHandler(logging.NullHandler())
 
 
 class Reference(_client.ReferenceDriver):

@@ -7,13 +7,13 @@ from typing import Any
 
 import attrs
 
-from conformance.adapters import store as store_adapter
-from conformance.adapters._config import broker_config, store_config
-from spec.clock import ManualClock
-from spec.code import FLAG_SUBSCRIPTION, PullMessageRequest
-from spec.errors import UnsupportedError
-from spec.profiles import Profile
-from spec.status import BrokerRole
+from pullspec.conformance.adapters import store as store_adapter
+from pullspec.conformance.adapters._config import broker_config, store_config
+from pullspec.spec.clock import ManualClock
+from pullspec.spec.code import FLAG_SUBSCRIPTION, PullMessageRequest
+from pullspec.spec.errors import UnsupportedError
+from pullspec.spec.profiles import Profile
+from pullspec.spec.status import BrokerRole
 
 
 @attrs.define

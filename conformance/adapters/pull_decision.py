@@ -21,11 +21,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from conformance.adapters import _client
-from spec import consumer_config as cc
-from spec import pull_actions, pull_decision
-from spec.client_errors import MQClientError
-from spec.profiles import Profile
+from pullspec.conformance.adapters import _client
+from pullspec.spec import consumer_config as cc
+from pullspec.spec import pull_actions, pull_decision
+from pullspec.spec.client_errors import MQClientError
+from pullspec.spec.profiles import Profile
 
 #: The vector area this module serves.
 AREA = "pull_decision"

@@ -14,10 +14,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from conformance.adapters import _client
-from spec import pull_request, pull_route
-from spec.client_errors import MQClientError
-from spec.profiles import Profile
+from pullspec.conformance.adapters import _client
+from pullspec.spec import pull_request, pull_route
+from pullspec.spec.client_errors import MQClientError
+from pullspec.spec.profiles import Profile
 
 #: The vector area this module serves.
 AREA = "pull_request"

@@ -17,12 +17,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from conformance.adapters import _client
-from spec import code as codes
-from spec import pull_request, pull_result
-from spec.client_errors import MQBrokerError
-from spec.profiles import Profile
-from spec.status import PullStatus, ResponseCode
+from pullspec.conformance.adapters import _client
+from pullspec.spec import code as codes
+from pullspec.spec import pull_request, pull_result
+from pullspec.spec.client_errors import MQBrokerError
+from pullspec.spec.profiles import Profile
+from pullspec.spec.status import PullStatus, ResponseCode
 
 #: The vector area this module serves.
 AREA = "pull_result"

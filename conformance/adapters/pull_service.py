@@ -26,14 +26,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from conformance.adapters import _client
-from reference.process_queue import ReferenceProcessQueue
-from reference.pull_service import PullMessageService, PullRequest
-from reference.scheduler import Scheduler
-from spec import pull_service
-from spec.clock import ManualClock
-from spec.message import MessageQueue
-from spec.profiles import Profile
+from pullspec.conformance.adapters import _client
+from pullspec.reference.process_queue import ReferenceProcessQueue
+from pullspec.reference.pull_service import PullMessageService, PullRequest
+from pullspec.reference.scheduler import Scheduler
+from pullspec.spec import pull_service
+from pullspec.spec.clock import ManualClock
+from pullspec.spec.message import MessageQueue
+from pullspec.spec.profiles import Profile
 
 #: The vector area this module serves.
 AREA = "pull_service"

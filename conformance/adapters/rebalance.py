@@ -26,12 +26,12 @@ from typing import Any
 
 import attrs
 
-from conformance.adapters import _client
-from spec import consumer_config as cc
-from spec import pull_from_where, rebalance
-from spec.client_errors import MQClientError
-from spec.message import MessageQueue
-from spec.profiles import Profile
+from pullspec.conformance.adapters import _client
+from pullspec.spec import consumer_config as cc
+from pullspec.spec import pull_from_where, rebalance
+from pullspec.spec.client_errors import MQClientError
+from pullspec.spec.message import MessageQueue
+from pullspec.spec.profiles import Profile
 
 #: The vector area this module serves.
 AREA = "rebalance"

@@ -26,16 +26,16 @@ from typing import Any
 
 import attrs
 
-from conformance.adapters import _client
-from conformance.adapters._config import store_config
-from conformance.adapters.store import message
-from reference.broker import ReferenceBroker
-from reference.store import ReferenceMessageStore
-from spec import delay, retry
-from spec.clock import ManualClock
-from spec.config import SubscriptionGroupConfig
-from spec.message import PROPERTY_DELAY, BrokerInnerMessage, StoredMessage
-from spec.profiles import Profile
+from pullspec.conformance.adapters import _client
+from pullspec.conformance.adapters._config import store_config
+from pullspec.conformance.adapters.store import message
+from pullspec.reference.broker import ReferenceBroker
+from pullspec.reference.store import ReferenceMessageStore
+from pullspec.spec import delay, retry
+from pullspec.spec.clock import ManualClock
+from pullspec.spec.config import SubscriptionGroupConfig
+from pullspec.spec.message import PROPERTY_DELAY, BrokerInnerMessage, StoredMessage
+from pullspec.spec.profiles import Profile
 
 #: The vector area this module serves.
 AREA = "schedule"

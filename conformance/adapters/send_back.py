@@ -12,16 +12,16 @@ from typing import Any
 
 import attrs
 
-from conformance.adapters._config import store_config
-from conformance.adapters.store import message
-from spec.clock import ManualClock
-from spec.config import SubscriptionGroupConfig
-from spec.delay import delay_level_of, parse_delay_levels
-from spec.errors import PullspecError, UnsupportedError
-from spec.message import StoredMessage
-from spec.profiles import Profile
-from spec.results import PutMessageResult
-from spec.retry import SendBackRequest, profile_request_version, request_version_ordinal
+from pullspec.conformance.adapters._config import store_config
+from pullspec.conformance.adapters.store import message
+from pullspec.spec.clock import ManualClock
+from pullspec.spec.config import SubscriptionGroupConfig
+from pullspec.spec.delay import delay_level_of, parse_delay_levels
+from pullspec.spec.errors import PullspecError, UnsupportedError
+from pullspec.spec.message import StoredMessage
+from pullspec.spec.profiles import Profile
+from pullspec.spec.results import PutMessageResult
+from pullspec.spec.retry import SendBackRequest, profile_request_version, request_version_ordinal
 
 
 @attrs.define

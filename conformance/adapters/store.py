@@ -15,15 +15,15 @@ from typing import Any
 
 import attrs
 
-from conformance.adapters._config import store_config
-from spec.clock import ManualClock
-from spec.errors import UnsupportedError
-from spec.filter import tag_filter
-from spec.message import BrokerInnerMessage, HostAddress
-from spec.profiles import Profile
-from spec.protocols import MessageStore
-from spec.results import PutMessageResult
-from spec.status import BrokerRole, PutMessageStatus
+from pullspec.conformance.adapters._config import store_config
+from pullspec.spec.clock import ManualClock
+from pullspec.spec.errors import UnsupportedError
+from pullspec.spec.filter import tag_filter
+from pullspec.spec.message import BrokerInnerMessage, HostAddress
+from pullspec.spec.profiles import Profile
+from pullspec.spec.protocols import MessageStore
+from pullspec.spec.results import PutMessageResult
+from pullspec.spec.status import BrokerRole, PutMessageStatus
 
 QUEUE_IDS = (0, 1)
 

@@ -24,12 +24,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from conformance.adapters import _client
-from spec import code, layout, scan, store
-from spec import filter as spec_filter
-from spec.config import CQ_STORE_UNIT_SIZE
-from spec.profiles import Profile
-from spec.status import BrokerRole, GetMessageStatus
+from pullspec.conformance.adapters import _client
+from pullspec.spec import code, layout, scan, store
+from pullspec.spec import filter as spec_filter
+from pullspec.spec.config import CQ_STORE_UNIT_SIZE
+from pullspec.spec.profiles import Profile
+from pullspec.spec.status import BrokerRole, GetMessageStatus
 
 #: The vector area this module serves.
 AREA = "store_layout"

@@ -61,7 +61,7 @@ RandomFactory = Callable[[random.Random, int], list[Case]]
 def factories(area: str) -> tuple[EdgeFactory, RandomFactory | None]:
     """The case factories of `area`: module `conformance.client_cases.<area>`'s EDGES and
     RANDOM."""
-    module = importlib.import_module(f"conformance.client_cases.{area}")
+    module = importlib.import_module(f"pullspec.conformance.client_cases.{area}")
     return module.EDGES, module.RANDOM
 
 

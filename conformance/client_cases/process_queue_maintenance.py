@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from conformance.client_cases import Case, msg, s
+from pullspec.conformance.client_cases import Case, msg, s
 
 #: One minute in milliseconds (consumeTimeout is in minutes).
 MINUTE = 60_000

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from conformance.client_cases import Case, mq, s
+from pullspec.conformance.client_cases import Case, mq, s
 
 
 def _req(name: str, config: dict[str, Any], *steps: tuple[str, dict[str, Any]]) -> Case:

@@ -17,8 +17,8 @@ from hypothesis import HealthCheck, Phase, Verbosity, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis.stateful import run_state_machine_as_test
 
-from conformance.machines import gen
-from conformance.machines.lockstep import (
+from pullspec.conformance.machines import gen
+from pullspec.conformance.machines.lockstep import (
     LockstepError,
     MachineReport,
     Step,
@@ -27,11 +27,11 @@ from conformance.machines.lockstep import (
     sorted_rules,
     write_replay,
 )
-from conformance.machines.minimize import minimize
-from conformance.observe import CandidateTimeoutError, Session, Verdict
-from conformance.ops import AREAS, MACHINE_AREAS
-from spec.errors import UnsupportedError
-from spec.profiles import Profile
+from pullspec.conformance.machines.minimize import minimize
+from pullspec.conformance.observe import CandidateTimeoutError, Session, Verdict
+from pullspec.conformance.ops import AREAS, MACHINE_AREAS
+from pullspec.spec.errors import UnsupportedError
+from pullspec.spec.profiles import Profile
 
 __all__ = ["AREAS", "MACHINE_AREAS", "MachineReport", "Step", "run_machine"]
 
@@ -73,7 +73,7 @@ def run_machine(
     kill); otherwise its trace is minimised (conformance.machines.minimize).
     """
     if reference is None:
-        import reference.factories as reference
+        import pullspec.reference.factories as reference
     why = _unsupported(reference, candidate, area, profile)
     if why is not None:
         return MachineReport(area, impl, profile, Verdict.UNSUPPORTED, seed, detail=why)

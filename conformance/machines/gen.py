@@ -18,8 +18,8 @@ from typing import Any, Protocol, TypeVar
 import attrs
 from hypothesis import strategies as st
 
-from conformance.adapters.process_queue import DEFAULT_STATE_FIELDS
-from conformance.ops import STATE_FIELDS, Observation, Op, check_area
+from pullspec.conformance.adapters.process_queue import DEFAULT_STATE_FIELDS
+from pullspec.conformance.ops import STATE_FIELDS, Observation, Op, check_area
 
 T = TypeVar("T")
 

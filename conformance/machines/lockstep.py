@@ -19,8 +19,8 @@ import attrs
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
 
-from conformance.machines import gen
-from conformance.observe import (
+from pullspec.conformance.machines import gen
+from pullspec.conformance.observe import (
     CandidateTimeoutError,
     Divergence,
     DivergenceKind,
@@ -29,9 +29,9 @@ from conformance.observe import (
     compare,
     rule_sort_key,
 )
-from conformance.ops import Observation, Op, rules_for
-from spec.errors import UnsupportedError
-from spec.profiles import Profile
+from pullspec.conformance.ops import Observation, Op, rules_for
+from pullspec.spec.errors import UnsupportedError
+from pullspec.spec.profiles import Profile
 
 R = TypeVar("R")
 

@@ -14,9 +14,9 @@ from typing import Any
 
 import attrs
 
-from conformance.machines.lockstep import MachineReport, replay_trace
-from conformance.observe import Verdict
-from conformance.ops import Op
+from pullspec.conformance.machines.lockstep import MachineReport, replay_trace
+from pullspec.conformance.observe import Verdict
+from pullspec.conformance.ops import Op
 
 #: Replays one minimisation may spend (a bound for slow subprocess candidates).
 MAX_REPLAYS = 2000

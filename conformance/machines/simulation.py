@@ -23,20 +23,20 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from conformance.observe import Verdict
-from reference import sim_history as h
-from reference.process_queue import ReferenceProcessQueue
-from reference.sim_cluster import RecordingStore
-from reference.sim_config import SimConfig, SimHooks
-from reference.sim_faults import format_schedule, parse_schedule
-from reference.sim_observe import ObservedProcessQueue
-from reference.simulator import Simulator
-from reference.store import ReferenceMessageStore
-from spec.clock import Clock
-from spec.profiles import Profile
+from pullspec.conformance.observe import Verdict
+from pullspec.reference import sim_history as h
+from pullspec.reference.process_queue import ReferenceProcessQueue
+from pullspec.reference.sim_cluster import RecordingStore
+from pullspec.reference.sim_config import SimConfig, SimHooks
+from pullspec.reference.sim_faults import format_schedule, parse_schedule
+from pullspec.reference.sim_observe import ObservedProcessQueue
+from pullspec.reference.simulator import Simulator
+from pullspec.reference.store import ReferenceMessageStore
+from pullspec.spec.clock import Clock
+from pullspec.spec.profiles import Profile
 
 if TYPE_CHECKING:
-    from reference.sim_watch import ClientWatch
+    from pullspec.reference.sim_watch import ClientWatch
 
 #: Candidate factories the simulation can substitute.
 PARTS = ("message_store", "process_queue")
@@ -238,7 +238,7 @@ class SimulationReport:
 def replay_command(impl: str, config: SimConfig, steps: int, schedule: str) -> str:
     """The command line that replays one lockstep run."""
     return (
-        f"python -m conformance.machines.simulation --impl {shlex.quote(impl)} "
+        f"python -m pullspec.conformance.machines.simulation --impl {shlex.quote(impl)} "
         f"--seed {config.seed} --profile {config.profile.value} --steps {steps} "
         f"--fault-gap-ms {config.mean_fault_gap_ms} "
         f"--schedule {shlex.quote(schedule)}"
@@ -343,10 +343,10 @@ def main(argv: list[str] | None = None) -> int:
     """Replay one lockstep run: exit 1 and print the divergence if there is one."""
     import argparse
 
-    from conformance.candidates import resolve
-    from reference.sim_faults import parse_schedule
+    from pullspec.conformance.candidates import resolve
+    from pullspec.reference.sim_faults import parse_schedule
 
-    parser = argparse.ArgumentParser(prog="python -m conformance.machines.simulation")
+    parser = argparse.ArgumentParser(prog="python -m pullspec.conformance.machines.simulation")
     parser.add_argument("--impl", default="fast")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--profile", default="4.9")

@@ -1,6 +1,6 @@
 """The mutation bank: named, documented one-rule changes to the reference.
 
-Each mutant is a candidate (`--impl conformance.mutants.impl:<name>`, `-` spelt `_`)
+Each mutant is a candidate (`--impl pullspec.conformance.mutants.impl:<name>`, `-` spelt `_`)
 whose factories build reference objects with exactly one rule changed (conformance.mutants._patch
 explains how, without touching the reference itself). `pullspec mutants` runs the suite against
 every mutant and reports which it killed; a mutant that survives shows a rule the suite does not
@@ -16,7 +16,7 @@ from typing import Any
 
 import attrs
 
-from spec.errors import InvalidArgumentError
+from pullspec.spec.errors import InvalidArgumentError
 
 
 @attrs.frozen
@@ -32,7 +32,7 @@ class Mutant:
     @property
     def impl(self) -> str:
         """The `--impl` spelling of this mutant."""
-        return f"conformance.mutants.impl:{self.name.replace('-', '_')}"
+        return f"pullspec.conformance.mutants.impl:{self.name.replace('-', '_')}"
 
     def candidate(self) -> Any:
         """The mutant candidate (built once)."""
@@ -47,7 +47,7 @@ def _built(name: str) -> Any:
 def bank() -> tuple[Mutant, ...]:
     """Every mutant, grouped by area."""
     areas = ("store", "pull_code", "process_queue", "lock_manager", "send_back")
-    modules = [importlib.import_module(f"conformance.mutants.{area}") for area in areas]
+    modules = [importlib.import_module(f"pullspec.conformance.mutants.{area}") for area in areas]
     return tuple(m for module in modules for m in module.MUTANTS)
 
 

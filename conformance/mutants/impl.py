@@ -1,4 +1,4 @@
-"""`--impl conformance.mutants.impl:<name>`: every mutant of the bank as a `module:factory`.
+"""`--impl pullspec.conformance.mutants.impl:<name>`: every mutant of the bank as a `module:factory`.
 
 The attribute `<name>` (the mutant's name with `-` spelt `_`) is a factory answering the mutant
 candidate, which is what `conformance.candidates.resolve` calls.
@@ -9,12 +9,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from spec.errors import InvalidArgumentError
+from pullspec.spec.errors import InvalidArgumentError
 
 
 def __getattr__(name: str) -> Callable[[], Any]:
     """The factory of the mutant called `name`."""
-    from conformance.mutants import get
+    from pullspec.conformance.mutants import get
 
     if name.startswith("__"):
         raise AttributeError(name)

@@ -6,16 +6,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from conformance.mutants import Mutant
-from conformance.mutants._patch import Candidate, mutate, wrap
-from spec.clock import Clock
+from pullspec.conformance.mutants import Mutant
+from pullspec.conformance.mutants._patch import Candidate, mutate, wrap
+from pullspec.spec.clock import Clock
 
-_LEASE = "spec.lease"
+_LEASE = "pullspec.spec.lease"
 
 
 def _lease_mutant(name: str, rule: str, doc: str, replace: Mapping[str, Any]) -> Mutant:
     def build() -> Candidate:
-        from reference.lock_manager import ReferenceLockManager
+        from pullspec.reference.lock_manager import ReferenceLockManager
 
         manager_class = mutate(ReferenceLockManager, {_LEASE: replace})
 
@@ -33,7 +33,7 @@ def _no_refresh(f: Any, now: int, entry: Any, client_id: str, max_live: int) -> 
 
 
 def _takeover_keeps_timestamp(f: Any, now: int, entry: Any, client_id: str, max_live: int) -> Any:
-    from spec.lease import LockEntry, holds
+    from pullspec.spec.lease import LockEntry, holds
 
     ok, new = f(now, entry, client_id, max_live)
     if ok and entry is not None and not holds(now, entry, client_id, max_live):
@@ -52,7 +52,7 @@ def _unlock_any_owner(f: Any, table: Any, group: str, mqs: Any, client_id: str) 
 def _empty_batch_creates_group(
     f: Any, table: Any, group: str, mqs: Any, client_id: str, now: int, max_live: int
 ) -> Any:
-    from spec.lease import LockTable
+    from pullspec.spec.lease import LockTable
 
     if group not in table.groups:
         table = LockTable({**table.groups, group: {}})

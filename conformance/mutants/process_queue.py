@@ -8,17 +8,17 @@ from typing import Any
 
 import attrs
 
-from conformance.mutants import Mutant
-from conformance.mutants._patch import Candidate, mutate, wrap
-from spec.clock import Clock
-from spec.profiles import Profile
+from pullspec.conformance.mutants import Mutant
+from pullspec.conformance.mutants._patch import Candidate, mutate, wrap
+from pullspec.spec.clock import Clock
+from pullspec.spec.profiles import Profile
 
-_PQ = "spec.process_queue"
+_PQ = "pullspec.spec.process_queue"
 
 
 def _pq_mutant(name: str, rule: str, doc: str, replace: Mapping[str, Any]) -> Mutant:
     def build() -> Candidate:
-        from reference.process_queue import ReferenceProcessQueue
+        from pullspec.reference.process_queue import ReferenceProcessQueue
 
         queue_class = mutate(ReferenceProcessQueue, {_PQ: replace})
 

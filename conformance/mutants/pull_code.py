@@ -6,20 +6,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from conformance.mutants import Mutant
-from conformance.mutants._patch import Candidate, mutate, wrap
-from spec.clock import Clock
-from spec.config import BrokerConfig, StoreConfig
-from spec.profiles import Profile
-from spec.status import BrokerRole, GetMessageStatus, ResponseCode
+from pullspec.conformance.mutants import Mutant
+from pullspec.conformance.mutants._patch import Candidate, mutate, wrap
+from pullspec.spec.clock import Clock
+from pullspec.spec.config import BrokerConfig, StoreConfig
+from pullspec.spec.profiles import Profile
+from pullspec.spec.status import BrokerRole, GetMessageStatus, ResponseCode
 
 
 def _broker_mutant(
     name: str, rule: str, doc: str, patches: Mapping[str, Mapping[str, Any]]
 ) -> Mutant:
     def build() -> Candidate:
-        from reference.broker import ReferenceBroker
-        from reference.store import ReferenceMessageStore
+        from pullspec.reference.broker import ReferenceBroker
+        from pullspec.reference.store import ReferenceMessageStore
 
         broker_class = mutate(ReferenceBroker, patches)
 
@@ -35,7 +35,7 @@ def _broker_mutant(
 def _code(status: GetMessageStatus, replaced: ResponseCode) -> Any:
     """status_to_response_code answering `replaced` for `status`."""
     return wrap(
-        "spec.code",
+        "pullspec.spec.code",
         "status_to_response_code",
         lambda f, s, offset: replaced if s is status else f(s, offset),
     )
@@ -44,7 +44,7 @@ def _code(status: GetMessageStatus, replaced: ResponseCode) -> Any:
 def _slave_retry_sticks(
     role: BrokerRole, slave_read_enable: bool, status: GetMessageStatus, offset: int
 ) -> ResponseCode:
-    from spec.code import status_to_response_code
+    from pullspec.spec.code import status_to_response_code
 
     if role is BrokerRole.SLAVE and not slave_read_enable:
         return ResponseCode.PULL_RETRY_IMMEDIATELY  # the overwrite by the status switch is lost
@@ -56,20 +56,20 @@ MUTANTS: tuple[Mutant, ...] = (
         "empty-queue-not-found-anywhere",
         "CODE-8",
         "An empty queue answers PULL_NOT_FOUND at every offset, not only at 0.",
-        {"spec.code": {"empty_queue_code": lambda offset: ResponseCode.PULL_NOT_FOUND}},
+        {"pullspec.spec.code": {"empty_queue_code": lambda offset: ResponseCode.PULL_NOT_FOUND}},
     ),
     _broker_mutant(
         "slave-retry-sticks",
         "CODE-9",
         "A slave without slave reading answers PULL_RETRY_IMMEDIATELY whatever the status.",
-        {"spec.code": {"slave_code": _slave_retry_sticks}},
+        {"pullspec.spec.code": {"slave_code": _slave_retry_sticks}},
     ),
     _broker_mutant(
         "slave-answers-offset-moved",
         "CODE-10",
         "A slave without offsetCheckInSlave still answers PULL_OFFSET_MOVED.",
         {
-            "spec.code": {
+            "pullspec.spec.code": {
                 "offset_moved_outcome": lambda role, check, suggestion, broker_id: (
                     ResponseCode.PULL_OFFSET_MOVED,
                     suggestion,
@@ -83,7 +83,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "CODE-7",
         "OFFSET_OVERFLOW_ONE answers PULL_RETRY_IMMEDIATELY instead of PULL_NOT_FOUND.",
         {
-            "spec.code": {
+            "pullspec.spec.code": {
                 "status_to_response_code": _code(
                     GetMessageStatus.OFFSET_OVERFLOW_ONE, ResponseCode.PULL_RETRY_IMMEDIATELY
                 )
@@ -95,9 +95,9 @@ MUTANTS: tuple[Mutant, ...] = (
         "CODE-2",
         "The queue-id check lets queueId == readQueueNums through to the store.",
         {
-            "spec.code": {
+            "pullspec.spec.code": {
                 "pre_store_check": wrap(
-                    "spec.code",
+                    "pullspec.spec.code",
                     "pre_store_check",
                     lambda f, **kw: f(**{**kw, "read_queue_nums": kw["read_queue_nums"] + 1}),
                 )

@@ -16,12 +16,12 @@ from typing import Any
 
 import attrs
 
-from conformance import export
-from conformance.machines import run_machine
-from conformance.mutants import Mutant
-from conformance.observe import Verdict, verdict_of
-from conformance.vectors import load_cases, run_case
-from spec.profiles import Profile
+from pullspec.conformance import export
+from pullspec.conformance.machines import run_machine
+from pullspec.conformance.mutants import Mutant
+from pullspec.conformance.observe import Verdict, verdict_of
+from pullspec.conformance.vectors import load_cases, run_case
+from pullspec.spec.profiles import Profile
 
 #: The machines' budget per area when the vectors did not kill a mutant.
 DEFAULT_EXAMPLES = 150

@@ -6,13 +6,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from conformance.mutants import Mutant
-from conformance.mutants._patch import Candidate, forks, mutate
-from spec.clock import Clock
-from spec.config import StoreConfig, SubscriptionGroupConfig
-from spec.profiles import Profile
+from pullspec.conformance.mutants import Mutant
+from pullspec.conformance.mutants._patch import Candidate, forks, mutate
+from pullspec.spec.clock import Clock
+from pullspec.spec.config import StoreConfig, SubscriptionGroupConfig
+from pullspec.spec.profiles import Profile
 
-_RETRY = "spec.retry"
+_RETRY = "pullspec.spec.retry"
 _RULE_STEMS = ("retry_target", "max_reconsume_times", "dead_letter_target", "send_back_message")
 _RULE_NAMES = {
     p: tuple(f"{rule}_v{p.value.replace('.', '')}" for rule in _RULE_STEMS)
@@ -26,8 +26,8 @@ def _send_back_mutant(
     """`replace(retry_namespace)` answers the replacements of spec.retry (it may wrap originals)."""
 
     def build() -> Candidate:
-        from reference.send_back import ReferenceSendBack
-        from reference.store import ReferenceMessageStore
+        from pullspec.reference.send_back import ReferenceSendBack
+        from pullspec.reference.store import ReferenceMessageStore
 
         originals = forks({_RETRY: {}})[_RETRY]
 
@@ -39,7 +39,7 @@ def _send_back_mutant(
             return {"_RULES": table}
 
         send_back_class = mutate(
-            ReferenceSendBack, {_RETRY: replace(originals), "reference.send_back": rules}
+            ReferenceSendBack, {_RETRY: replace(originals), "pullspec.reference.send_back": rules}
         )
 
         def send_back(

@@ -8,12 +8,12 @@ from typing import Any
 
 import attrs
 
-from conformance.mutants import Mutant
-from conformance.mutants._patch import Candidate, mutate, wrap
-from spec.clock import Clock
-from spec.config import BrokerConfig, StoreConfig, SubscriptionGroupConfig
-from spec.profiles import Profile
-from spec.protocols import MessageFilter
+from pullspec.conformance.mutants import Mutant
+from pullspec.conformance.mutants._patch import Candidate, mutate, wrap
+from pullspec.spec.clock import Clock
+from pullspec.spec.config import BrokerConfig, StoreConfig, SubscriptionGroupConfig
+from pullspec.spec.profiles import Profile
+from pullspec.spec.protocols import MessageFilter
 
 _AREAS = ("store", "pull_code")
 _OTHER = {Profile.V4_7: Profile.V4_9, Profile.V4_9: Profile.V4_7}
@@ -25,9 +25,9 @@ def store_candidate(
     """A builder of a candidate whose store, broker and send-back use the mutant store."""
 
     def build() -> Candidate:
-        from reference.broker import ReferenceBroker
-        from reference.send_back import ReferenceSendBack
-        from reference.store import ReferenceMessageStore
+        from pullspec.reference.broker import ReferenceBroker
+        from pullspec.reference.send_back import ReferenceSendBack
+        from pullspec.reference.store import ReferenceMessageStore
 
         store_class = mutate(ReferenceMessageStore, patches, **methods)
 
@@ -68,7 +68,7 @@ class _PerTopicCounters(dict[tuple[str, int], int]):
 
 
 def _shared_counters_init(self: Any) -> None:
-    from reference.store import ReferenceMessageStore
+    from pullspec.reference.store import ReferenceMessageStore
 
     ReferenceMessageStore.__attrs_post_init__(self)
     self._counters = _PerTopicCounters()
@@ -98,7 +98,7 @@ def _untagged_get_message(
     max_msg_nums: int,
     message_filter: MessageFilter | None = None,
 ) -> Any:
-    from reference.store import ReferenceMessageStore
+    from pullspec.reference.store import ReferenceMessageStore
 
     wrapped = _UntaggedPasses(message_filter) if message_filter is not None else None
     return ReferenceMessageStore.get_message(
@@ -121,14 +121,14 @@ MUTANTS: tuple[Mutant, ...] = (
         "slave-corrects-offsets",
         "STORE-6",
         "An error status corrects nextBeginOffset even on a slave without offsetCheckInSlave.",
-        {"spec.store": {"next_offset_correction": lambda old, new, role, check: new}},
+        {"pullspec.spec.store": {"next_offset_correction": lambda old, new, role, check: new}},
     ),
     _mutant(
         "overflow-badly-other-profile",
         "STORE-8",
         "OFFSET_OVERFLOW_BADLY corrects to the other profile's target (4.9 restarts from 0).",
         {
-            "spec.store": {
+            "pullspec.spec.store": {
                 "overflow_badly_target_v47": lambda mn, mx: mx,
                 "overflow_badly_target_v49": lambda mn, mx: 0 if mn == 0 else mx,
             }
@@ -138,45 +138,47 @@ MUTANTS: tuple[Mutant, ...] = (
         "overflow-one-advances",
         "STORE-7",
         "offset == maxOffset answers nextBeginOffset = offset + 1 instead of staying.",
-        {"spec.store": {"overflow_one_next_offset": lambda offset: offset + 1}},
+        {"pullspec.spec.store": {"overflow_one_next_offset": lambda offset: offset + 1}},
     ),
     _mutant(
         "found-null-roll-off-by-one",
         "STORE-10",
         "OFFSET_FOUND_NULL moves one past the first index of the next consume-queue file.",
-        {"spec.store": {"consume_queue_roll_next_file": lambda i, u: i + u - i % u + 1}},
+        {"pullspec.spec.store": {"consume_queue_roll_next_file": lambda i, u: i + u - i % u + 1}},
     ),
     _mutant(
         "batch-full-ignores-count",
         "BATCH-2",
         "isTheBatchFull ignores maxMsgNums (only the byte and transfer-count limits end a batch).",
         {
-            "spec.batch": {
+            "pullspec.spec.batch": {
                 "is_the_batch_full": wrap(
-                    "spec.batch",
+                    "pullspec.spec.batch",
                     "is_the_batch_full",
                     lambda f, size, _n, total, count, disk, limits: f(
                         size, 2**31 - 1, total, count, disk, limits
                     ),
                 )
             },
-            "spec.scan": {},
-            "spec.store": {},
+            "pullspec.spec.scan": {},
+            "pullspec.spec.store": {},
         },
     ),
     _mutant(
         "negative-max-allowed-in-4-9",
         "BATCH-4",
         "4.9 treats a negative maxMsgNums like 4.7 does (no Illegal Capacity error).",
-        {"spec.batch": {"check_result_capacity_v49": lambda n: max(1, n)}},
+        {"pullspec.spec.batch": {"check_result_capacity_v49": lambda n: max(1, n)}},
     ),
     _mutant(
         "batch-stop-entry-counted",
         "STORE-11",
         "The entry that makes the batch full counts as examined, so nextBeginOffset skips it.",
         {
-            "spec.scan": {"scan_entry": wrap("spec.scan", "scan_entry", _stop_entry_counted)},
-            "spec.store": {},
+            "pullspec.spec.scan": {
+                "scan_entry": wrap("pullspec.spec.scan", "scan_entry", _stop_entry_counted)
+            },
+            "pullspec.spec.store": {},
         },
     ),
     _mutant(
@@ -190,16 +192,16 @@ MUTANTS: tuple[Mutant, ...] = (
         "eof-blank-without-8",
         "LAYOUT-7",
         "A record rolls to the next commit-log file only when L > F − w (the 8-byte blank ignored).",
-        {"spec.layout": {"needs_end_of_file_blank": lambda length, w, f: length > f - w}},
+        {"pullspec.spec.layout": {"needs_end_of_file_blank": lambda length, w, f: length > f - w}},
     ),
     _mutant(
         "properties-other-profile",
         "LAYOUT-9",
         "Properties are encoded with the other profile's separator rule (one byte off per message).",
         {
-            "spec.layout": {
+            "pullspec.spec.layout": {
                 "message_properties_to_string": wrap(
-                    "spec.layout",
+                    "pullspec.spec.layout",
                     "message_properties_to_string",
                     lambda f, props, profile: f(props, _OTHER[profile]),
                 )
@@ -211,9 +213,9 @@ MUTANTS: tuple[Mutant, ...] = (
         "STORE-19",
         "After expiry a queue's min moves past an entry lying exactly at the commit-log minimum.",
         {
-            "spec.store": {
+            "pullspec.spec.store": {
                 "corrected_min_logic_offset": wrap(
-                    "spec.store",
+                    "pullspec.spec.store",
                     "corrected_min_logic_offset",
                     lambda f, start, entries, cl_min, cur: f(start, entries, cl_min + 1, cur),
                 )
@@ -232,9 +234,9 @@ MUTANTS: tuple[Mutant, ...] = (
         "STORE-4",
         "A queue's max offset is its last index, not one past it.",
         {
-            "spec.store": {
+            "pullspec.spec.store": {
                 "queue_min_max_offsets": wrap(
-                    "spec.store",
+                    "pullspec.spec.store",
                     "queue_min_max_offsets",
                     _max_is_last_index,
                 )
