@@ -36,6 +36,7 @@ import attrs
 from pullspec.reference.broker import ReferenceBroker
 from pullspec.reference.broker_clients import HOUSEKEEPING_INTERVAL_MILLIS as HOUSEKEEPING_MS
 from pullspec.reference.scheduler import Scheduler
+from pullspec.spec.broker_addrs import BrokerAddrs
 from pullspec.spec.client_errors import MQClientError
 from pullspec.spec.code import PullMessageRequest, PullResponse
 from pullspec.spec.errors import (
@@ -199,12 +200,13 @@ class ReferenceRemoting:
         """Every registered broker name, sorted (the cluster the name server would route)."""
         return sorted({e.broker_name for e in self._endpoints.values()})
 
-    def broker_addrs(self, broker_name: str) -> dict[int, str]:
-        """The route's broker map of `broker_name` (BrokerData.brokerAddrs): id → address, in
-        ascending id order, which is a small HashMap<Long, String>'s iteration order."""
+    def broker_addrs(self, broker_name: str) -> BrokerAddrs:
+        """The route's broker map of `broker_name` (BrokerData.brokerAddrs): id → address, put
+        in registration order into a HashMap<Long, String> and iterated in its order."""
         name = require_str("broker_name", broker_name)
-        found = {e.broker_id: a for a, e in self._endpoints.items() if e.broker_name == name}
-        return dict(sorted(found.items()))
+        return BrokerAddrs(
+            (e.broker_id, a) for a, e in self._endpoints.items() if e.broker_name == name
+        )
 
     def broker(self, addr: str) -> ReferenceBroker:
         """The broker registered at `addr`."""
@@ -453,9 +455,7 @@ class ReferenceRemoting:
         """OFFSET-7's address for `broker_name`, the route refresh giving the same route; raises
         MQClientError("The broker[…] not exist") when there is none."""
         addrs = self.broker_addrs(broker_name)
-        addr = offset_broker_address(addrs, False, profile)
-        if addr is None:
-            addr = offset_broker_address(addrs, True, profile)
+        addr = offset_broker_address(addrs, addrs, profile)
         if addr is None:
             raise MQClientError(f"The broker[{broker_name}] not exist")
         return addr

@@ -10,6 +10,7 @@ from typing import Protocol, TypeVar, runtime_checkable
 
 import attrs
 
+from pullspec.spec.broker_addrs import BrokerAddrs
 from pullspec.spec.client_errors import MQBrokerError, MQClientError
 from pullspec.spec.consumer_config import (
     MASTER_ID,
@@ -19,6 +20,11 @@ from pullspec.spec.consumer_config import (
 )
 from pullspec.spec.message import MessageQueue
 from pullspec.spec.profiles import Profile
+from pullspec.spec.pull_route import (
+    FindBrokerResult,
+    find_broker_address_in_admin,
+    find_broker_address_in_subscribe_v49,
+)
 from pullspec.spec.rules import rule
 
 T = TypeVar("T")
@@ -208,48 +214,84 @@ def remote_persist_all_plan(
     return tuple(m for m in entries if m in mqs), tuple(m for m in entries if m not in mqs)
 
 
-def _first(broker_addrs: Mapping[int, str]) -> str | None:
-    return next(iter(broker_addrs.values()), None)
+def _address(found: FindBrokerResult | None) -> str | None:
+    return None if found is None else found.broker_addr
 
 
 # [4.7]
 @rule(
     "OFFSET-7",
-    source=f"{_REMOTE}.fetchConsumeOffsetFromBroker, MQClientInstance.findBrokerAddressInAdmin",
+    source=(
+        f"{_REMOTE}.fetchConsumeOffsetFromBroker, {_REMOTE}.updateConsumeOffsetToBroker, "
+        "MQClientInstance.findBrokerAddressInAdmin"
+    ),
     profiles=(Profile.V4_7,),
-    versions="4.9 asks the master only, then master-or-first after a route refresh",
+    versions=(
+        "4.9 asks findBrokerAddressInSubscribe for the master only, then after the route refresh "
+        "for the master or else the map's first entry"
+    ),
 )
-def offset_broker_address_v47(broker_addrs: Mapping[int, str], refreshed: bool) -> str | None:
-    """The offset query and update go to the first broker of the map, slave or not, before and
-    after a NameServer route refresh.
+def offset_broker_address_v47(
+    broker_addrs: BrokerAddrs | None, after_refresh: BrokerAddrs | None
+) -> str | None:
+    """The offset query and update go to the first entry of the broker's address map in its
+    HashMap iteration order (findBrokerAddressInAdmin, slave possible), and only when there is
+    none the route is refreshed from the NameServer and the refreshed map is asked the same way.
 
-    post: __return__ is None or __return__ in broker_addrs.values()
+    post: broker_addrs is None or not broker_addrs or __return__ == next(iter(broker_addrs.values()))
+    post: __return__ is not None or not after_refresh
     """
-    # Verify a slave can answer offset queries in 4.7.
-    return _first(broker_addrs)
+    # Verify a slave answers offset queries in 4.7 whenever its id iterates first (never before
+    # id 0: the map is a HashMap<Long, String>, not the route's list).
+    found = find_broker_address_in_admin(broker_addrs)
+    if found is None:
+        found = find_broker_address_in_admin(after_refresh)
+    return _address(found)
 
 
 # [Modified in 4.9]
-@rule("OFFSET-7", source=f"{_REMOTE}.fetchConsumeOffsetFromBroker", profiles=(Profile.V4_9,))
-def offset_broker_address_v49(broker_addrs: Mapping[int, str], refreshed: bool) -> str | None:
-    """The offset query and update go to the master only, and after a route refresh to the
-    master or else the map's first broker.
+@rule(
+    "OFFSET-7",
+    source=(
+        f"{_REMOTE}.fetchConsumeOffsetFromBroker, {_REMOTE}.updateConsumeOffsetToBroker, "
+        "MQClientInstance.findBrokerAddressInSubscribe"
+    ),
+    profiles=(Profile.V4_9,),
+)
+def offset_broker_address_v49(
+    broker_addrs: BrokerAddrs | None, after_refresh: BrokerAddrs | None
+) -> str | None:
+    """The offset query and update go to the master (findBrokerAddressInSubscribe(brokerName,
+    MASTER_ID, onlyThisBroker = true)), and without one the route is refreshed from the
+    NameServer and the lookup repeated with onlyThisBroker = false, which answers the master or
+    else the first entry in the map's HashMap order — also when the refresh left the map as it
+    was.
 
-    post: refreshed or __return__ is None or __return__ == broker_addrs.get(0)
+    post: broker_addrs is None or MASTER_ID not in broker_addrs or __return__ == broker_addrs[MASTER_ID]
+    post: __return__ is not None or not after_refresh
     """
-    # Verify the fallback to any broker needs a refresh first.
-    if MASTER_ID in broker_addrs:
-        return broker_addrs[MASTER_ID]
-    return _first(broker_addrs) if refreshed else None
+    # Verify the second lookup always allows any broker: a slave-only route reaches the slave
+    # even when the refresh changed nothing.
+    found = find_broker_address_in_subscribe_v49(broker_addrs, MASTER_ID, True)
+    if found is None:
+        found = find_broker_address_in_subscribe_v49(after_refresh, MASTER_ID, False)
+    return _address(found)
 
 
 def offset_broker_address(
-    broker_addrs: Mapping[int, str], refreshed: bool, profile: Profile
+    broker_addrs: BrokerAddrs | None, after_refresh: BrokerAddrs | None, profile: Profile
 ) -> str | None:
-    """OFFSET-7 in `profile`; the caller raises MQClientError when both lookups give None."""
+    """OFFSET-7 in `profile`: `broker_addrs` is the client's map of the queue's broker before
+    the lookup (None: none), `after_refresh` what updateTopicRouteInfoFromNameServer leaves
+    (consulted only when the first lookup finds nothing; pass the same map when the refresh
+    changes nothing). The caller raises MQClientError("The broker[…] not exist") on None.
+
+    Example: ``offset_broker_address(slave_only, slave_only, Profile.V4_9)`` with
+    ``slave_only = BrokerAddrs([(1, "s:1")])`` is ``"s:1"``.
+    """
     if profile is Profile.V4_7:
-        return offset_broker_address_v47(broker_addrs, refreshed)
-    return offset_broker_address_v49(broker_addrs, refreshed)
+        return offset_broker_address_v47(broker_addrs, after_refresh)
+    return offset_broker_address_v49(broker_addrs, after_refresh)
 
 
 @rule("OFFSET-8", source="MQClientInstance.persistAllConsumerOffset", seeds=_S24)

@@ -4,10 +4,11 @@ node choice, the broker address lookup and the filter-server routing."""
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 import attrs
 
+from pullspec.spec.broker_addrs import BrokerAddrs
 from pullspec.spec.client_errors import MQClientError
 from pullspec.spec.consumer_config import MASTER_ID
 from pullspec.spec.filter import is_tag_type
@@ -92,9 +93,21 @@ def recalculate_pull_from_which_node(
     return MASTER_ID if suggested is None else suggested
 
 
-def _first_entry(broker_addrs: Mapping[int, str]) -> FindBrokerResult:
+def _first_entry(broker_addrs: BrokerAddrs) -> FindBrokerResult:
+    # `map.entrySet().iterator().next()`: the first entry in HashMap order, not the route's.
     broker_id, addr = next(iter(broker_addrs.items()))
     return FindBrokerResult(addr, broker_id != MASTER_ID)
+
+
+def find_broker_address_in_admin(broker_addrs: BrokerAddrs | None) -> FindBrokerResult | None:
+    """MQClientInstance.findBrokerAddressInAdmin: the first entry of the broker's address map in
+    its HashMap iteration order (`spec.broker_addrs`), slave when its id is not 0; None without
+    a map or with an empty one.
+
+    Example: ``find_broker_address_in_admin(BrokerAddrs([(1, "s:1"), (0, "m:1")]))`` is
+    ``FindBrokerResult("m:1", slave=False)``: id 0 iterates first.
+    """
+    return _first_entry(broker_addrs) if broker_addrs else None
 
 
 # [4.7]
@@ -106,10 +119,11 @@ def _first_entry(broker_addrs: Mapping[int, str]) -> FindBrokerResult:
     versions="4.9 tries brokerId + 1 for a missing slave id before the first-entry fallback",
 )
 def find_broker_address_in_subscribe_v47(
-    broker_addrs: Mapping[int, str] | None, broker_id: int, only_this_broker: bool
+    broker_addrs: BrokerAddrs | None, broker_id: int, only_this_broker: bool
 ) -> FindBrokerResult | None:
     """The pull goes to exactly `broker_id` if the route has it, else (unless only_this_broker)
-    to the first entry in the broker map's iteration order, else nowhere.
+    to the first entry in the broker map's iteration order — BrokerData.brokerAddrs is a
+    HashMap<Long, String>, so its bucket order, id 0 before 1 before 2 — else nowhere.
 
     post: __return__ is None or __return__.broker_addr in broker_addrs.values()
     """
@@ -124,10 +138,11 @@ def find_broker_address_in_subscribe_v47(
 # [Modified in 4.9]
 @rule("REQ-6", source="MQClientInstance.findBrokerAddressInSubscribe", profiles=(Profile.V4_9,))
 def find_broker_address_in_subscribe_v49(
-    broker_addrs: Mapping[int, str] | None, broker_id: int, only_this_broker: bool
+    broker_addrs: BrokerAddrs | None, broker_id: int, only_this_broker: bool
 ) -> FindBrokerResult | None:
     """The pull goes to exactly `broker_id`, else for a slave id to `broker_id + 1` (still a
-    slave), else (unless only_this_broker) to the map's first entry, else nowhere.
+    slave), else (unless only_this_broker) to the first entry in the broker map's HashMap
+    iteration order (id 0 before 1 before 2), else nowhere.
 
     post: __return__ is None or __return__.broker_addr in broker_addrs.values()
     """
@@ -143,7 +158,7 @@ def find_broker_address_in_subscribe_v49(
 
 
 def find_broker_address_in_subscribe(
-    broker_addrs: Mapping[int, str] | None, broker_id: int, only_this_broker: bool, profile: Profile
+    broker_addrs: BrokerAddrs | None, broker_id: int, only_this_broker: bool, profile: Profile
 ) -> FindBrokerResult | None:
     """REQ-6 in `profile`."""
     if profile is Profile.V4_7:

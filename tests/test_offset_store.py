@@ -17,6 +17,7 @@ from pullspec.reference.offset_store import (
     decode_offset_table,
     encode_offset_table,
 )
+from pullspec.spec.broker_addrs import BrokerAddrs
 from pullspec.spec.client_errors import MQBrokerError, MQClientError
 from pullspec.spec.consumer_config import ConsumeFromWhere, MessageModel, ReadOffsetType
 from pullspec.spec.contracts import check_call
@@ -34,6 +35,8 @@ from pullspec.spec.offset_store import (
     local_persist_steps,
     memory_after_rebalance_read,
     offset_broker_address,
+    offset_broker_address_v47,
+    offset_broker_address_v49,
     offset_store_kind,
     persist_consumer_offset_targets,
     read_local_offset,
@@ -136,11 +139,27 @@ def test_offset_6_to_8_remote_persistence_rules() -> None:
     assert remote_persist_all_plan((Q0, Q1), {Q1}) == ((Q1,), (Q0,))
     assert remote_persist_all_plan((Q0, Q1), set()) == ((), ())
     assert remote_persist_all_plan((Q0,), None) == ((), ())
-    slave_first = {1: "slave", 0: "master"}
-    assert offset_broker_address(slave_first, False, Profile.V4_7) == "slave"
-    assert offset_broker_address(slave_first, False, Profile.V4_9) == "master"
-    assert offset_broker_address({1: "slave"}, False, Profile.V4_9) is None
-    assert offset_broker_address({1: "slave"}, True, Profile.V4_9) == "slave"
+    # The route lists the slave first, but the HashMap iterates id 0 first.
+    slave_first = BrokerAddrs([(1, "slave"), (0, "master")])
+    assert offset_broker_address(slave_first, slave_first, Profile.V4_7) == "master"
+    assert offset_broker_address(slave_first, slave_first, Profile.V4_9) == "master"
+    # No master: the lookup after the refresh takes any broker, even when the refresh changed
+    # nothing (4.9 asks with onlyThisBroker = false the second time).
+    slave = BrokerAddrs([(1, "slave")])
+    assert offset_broker_address(slave, slave, Profile.V4_9) == "slave"
+    assert offset_broker_address(None, slave, Profile.V4_9) == "slave"
+    assert offset_broker_address(slave, slave, Profile.V4_7) == "slave"
+    # The refresh is asked only when the first lookup finds nothing.
+    assert offset_broker_address(slave_first, slave, Profile.V4_9) == "master"
+    assert offset_broker_address(slave, None, Profile.V4_7) == "slave"
+    assert offset_broker_address(BrokerAddrs(), BrokerAddrs(), Profile.V4_9) is None
+    assert offset_broker_address(None, None, Profile.V4_7) is None
+    # Bucket 0 (id 16) iterates before bucket 1 (ids 1 and 17): 4.7's first entry, and 4.9's
+    # once no master answers.
+    no_master = BrokerAddrs([(1, "s1"), (17, "s17"), (16, "s16")])
+    assert ["s16", "s16"] == [
+        offset_broker_address(no_master, no_master, p) for p in (Profile.V4_7, Profile.V4_9)
+    ]
     assert persist_consumer_offset_targets(False, [Q0]) is None
     assert persist_consumer_offset_targets(True, [Q0, Q1]) == frozenset({Q0, Q1})
 
@@ -371,3 +390,25 @@ def test_compute_pull_from_where_contracts(
         assert result in (0, 300, 500)
     else:
         assert result in (0, -1)
+
+
+broker_maps = st.none() | st.lists(
+    st.tuples(st.sampled_from([0, 1, 2, 16, 17, -1]), st.sampled_from(["a:1", "b:1", "c:1"])),
+    max_size=5,
+).map(BrokerAddrs)
+
+
+@given(broker_maps, broker_maps)
+def test_offset_7_contracts(before: BrokerAddrs | None, after: BrokerAddrs | None) -> None:
+    # 4.7 answers the first map's first entry (HashMap order); 4.9 its master, else whatever the
+    # second lookup finds; both find a broker whenever the refreshed map has one.
+    v47 = check_call(offset_broker_address_v47, before, after)
+    v49 = check_call(offset_broker_address_v49, before, after)
+    refreshed = after.get(0, after[next(iter(after))]) if after else None
+    if before:
+        assert v47 == before[next(iter(before))]
+        assert v49 == before.get(0, refreshed)
+    elif not after:
+        assert (v47, v49) == (None, None)
+    else:
+        assert (v47, v49) == (after[next(iter(after))], refreshed)

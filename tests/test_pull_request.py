@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pullspec.spec.broker_addrs import BrokerAddrs
 from pullspec.spec.client_errors import MQBrokerError, MQClientError
 from pullspec.spec.consumer_config import ConsumerConfig, MessageModel
 from pullspec.spec.contracts import check_call
@@ -98,16 +99,32 @@ def test_req_6_broker_address() -> None:
     assert (
         recalculate_pull_from_which_node(1, connect_broker_by_user=True, default_broker_id=0) == 0
     )
-    addrs = {0: "m", 2: "s2"}
+    addrs = BrokerAddrs([(0, "m"), (2, "s2")])
     assert find_broker_address_in_subscribe_v47(addrs, 0, False) == FindBrokerResult("m", False)
     # Slave id 1 missing: 4.7 falls back to the first entry (the master), 4.9 tries id 2 first.
     assert find_broker_address_in_subscribe_v47(addrs, 1, False) == FindBrokerResult("m", False)
     assert find_broker_address_in_subscribe_v49(addrs, 1, False) == FindBrokerResult("s2", True)
     assert find_broker_address_in_subscribe_v47(addrs, 1, True) is None
     assert find_broker_address_in_subscribe_v49(addrs, 1, True) == FindBrokerResult("s2", True)
-    assert find_broker_address_in_subscribe_v47({1: "s1"}, 0, False) == FindBrokerResult("s1", True)
+    slave = BrokerAddrs([(1, "s1")])
+    assert find_broker_address_in_subscribe_v47(slave, 0, False) == FindBrokerResult("s1", True)
     assert find_broker_address_in_subscribe(None, 0, False, Profile.V4_9) is None
-    assert find_broker_address_in_subscribe({}, 0, False, Profile.V4_7) is None
+    assert find_broker_address_in_subscribe(BrokerAddrs(), 0, False, Profile.V4_7) is None
+
+
+@pytest.mark.parametrize("profile", list(Profile))
+def test_req_6_first_entry_is_the_hash_maps_not_the_routes(profile: Profile) -> None:
+    # The route lists the slave first; HashMap<Long, String> iterates id 0 first, so a missing
+    # id 3 (4.9: and 4) falls back to the master (the recorded edge-req6-missing-slave-id).
+    listed = BrokerAddrs([(2, "s2:1"), (0, "m:1")])
+    assert FindBrokerResult("m:1", False) == find_broker_address_in_subscribe(
+        listed, 3, False, profile
+    )
+    # 16 sits in bucket 0 of 16, 17 and 33 in bucket 1: 16 iterates first whatever the put order.
+    shared = BrokerAddrs([(17, "a:1"), (16, "b:1"), (33, "c:1")])
+    assert FindBrokerResult("b:1", True) == find_broker_address_in_subscribe(
+        shared, 5, False, profile
+    )
 
 
 def test_req_7_filter_type_version() -> None:
@@ -178,7 +195,7 @@ def test_req_12_response_codes() -> None:
     st.booleans(),
     st.booleans(),
     st.sampled_from(Profile),
-    st.dictionaries(st.integers(0, 3), st.just("addr"), max_size=4),
+    st.lists(st.tuples(st.integers(0, 3), st.just("addr")), max_size=4).map(BrokerAddrs),
     st.integers(0, 3),
 )
 def test_commit_never_sent_when_not_positive_or_through_slave(
@@ -187,7 +204,7 @@ def test_commit_never_sent_when_not_positive_or_through_slave(
     post_subscription: bool,
     class_filter: bool,
     profile: Profile,
-    addrs: dict[int, str],
+    addrs: BrokerAddrs,
     broker_id: int,
 ) -> None:
     sd = SubscriptionData("TopicA", "A", class_filter_mode=class_filter)

@@ -119,6 +119,7 @@ def test_registry_gives_addresses_and_the_route_in_id_order() -> None:
     remoting.register_broker("broker-a", 1, new_broker(clock))
     assert "broker-a:0" == addr
     assert {0: "broker-a:0", 1: "broker-a:1", 2: slave} == remoting.broker_addrs("broker-a")
+    # Registered 0, 2, 1; the map iterates as a HashMap<Long, String> does: ascending here.
     assert [0, 1, 2] == list(remoting.broker_addrs("broker-a"))
     assert {} == remoting.broker_addrs("nobody")
 
@@ -368,6 +369,13 @@ def test_offset_broker_choice_follows_offset_7() -> None:
     master = remoting.register_broker("broker-a", 0, new_broker(clock))
     remoting.offset_client("G", V49).update_offset(Q0, 11, False)
     assert {"T@G": {0: 11}} == remoting.broker(master).offsets
+    # 4.7's first entry is the master's although the slave registered first: the route's map
+    # is a HashMap<Long, String>, which iterates id 0 before id 1.
+    remoting.offset_client("G", V47).update_offset(Q0, 12, False)
+    assert ({"T@G": {0: 12}}, {"T@G": {0: 9}}) == (
+        remoting.broker(master).offsets,
+        remoting.broker(slave).offsets,
+    )
 
 
 def test_admin_answers_max_offset_and_refuses_search_offset() -> None:

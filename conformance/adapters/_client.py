@@ -24,6 +24,7 @@ from typing import Any, ClassVar, Protocol, TypeVar
 
 import attrs
 
+from pullspec.spec.broker_addrs import BrokerAddrs
 from pullspec.spec.consumer_config import (
     ConsumeFromWhere,
     ConsumeMode,
@@ -180,6 +181,14 @@ def mqs_json(values: Iterable[MessageQueue] | None, ordered: bool = False) -> li
     if not ordered:
         items.sort(key=lambda q: (q.topic, q.broker_name, q.queue_id))
     return [mq_json(q) for q in items]
+
+
+def broker_addrs(value: Iterable[Any]) -> BrokerAddrs:
+    """BrokerData.brokerAddrs from ``[[brokerId, addr], …]``: the pairs are put in the listed
+    order into a HashMap<Long, String>, which iterates in its own order (`spec.broker_addrs`)."""
+    if isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
+        raise InvalidArgumentError("brokerAddrs", value, "expected [[brokerId, addr], …]")
+    return BrokerAddrs(tuple(pair) if isinstance(pair, list) else pair for pair in value)
 
 
 def message(value: Mapping[str, Any], topic: str = "T", queue_id: int = 0) -> StoredMessage:

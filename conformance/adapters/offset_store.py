@@ -18,7 +18,7 @@ QUERY_NOT_FOUND (MQBrokerException). The local store lives in a fresh temporary 
 | `broker_state` | `mq`, `offset` (null: none), `fails` (null, `MQBrokerException` or another exception name) | the state |
 | `write_file` | `name` (`offsets.json`, `offsets.json.bak`), `offsets` ([{`mq`, `offset`}] or a string written as is, null deletes) | the state |
 | `load` | – | `exception` (MQClientException on a corrupt backup) or the state |
-| `broker_address` | `brokerAddrs` ([[id, addr], …]), `refreshed` | `address` |
+| `broker_address` | `brokerAddrs` ([[id, addr], …]: the broker's BrokerData.brokerAddrs, put in this order into a HashMap<Long, String>, which iterates in its own bucket order), `refreshed` (false: the client's table already holds this map and the NameServer route refresh between the two lookups leaves the table as it was; true: the table had no map for the broker and the refresh installs this one) | `address` (null: both lookups found nothing, the RPC throws MQClientException) |
 
 The state: `kind`, `table` ([{`mq`, `offset`}] sorted), `sent` (remote: the broker updates of
 the op, [{`mq`, `offset`, `oneway`}]), `files` (local: `main` and `bak` as offset lists, null
@@ -246,10 +246,9 @@ class Reference(_client.ReferenceDriver):
 
     def op_broker_address(self, args: _client.Args) -> dict[str, Any]:
         """Which broker the offset RPCs go to (OFFSET-7)."""
-        addrs = {int(i): str(a) for i, a in args.req("brokerAddrs")}
-        return {
-            "address": spec_os.offset_broker_address(addrs, args.bool("refreshed"), self.profile)
-        }
+        addrs = _client.broker_addrs(args.req("brokerAddrs"))
+        before = None if args.bool("refreshed") else addrs
+        return {"address": spec_os.offset_broker_address(before, addrs, self.profile)}
 
 
 def create(candidate: Any, config: dict[str, Any], profile: Profile, base: Path) -> Any:

@@ -5,7 +5,7 @@ config: the consumer's settings (`messageModel`, `postSubscriptionWhenPull`, `pu
 
 | op | args | expect |
 |---|---|---|
-| `pull` | `mq`, `nextOffset`, `now`, `subscription` (FLOW-13's {`expression`, `expressionType`, `classFilterMode`, `subVersion`}), `lookupSubscription` (the second lookup; absent = the same, null = none), `memoryOffset` (readOffset READ_FROM_MEMORY), `brokerAddrs` ([[brokerId, addr], …] in the route's iteration order), `pullFromWhichNode`, `onlyThisBroker`, `brokerVersion`, `filterServers`, `randomNum` | `beginTimestamp`, `brokerAddr`, `slave`, `header` {`consumerGroup`, `topic`, `queueId`, `queueOffset`, `maxMsgNums`, `sysFlag`, `commitOffset`, `suspendTimeoutMillis`, `subscription`, `subVersion`, `expressionType`, `bname`}, `targetAddr`; when pullKernelImpl throws: `exception` and the re-enqueue `action` |
+| `pull` | `mq`, `nextOffset`, `now`, `subscription` (FLOW-13's {`expression`, `expressionType`, `classFilterMode`, `subVersion`}), `lookupSubscription` (the second lookup; absent = the same, null = none), `memoryOffset` (readOffset READ_FROM_MEMORY), `brokerAddrs` ([[brokerId, addr], …]: BrokerData.brokerAddrs, put in this order into a HashMap<Long, String>, which iterates in its own bucket order — for small ids ascending, id 0 first — whatever the order listed), `pullFromWhichNode`, `onlyThisBroker`, `brokerVersion`, `filterServers`, `randomNum` | `beginTimestamp`, `brokerAddr`, `slave`, `header` {`consumerGroup`, `topic`, `queueId`, `queueOffset`, `maxMsgNums`, `sysFlag`, `commitOffset`, `suspendTimeoutMillis`, `subscription`, `subVersion`, `expressionType`, `bname`}, `targetAddr`; when pullKernelImpl throws: `exception` and the re-enqueue `action` |
 | `build_sys_flag` | `commitOffset`, `suspend`, `subscription`, `classFilter`, `litePull`, `slave` | `sysFlag`, `sysFlagForBroker` |
 """
 
@@ -53,7 +53,7 @@ class Reference(_client.ReferenceDriver):
         out: dict[str, Any] = {"beginTimestamp": context.begin_timestamp}
         try:
             broker = pull_route.find_broker_address_in_subscribe(
-                {int(i): str(a) for i, a in args.req("brokerAddrs")},
+                _client.broker_addrs(args.req("brokerAddrs")),
                 pull_route.recalculate_pull_from_which_node(args.get("pullFromWhichNode")),
                 args.bool("onlyThisBroker", False),
                 self.profile,

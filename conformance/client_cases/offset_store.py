@@ -113,6 +113,32 @@ def offset_store_edges() -> list[Case]:
             s("broker_address", brokerAddrs=[], refreshed=True),
         ),
         _os(
+            # BrokerData.brokerAddrs is a HashMap<Long, String>: its first entry is the one in
+            # the lowest bucket (put order inside a bucket), not the first listed.
+            "offset7-hash-map-order",
+            {},
+            s("broker_address", brokerAddrs=[[2, "s2:1"], [1, "s1:1"]], refreshed=False),
+            s("broker_address", brokerAddrs=[[16, "s16:1"], [0, "m:1"]], refreshed=False),
+            s("broker_address", brokerAddrs=[[0, "m:1"], [16, "s16:1"]], refreshed=False),
+            s(
+                "broker_address",
+                brokerAddrs=[[17, "s17:1"], [1, "s1:1"], [16, "s16:1"]],
+                refreshed=False,
+            ),
+            s("broker_address", brokerAddrs=[[-1, "n1:1"], [0, "m:1"]], refreshed=True),
+            # 12 entries: 16 shares bucket 0 of 16; 13: the table has doubled and 16 is last.
+            s(
+                "broker_address",
+                brokerAddrs=[[16, "s16:1"], *([i, f"s{i}:1"] for i in range(1, 12))],
+                refreshed=False,
+            ),
+            s(
+                "broker_address",
+                brokerAddrs=[[16, "s16:1"], *([i, f"s{i}:1"] for i in range(1, 13))],
+                refreshed=False,
+            ),
+        ),
+        _os(
             "offset1-9-11-local-persist",
             LOCAL,
             s("update_offset", mq=Q0, offset=5, increaseOnly=False),

@@ -66,6 +66,17 @@ def pull_request_edges() -> list[Case]:
             _pull(brokerAddrs=[[0, "m:1"], [2, "s2:1"]], pullFromWhichNode=1, onlyThisBroker=True),
             _pull(brokerAddrs=[[2, "s2:1"], [0, "m:1"]], pullFromWhichNode=3),
         ),
+        _req(
+            # The fallback is the first entry of a HashMap<Long, String>: lowest bucket first,
+            # put order inside a bucket; its id decides slave-ness (REQ-8 then clears the commit).
+            "req6-first-entry-hash-map-order",
+            {},
+            _pull(brokerAddrs=[[2, "s2:1"], [1, "s1:1"]], pullFromWhichNode=5),
+            _pull(brokerAddrs=[[16, "s16:1"], [0, "m:1"]], pullFromWhichNode=3),
+            _pull(brokerAddrs=[[0, "m:1"], [16, "s16:1"]], pullFromWhichNode=3),
+            _pull(brokerAddrs=[[17, "s17:1"], [1, "s1:1"], [16, "s16:1"]], pullFromWhichNode=2),
+            _pull(brokerAddrs=[[3, "s3:1"], [0, "m:1"]], pullFromWhichNode=1),
+        ),
         _req("req11-no-broker", {"pullTimeDelayMillsWhenException": 1500}, _pull(brokerAddrs=[])),
         _req(
             "req7-sql-needs-new-broker",
