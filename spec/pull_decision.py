@@ -231,7 +231,9 @@ def correct_first_lock_offset(
     config: ConsumerConfig,
 ) -> FirstLockStep:
     """On the first attempt of a locked orderly queue the request sets its first-lock flag and
-    unconditionally replaces nextOffset with computePullFromWhere's result.
+    unconditionally replaces nextOffset with computePullFromWhere's result, which is −1 when
+    the broker's max-offset query failed (REBAL-17 4.7 catches the MQClientException), so
+    the request then pulls at −1 with brokerBusy whenever its cursor was at 0 or beyond.
 
     post: __return__.previously_locked
     post: __return__.delay is None
@@ -239,8 +241,9 @@ def correct_first_lock_offset(
     """
     # CrossHair cannot build a symbolic Callable[[], int]; Hypothesis checks these contracts.
     # crosshair: off
-    # Verify the offset may move backwards (re-consumption) or become -1; computePullFromWhere
-    # never throws in 4.7, so an exception here escapes pullMessage and the request is lost.
+    # Verify the offset may move backwards (re-consumption) or become -1: computePullFromWhere
+    # declares no checked exception and answers -1 for a failed query; only an unchecked
+    # exception would escape pullMessage.
     if previously_locked:
         return FirstLockStep(next_offset, True)
     return _corrected(compute_first_lock_offset(), next_offset)

@@ -5,13 +5,14 @@ the consumer's two flow-control log counters live across steps, as they do in Ro
 
 config: the consumer's settings by their DefaultMQPushConsumer names (`consumeMode`,
 `messageModel`, `pullThresholdForQueue`, `pullThresholdSizeForQueue`, `pullThresholdForTopic`,
-`pullThresholdSizeForTopic`, `consumeConcurrentlyMaxSpan`, `pullTimeDelayMillsWhenException`),
+`pullThresholdSizeForTopic`, `consumeConcurrentlyMaxSpan`, `pullTimeDelayMillsWhenException`,
+`consumeFromWhere`: which broker query a failing first-lock computation makes),
 plus `nextOffset` (the request's starting cursor, default 0) and `counters` (the consumer's
 flow-control log counters so far, {`queueFlowControlTimes`, `queueMaxSpanFlowControlTimes`}).
 
 | op | args | expect |
 |---|---|---|
-| `attempt` | `processQueue` {`dropped`, `msgCount`, `msgSize`, `maxSpan`, `locked`, `msgTreeEmpty`}, `consumer` {`running`, `paused`, `hasSubscription`}, `firstLockOffset` (what computePullFromWhere answers, or `"fails"`), `serviceStopped` | `action` {`kind` PULL/DELAY/DROP, `requestOffset` or `delayMs` + `reason`}, `nextOffset`, `previouslyLocked`, `touchLastPullTimestamp`, `counters`, `flowControlLog`, `firstLockCorrection`, `circulates`; or `exception` (4.7: the first-lock query's exception escapes) |
+| `attempt` | `processQueue` {`dropped`, `msgCount`, `msgSize`, `maxSpan`, `locked`, `msgTreeEmpty`}, `consumer` {`running`, `paused`, `hasSubscription`}, `firstLockOffset` (what computePullFromWhere answers, or `"fails"`: its max-offset query to the broker throws MQClientException, which 4.7's computePullFromWhere turns into −1 and 4.9's computePullFromWhereWithException rethrows), `serviceStopped` | `action` {`kind` PULL/DELAY/DROP, `requestOffset` or `delayMs` + `reason`}, `nextOffset`, `previouslyLocked`, `touchLastPullTimestamp`, `counters`, `flowControlLog`, `firstLockCorrection`, `circulates` |
 | `queue_changed` | `processQueueCount` | the per-queue thresholds after FLOW-14's rewrite (later attempts use them) |
 | `check_config` | `setting` (camelCase), `value` | `accepted` |
 """
@@ -23,14 +24,28 @@ from typing import Any
 
 from pullspec.conformance.adapters import _client
 from pullspec.spec import consumer_config as cc
-from pullspec.spec import pull_actions, pull_decision
+from pullspec.spec import offset_store as spec_os
+from pullspec.spec import pull_actions, pull_decision, pull_from_where
 from pullspec.spec.client_errors import MQClientError
+from pullspec.spec.message import MessageQueue
 from pullspec.spec.profiles import Profile
 
 #: The vector area this module serves.
 AREA = "pull_decision"
-#: The `firstLockOffset` that makes computePullFromWhere throw.
+#: The `firstLockOffset` whose broker query fails.
 FAILS = "fails"
+#: The request's queue (the first-lock query is about it; its name plays no part).
+_QUEUE = MessageQueue("T", "b", 0)
+
+
+class _FailingQueries:
+    """MQAdminImpl's offset queries when the broker cannot answer (MQClientException)."""
+
+    def max_offset(self, mq: MessageQueue) -> int:
+        raise MQClientError(f"maxOffset of {mq} failed")
+
+    def search_offset(self, mq: MessageQueue, timestamp_ms: int) -> int:
+        raise MQClientError(f"searchOffset of {mq} failed")
 
 
 class Reference(_client.ReferenceDriver):
@@ -78,25 +93,29 @@ class Reference(_client.ReferenceDriver):
         first_lock = args.get("firstLockOffset")
 
         def compute() -> int:
-            # RocketMQ's broker query fails with MQClientException; 4.7 lets it escape.
-            if first_lock == FAILS:
-                raise MQClientError("computePullFromWhere failed")
-            return int(first_lock)
-
-        try:
-            decision = pull_decision.decide_pull(
-                snapshot,
-                consumer,
-                self.next_offset,
-                self.previously_locked,
-                self.consumer,
+            if first_lock != FAILS:
+                return int(first_lock)
+            # Nothing stored and the broker's max-offset query throws: computePullFromWhere as
+            # the profile's pullMessage calls it (REBAL-17; 4.7 answers -1, 4.9 rethrows).
+            return pull_from_where.compute_pull_from_where_for(
                 self.profile,
-                self.counters,
-                compute if first_lock is not None else None,
+                self.consumer.consume_from_where,
+                _QUEUE,
+                spec_os.OFFSET_NONE,
+                _FailingQueries(),
+                0,
             )
-        except MQClientError:
-            # The exception escapes pullMessage: nothing re-enqueues the request (FLOW-12, 4.7).
-            return {"exception": MQClientError.java_exception, "circulates": False, **self._state()}
+
+        decision = pull_decision.decide_pull(
+            snapshot,
+            consumer,
+            self.next_offset,
+            self.previously_locked,
+            self.consumer,
+            self.profile,
+            self.counters,
+            compute if first_lock is not None else None,
+        )
         self.next_offset = decision.next_offset
         self.previously_locked = decision.previously_locked
         self.counters = decision.counters

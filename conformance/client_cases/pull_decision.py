@@ -127,6 +127,25 @@ def pull_decision_edges() -> list[Case]:
             s("attempt", processQueue={"locked": True}, firstLockOffset=7),
         ),
         _pd(
+            # 4.7's computePullFromWhere answers -1 for a failed query: the request pulls at -1
+            # from then on; 4.9 delays by E and tries again.
+            "flow12-first-lock-fails-from-zero",
+            {**ORDERLY, "nextOffset": 0, "pullTimeDelayMillsWhenException": 2500},
+            s("attempt", processQueue={"locked": True}, firstLockOffset="fails"),
+            s("attempt", processQueue={"locked": True}, firstLockOffset="fails"),
+        ),
+        _pd(
+            "flow12-first-lock-fails-by-timestamp",
+            {**ORDERLY, "nextOffset": 3, "consumeFromWhere": "CONSUME_FROM_TIMESTAMP"},
+            s("attempt", processQueue={"locked": True}, firstLockOffset="fails"),
+        ),
+        _pd(
+            # CONSUME_FROM_FIRST_OFFSET asks the broker nothing when no offset is stored: 0.
+            "flow12-first-lock-first-offset-asks-nothing",
+            {**ORDERLY, "nextOffset": 3, "consumeFromWhere": "CONSUME_FROM_FIRST_OFFSET"},
+            s("attempt", processQueue={"locked": True}, firstLockOffset="fails"),
+        ),
+        _pd(
             "flow12-then-no-subscription",
             {**ORDERLY, "nextOffset": 10},
             s(
