@@ -38,6 +38,31 @@ def test_committed_vectors_pass_on_the_reference(profile: Profile) -> None:
     assert [] == [r.to_json() for r in results if r.verdict is not vectors.Verdict.PASS]
 
 
+#: The client areas answered by the real RocketMQ client (../shared/vectors/README.md): what the
+#: reference is held to.
+RECORDED_CLIENT = [("rocketmq-client-4.9.7", Profile.V4_9), ("rocketmq-client-4.7.1", Profile.V4_7)]
+RECORDED_CLIENT_AREAS = {
+    *("pull_decision", "pull_result", "pull_request", "pull_service", "offset_store"),
+    *("allocate", "consume_concurrently", "consume_orderly", "process_queue_maintenance"),
+    "rebalance",
+}
+
+
+@pytest.mark.parametrize(
+    ("folder", "profile"), RECORDED_CLIENT, ids=[f for f, _ in RECORDED_CLIENT]
+)
+def test_recorded_client_vectors_pass_on_the_reference(
+    vectors_dir: Path, folder: str, profile: Profile
+) -> None:
+    path = vectors_dir / folder
+    cases = list(vectors.load_cases(path))
+    assert RECORDED_CLIENT_AREAS == {c["area"] for c in cases}
+    assert {profile.tag.removeprefix("rocketmq-all-")} == {c["version"] for c in cases}
+    reference = candidates.resolve("reference")
+    results = [vectors.run_case(reference, case, profile, path) for case in cases]
+    assert [] == [r.to_json() for r in results if r.verdict is not vectors.Verdict.PASS]
+
+
 def test_regenerating_reproduces_the_committed_files(tmp_path: Path) -> None:
     client_vectors.write(tmp_path, client_vectors.DEFAULT_SEED)
     committed = sorted(

@@ -24,6 +24,7 @@ from typing import Any, ClassVar, Protocol, TypeVar
 
 import attrs
 
+from pullspec.spec.allocate import message_queue_key
 from pullspec.spec.broker_addrs import BrokerAddrs
 from pullspec.spec.consumer_config import (
     ConsumeFromWhere,
@@ -181,6 +182,20 @@ def mqs_json(values: Iterable[MessageQueue] | None, ordered: bool = False) -> li
     if not ordered:
         items.sort(key=lambda q: (q.topic, q.broker_name, q.queue_id))
     return [mq_json(q) for q in items]
+
+
+def sorted_by_mq(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows about queues (each with an `mq` in the vectors' JSON) that RocketMQ produces from a
+    hash map or a hash set — a set in the vocabulary — written in MessageQueue.compareTo order
+    (topic, brokerName, queueId), then by their other fields so the answer is stable.
+
+    Example: ``sorted_by_mq([{"mq": mq_json(q2)}, {"mq": mq_json(q1)}])`` lists q1 first when
+    q1 < q2.
+    """
+    return sorted(
+        rows,
+        key=lambda r: (message_queue_key(mq(r["mq"])), json.dumps(r, sort_keys=True)),
+    )
 
 
 def broker_addrs(value: Iterable[Any]) -> BrokerAddrs:

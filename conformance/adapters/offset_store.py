@@ -21,8 +21,9 @@ QUERY_NOT_FOUND (MQBrokerException). The local store lives in a fresh temporary 
 | `broker_address` | `brokerAddrs` ([[id, addr], …]: the broker's BrokerData.brokerAddrs, put in this order into a HashMap<Long, String>, which iterates in its own bucket order), `refreshed` (false: the client's table already holds this map and the NameServer route refresh between the two lookups leaves the table as it was; true: the table had no map for the broker and the refresh installs this one) | `address` (null: both lookups found nothing, the RPC throws MQClientException) |
 
 The state: `kind`, `table` ([{`mq`, `offset`}] sorted), `sent` (remote: the broker updates of
-the op, [{`mq`, `offset`, `oneway`}]), `files` (local: `main` and `bak` as offset lists, null
-when absent, `"corrupt"` when unreadable; `tmp` whether it exists), `persistSteps` (local).
+the op, [{`mq`, `offset`, `oneway`}]: a set — persistAll walks a ConcurrentHashMap — written in
+MessageQueue order), `files` (local: `main` and `bak` as offset lists, null when absent,
+`"corrupt"` when unreadable; `tmp` whether it exists), `persistSteps` (local).
 """
 
 from __future__ import annotations
@@ -130,7 +131,7 @@ class Reference(_client.ReferenceDriver):
             "table": _table_json(self.store.clone_offset_table(None)),
         }
         if self.local is None:
-            out["sent"], self.broker.sent = self.broker.sent, []
+            out["sent"], self.broker.sent = _client.sorted_by_mq(self.broker.sent), []
         else:
             out["files"] = {
                 "main": self._file(""),

@@ -6,9 +6,14 @@ to what rebalance reads of their ProcessQueue: `dropped`, `locked`, `pullExpired
 `consumeLockFree` (the orderly consume lock can be taken within 1000 ms), `hasTempMessage`, and
 `tryUnlockTimes`.
 
+`removed`, `kept` and `pullRequests` are sets: RocketMQ walks the processQueueTable (a
+ConcurrentHashMap) for the first two and the assigned queues (a HashSet) for the third, so
+their order is not part of the behaviour; they are written in MessageQueue order (topic,
+brokerName, queueId — MessageQueue.compareTo), as are `added` and `skipped`.
+
 | op | args | expect |
 |---|---|---|
-| `update_table` | `topic`, `mqSet`, `now`, `lockRefused` (queues the broker refuses to lock, default none), `offsets` ([{`mq`, `offset`}], computePullFromWhere's answer per new queue, null = it threw; default 0) | `removed` [{`mq`, `reason`, `unlockDelayMs`}], `kept` [{`mq`, `reason`}], `added` / `skipped` [{`mq`, `outcome`, `pullRequestOffset`}], `pullRequests` (dispatched, in order), `changed`, `queueChanged` ({`subVersion`, `queueThresholds`} or null), `table` |
+| `update_table` | `topic`, `mqSet`, `now`, `lockRefused` (queues the broker refuses to lock, default none), `offsets` ([{`mq`, `offset`}], computePullFromWhere's answer per new queue, null = it threw; default 0) | `removed` [{`mq`, `reason`, `unlockDelayMs`}], `kept` [{`mq`, `reason`}], `added` / `skipped` [{`mq`, `outcome`, `pullRequestOffset`}], `pullRequests` [{`mq`, `nextOffset`}] (dispatched), `changed`, `queueChanged` ({`subVersion`, `queueThresholds`} or null), `table` |
 | `set_queue` | `mq` and any view field | `table` |
 | `remove_process_queue` | `mq` | `steps`, `table` |
 | `lock` | `mq`, `granted` (the broker's answer; null: no master or an exception) | `result`, `table` |
@@ -155,11 +160,11 @@ class Reference(_client.ReferenceDriver):
             )
             queue_changed = _client.value_json(change)
         return {
-            "removed": removed,
-            "kept": kept,
+            "removed": _client.sorted_by_mq(removed),
+            "kept": _client.sorted_by_mq(kept),
             "added": added,
             "skipped": skipped,
-            "pullRequests": list(rebalance.dispatch_pull_requests(requests)),
+            "pullRequests": _client.sorted_by_mq(rebalance.dispatch_pull_requests(requests)),
             "changed": changed,
             "queueChanged": queue_changed,
             "table": self._table(),
