@@ -124,6 +124,7 @@ def vectors_check(
             "vectors check", len(cases), "cases", quiet=quiet, announce=large
         ) as progress:
             for case in cases:
+                progress.start()
                 results.append(vectors.run_case(candidate, case, prof, base))
                 progress.advance()
     finally:

@@ -163,6 +163,7 @@ def bench_campaign_command(
         tempfile.TemporaryDirectory(prefix="pullspec-bench-") as tmp,
         Progress("bench-campaign", jobs, "jobs", quiet=quiet) as progress,
     ):
+        progress.start()
         runs = {str(n): measure(plan, n, seeds, parts, Path(tmp), repeat, progress) for n in counts}
     report: dict[str, Any] = {
         "impl": impl,

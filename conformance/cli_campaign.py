@@ -374,6 +374,7 @@ def _run(
                     f"{p.ops:,} ops, {p.ops_per_s:,.0f} ops/s, {p.failures} divergent",
                 )
 
+            shown.start()
             job = campaign_spark.run_job(spark, plan, first_seed, seeds, out, partitions, show)
         lap("job")
         aggregated = aggregate(spark, master, out)

@@ -175,8 +175,9 @@ def quiet_option() -> Callable[[Any], Any]:
 
 class Progress:
     """Progress of a long command on stderr: a tqdm bar on a terminal; elsewhere (a log, a pipe)
-    a plain line at the start (unless `announce` is false) and then every `every` seconds;
-    nothing when `quiet`.
+    a plain line when the work starts (`start()` or the first update; unless `announce` is
+    false) and then every `every` seconds; nothing when `quiet`. Nothing is shown before the
+    work starts, so that an input error found first stays the only line.
 
     `advance(n)` counts work done; `note(text)` names what runs now (shown beside the bar and in
     the lines)."""
@@ -201,14 +202,19 @@ class Progress:
         self._started = clock()
         self._next_line = self._started if announce else self._started + every
         self._bar: Any = None
-        if quiet:
+        self._shown = False
+
+    def start(self) -> None:
+        """Show the bar, or the first line (the first update does it when not called)."""
+        if self._shown or self._quiet:
             return
+        self._shown = True
         if is_terminal(self._stream):
             from tqdm import tqdm
 
             self._bar = tqdm(
-                total=total, desc=label, unit=f" {unit}", file=self._stream, leave=False,
-                dynamic_ncols=True, mininterval=0.5,
+                total=self.total, desc=self.label, unit=f" {self.unit}", file=self._stream,
+                leave=False, dynamic_ncols=True, mininterval=0.5, initial=self.done,
             )  # fmt: skip
         else:
             self._tick()
@@ -247,6 +253,8 @@ class Progress:
             self.extra = extra
         if self._quiet:
             return
+        if not self._shown:
+            self.start()
         if self._bar is not None:
             if extra is not None:
                 self._bar.set_postfix_str(extra, refresh=False)
