@@ -6,7 +6,6 @@ Pages are Markdown for mkdocs; every rule section carries its ID as its anchor
 
 from __future__ import annotations
 
-import inspect
 import re
 import textwrap
 from collections.abc import Iterable
@@ -17,6 +16,7 @@ from pullspec.conformance.docs_facts import Facts
 from pullspec.conformance.docs_sources import (
     case_link,
     function_location,
+    function_source,
     shown_cases,
     source_link,
 )
@@ -171,20 +171,11 @@ def _variant(variant: rules.RuleVariant, changed: bool) -> list[str]:
 
 
 def _source_of(function: str) -> tuple[str, str] | None:
-    import importlib
-
-    module_name, _, qualname = function.rpartition(".")
-    try:
-        obj: object = importlib.import_module(module_name)
-        for part in qualname.split("."):
-            obj = getattr(obj, part)
-        obj = inspect.unwrap(obj)  # type: ignore[arg-type]
-        lines, start = inspect.getsourcelines(obj)  # type: ignore[arg-type]
-        path = inspect.getsourcefile(obj)  # type: ignore[arg-type]
-    except (ImportError, AttributeError, OSError, TypeError):
+    found = function_source(function)
+    if found is None:
         return None
-    rel = module_name.removeprefix("pullspec.").replace(".", "/") + ".py"
-    return (f"{rel}:{start}" if path else rel, textwrap.dedent("".join(lines)).rstrip())
+    rel, start, text = found
+    return f"{rel}:{start}", textwrap.dedent(text).rstrip()
 
 
 def _passages(facts: Facts, rule: rules.Rule) -> list[str]:

@@ -55,17 +55,25 @@ def case_link(path: str, case_id: str, from_dir: str = "rules") -> str:
     return f"[{case_id}]({up}{case_page_of(path)}#{case_anchor(case_id)})"
 
 
-def function_location(function: str) -> tuple[str, int] | None:
-    """(project-relative file, first line) of a rule function (``pullspec.spec.store.f``)."""
+def function_source(function: str) -> tuple[str, int, str] | None:
+    """(project-relative file, first line, source text) of a rule function
+    (``pullspec.spec.store.f``), or None when it cannot be found."""
     module_name, _, qualname = function.rpartition(".")
     try:
         obj: Any = importlib.import_module(module_name)
         for part in qualname.split("."):
             obj = getattr(obj, part)
-        _, start = inspect.getsourcelines(inspect.unwrap(obj))
+        lines, start = inspect.getsourcelines(inspect.unwrap(obj))
     except (ImportError, AttributeError, OSError, TypeError):
         return None
-    return module_name.removeprefix("pullspec.").replace(".", "/") + ".py", start
+    rel = module_name.removeprefix("pullspec.").replace(".", "/") + ".py"
+    return rel, start, "".join(lines)
+
+
+def function_location(function: str) -> tuple[str, int] | None:
+    """(project-relative file, first line) of a rule function."""
+    found = function_source(function)
+    return None if found is None else found[:2]
 
 
 def linked_files(facts: Facts) -> set[str]:
