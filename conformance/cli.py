@@ -114,7 +114,7 @@ def vectors_check(
     if not cases:
         chosen = f" of area {', '.join(areas)}" if areas else ""
         nothing_checked(f"no vector case{chosen} in {path}: nothing was checked", allow_unsupported)
-    base = path if path.is_dir() else path.parent
+    base = vectors.base_of(path)
     candidate = candidate_of(impl, timeout)
     results: list[vectors.CaseResult] = []
     try:
@@ -201,6 +201,12 @@ def demo_command(profile: str) -> None:
     demo.run(Profile.parse(profile), click.echo)
 
 
+class EnvironmentProblem(click.ClickException):
+    """Something the command needs is not installed: one line, exit 2."""
+
+    exit_code = 2
+
+
 @main.command("verify")
 @click.option("--quick", is_flag=True, help="Only the bounded subset make test runs.")
 @click.option(
@@ -232,8 +238,8 @@ def verify_command(
     try:
         with Progress("verify", count, "modules", quiet=quiet) as progress:
             results = verify.verify(selected, timeout, on_module=progress.update)
-    except RuntimeError as exc:
-        raise click.ClickException(str(exc)) from exc
+    except RuntimeError as exc:  # crosshair missing: the environment, not the rules
+        raise EnvironmentProblem(str(exc)) from exc
     failed = [r for r in results if r.outcome is verify.Outcome.FAILED]
     if as_json:
         click.echo(

@@ -360,7 +360,11 @@ def _run(
     lap("start")
     try:
         if local_out(out) is None:  # hdfs://, s3a://: ask the storage itself
-            exists, is_dir, names = campaign_spark.list_folder(spark, out)
+            try:
+                exists, is_dir, names = campaign_spark.list_folder(spark, out)
+            except Exception as exc:  # a py4j error: no such file system, no credentials, ...
+                first = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
+                fail(f"error: cannot read --out {out}: {first}")
             problem = out_refusal(out, exists, is_dir, names, session.overwrite)
             if problem is not None:
                 fail(problem)

@@ -174,18 +174,19 @@ def run_conformance(
     examples (a simulation counts as one example per machine)."""
     start = time.perf_counter()
     wanted = tuple(areas)
-    cases = [c for d in vector_dirs for c in vectors.load_cases(d, wanted)]
+    extra = vectors.load_cases_with_base(vector_dirs, wanted)
     candidate = candidate_of(impl, timeout)
     report = ConformReport(impl, profile, seed, {a: Interface(a) for a in wanted})
     try:
-        cases = [c for c in export.generate(profile, seed) if c["area"] in wanted] + cases
+        exported = [c for c in export.generate(profile, seed) if c["area"] in wanted]
+        cases = [(c, Path(".")) for c in exported] + extra
         total = len(cases) + examples * (len(wanted) * machines + simulation)
         done = 0
-        for case in cases:
+        for case, base in cases:
             if done % 25 == 0:
                 progress(done, total, f"vectors ({len(cases)} cases)")
             done += 1
-            result = vectors.run_case(candidate, case, profile, Path("."))
+            result = vectors.run_case(candidate, case, profile, base)
             verdict, face = verdict_of(result), report.interfaces[case["area"]]
             face.cases[verdict.value] = face.cases.get(verdict.value, 0) + 1
             if verdict is Verdict.UNSUPPORTED:

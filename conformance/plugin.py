@@ -117,11 +117,11 @@ class ConformanceItem(pytest.Item):
             if report.verdict is not Verdict.PASS:
                 raise ConformanceFailure(report.describe())
             return
-        cases = [c for c in _exported(profile, opt("pullspec_seed")) if c["area"] == self.area]
-        cases += [
-            c for d in opt("pullspec_vectors") for c in vectors.load_cases(Path(d), [self.area])
-        ]
-        results = [vectors.run_case(candidate, c, profile, Path(".")) for c in cases]
+        exported = _exported(profile, opt("pullspec_seed"))
+        cases = [(c, Path(".")) for c in exported if c["area"] == self.area]
+        extra = [Path(d) for d in opt("pullspec_vectors")]
+        cases += vectors.load_cases_with_base(extra, [self.area])
+        results = [vectors.run_case(candidate, c, profile, base) for c, base in cases]
         bad = [r for r in results if verdict_of(r) not in (Verdict.PASS, Verdict.UNSUPPORTED)]
         if bad:
             lines = [r.describe() for r in bad]

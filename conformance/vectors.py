@@ -169,6 +169,19 @@ def load_cases(path: Path, areas: Iterable[str] | None = None) -> Iterator[dict[
             raise VectorFormatError(str(f), "is a folder, not a vector file") from None
 
 
+def base_of(path: Path) -> Path:
+    """The folder a vector path's cases resolve their files from (a store case's `storeDir`)."""
+    return path if path.is_dir() else path.parent
+
+
+def load_cases_with_base(
+    paths: Iterable[Path], areas: Iterable[str] | None = None
+) -> list[tuple[dict[str, Any], Path]]:
+    """Every case of every path, each with the folder `run_case` must be given for it."""
+    wanted = list(areas) if areas is not None else None
+    return [(case, base_of(path)) for path in paths for case in load_cases(path, wanted)]
+
+
 def parse_case(raw: bytes, where: str) -> dict[str, Any]:
     """One line of a vector file as a case, or VectorFormatError naming `where`."""
     try:
@@ -270,14 +283,32 @@ def step_rules(case: dict[str, Any], op: str, field: str | None, expect: Any) ->
     )
 
 
+def missing_field(exc: KeyError, given: tuple[Any, ...], where: str, what: str) -> None:
+    """Raise VectorFormatError when the adapter looked up a key that none of the vector's
+    dictionaries `given` has (the vector's fault); any other KeyError is the candidate's crash."""
+    key = exc.args[0] if exc.args else None
+    if isinstance(key, str) and not any(isinstance(d, dict) and key in d for d in given):
+        raise VectorFormatError(where, f"{key} is missing from {what}") from None
+
+
 def run_case(candidate: Any, case: dict[str, Any], profile: Profile, base: Path) -> CaseResult:
     """Run one case on a fresh instance of `candidate`."""
     cid, area = str(case.get("id", "?")), case.get("area", "?")
+    config = case.get("config", {})
     try:
         mod = adapter(area)
-        instance = mod.create(candidate, case.get("config", {}), profile, base)
+        instance = mod.create(candidate, config, profile, base)
     except UnsupportedError as exc:
         return CaseResult(cid, area, Verdict.UNSUPPORTED, detail=str(exc))
+    except KeyError as exc:
+        missing_field(exc, (config,), f"case {cid}", "its config")
+        return CaseResult(cid, area, Verdict.CRASHED, detail=f"create: KeyError: {exc}")
+    except TimeoutError as exc:
+        return CaseResult(cid, area, Verdict.TIMEOUT, detail=f"create: {type(exc).__name__}: {exc}")
+    except PullspecError:
+        raise  # a config value the spec refuses: the vector's fault, not the candidate's
+    except Exception as exc:  # the candidate's factory crashed
+        return CaseResult(cid, area, Verdict.CRASHED, detail=f"create: {type(exc).__name__}: {exc}")
     for n, step in enumerate(case["steps"], 1):
         op, expect, args = step["op"], step.get("expect", {}), step.get("args", {})
 
@@ -293,6 +324,9 @@ def run_case(candidate: Any, case: dict[str, Any], profile: Profile, base: Path)
             observed = {"error": exc.java_exception or exc.kind.value}
         except TimeoutError as exc:
             return stopped(Verdict.TIMEOUT, f"{type(exc).__name__}: {exc}")
+        except KeyError as exc:
+            missing_field(exc, (args, config), f"case {cid} step {n} ({op})", "its args and config")
+            return stopped(Verdict.CRASHED, f"KeyError: {exc}")
         except Exception as exc:  # a candidate bug: report, do not stop the run
             return stopped(Verdict.CRASHED, f"{type(exc).__name__}: {exc}")
         if "error" in expect and "error" in observed:

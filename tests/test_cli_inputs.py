@@ -341,3 +341,42 @@ def test_the_progress_lines_off_a_terminal() -> None:
     with Progress("check", 10, "cases", stream=quiet, quiet=True) as p:
         p.advance(10)
     assert "" == quiet.getvalue()
+
+
+def test_conform_replays_a_store_directory_given_with_vectors() -> None:
+    store = SHARED / "stores" / "basic"
+    argv = ["conform", "--impl", "fast", "--area", "store", "--examples", "1", "--steps", "2"]
+    result = CliRunner().invoke(main, [*argv, "--vectors", str(store), "--quiet", "--json"])
+    assert 0 == result.exit_code, result.output
+    exported = CliRunner().invoke(main, [*argv, "--quiet", "--json"])
+    passed = [
+        json.loads(r.stdout)["interfaces"]["store"]["vectors"]["PASS"] for r in (result, exported)
+    ]
+    assert 59 == passed[0] - passed[1]  # the broker's 59 answers, on top of the exported cases
+
+
+def test_vectors_check_times_out_an_adapter_that_never_answers(tmp_path: Path) -> None:
+    config = {"clockStart": 0, "lockMaxLiveTimeMs": 60000, "topic": "T", "brokerName": "b"}
+    lock = {"op": "try_lock_batch", "args": {"group": "G1", "clientId": "c1", "mqs": [0]}}
+    case = {"id": "silent", "area": "lock_manager", "config": config, "steps": [lock]}
+    path = tmp_path / "case.jsonl"
+    path.write_text(json.dumps(case) + "\n")
+    impl = "cmd:sh -c 'cat > /dev/null'"  # reads every request, answers none
+    result = CliRunner().invoke(
+        main, ["vectors", "check", str(path), "--impl", impl, "--timeout", "0.5", "--json"]
+    )
+    assert 1 == result.exit_code, result.output
+    [silent] = json.loads(result.stdout)["cases"]
+    assert "TIMEOUT" == silent["verdict"]
+    assert "no reply within 0.5 s" in silent["detail"]
+
+
+def test_a_case_missing_a_config_field_is_an_input_error(tmp_path: Path) -> None:
+    case = {"id": "short", "area": "lock_manager", "config": {"clockStart": 0}, "steps": []}
+    path = tmp_path / "case.jsonl"
+    path.write_text(json.dumps(case) + "\n")
+    result = CliRunner().invoke(main, ["vectors", "check", str(path)])
+    assert (2, "error: case short: lockMaxLiveTimeMs is missing from its config\n") == (
+        result.exit_code,
+        result.stderr,
+    )
