@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -168,6 +169,28 @@ def check_environment() -> None:
         fail(problem)
 
 
+#: A Python exception's last line in a worker's traceback (`ModuleNotFoundError: No module …`).
+_RAISED = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)\b.*:")
+
+
+def job_failure(exc: BaseException) -> str:
+    """The line that says why a Spark job failed: the last exception line of a Python worker's
+    traceback when there is one, else the error's first line."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    raised = [line for line in lines if _RAISED.match(line)]
+    if raised:
+        return raised[-1]
+    return lines[0] if lines else type(exc).__name__
+
+
+def check_python(master: str | None, python: str | None) -> None:
+    """A local master's executors run --python on this machine: it must be a program here."""
+    if python is None or not (master is None or campaign_spark.is_local(master)):
+        return
+    if shutil.which(python) is None:
+        raise usage(f"{python!r} is not a program on this machine", "--python")
+
+
 def parse_conf(values: tuple[str, ...]) -> dict[str, str]:
     """`--conf KEY=VALUE` values as Spark settings."""
     out: dict[str, str] = {}
@@ -284,6 +307,7 @@ def campaign_command(
     if not out.strip():
         raise usage("must name a folder", "--out")
     check_local_out(out, overwrite)
+    check_python(master, executor_python)
     close_candidate(candidate_of(impl, timeout))  # a cmd: program that does not exist, ...
     check_environment()
     plan = campaign.Plan(
@@ -379,7 +403,10 @@ def _run(
                 )
 
             shown.start()
-            job = campaign_spark.run_job(spark, plan, first_seed, seeds, out, partitions, show)
+            try:
+                job = campaign_spark.run_job(spark, plan, first_seed, seeds, out, partitions, show)
+            except Exception as exc:  # py4j or a Python worker's error: its telling line
+                fail(f"error: the Spark job failed: {job_failure(exc)}")
         lap("job")
         aggregated = aggregate(spark, master, out)
         lap("aggregate")

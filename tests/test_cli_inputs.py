@@ -103,6 +103,7 @@ BAD_INPUTS: list[tuple[str, ...]] = [
     ("campaign --report-dir {file}", "is a file"),
     ("campaign --impl nosuch.module:f", "cannot import nosuch.module"),
     ("campaign --timeout 0", "not in the range x>0"),
+    (f"campaign --python {MISSING}/python3", "is not a program on this machine"),
     ("bench-campaign --cores 0", "expected core counts like 1,2"),
     ("bench-campaign --cores x", "expected core counts like 1,2"),
     ("bench-campaign --scratch {file}", "is a file"),
@@ -307,6 +308,18 @@ def test_campaign_refuses_a_folder_it_did_not_write_and_keeps_its_files(tmp_path
 )
 def test_what_a_campaign_writes_in_out(names: list[str], foreign: list[str]) -> None:
     assert foreign == cli_campaign.foreign_entries(names)
+
+
+def test_a_failed_spark_job_is_told_by_its_worker_s_exception_line() -> None:
+    failure = RuntimeError(
+        "An exception was thrown from the Python worker. Please see the stack trace below.\n"
+        "Traceback (most recent call last):\n"
+        '  File "/x/serializers.py", line 483, in loads\n'
+        "ModuleNotFoundError: No module named 'pullspec'\n\n"
+        "\tat org.apache.spark.api.python.BasePythonRunner...\n"
+    )
+    assert "ModuleNotFoundError: No module named 'pullspec'" == cli_campaign.job_failure(failure)
+    assert "Connection refused" == cli_campaign.job_failure(OSError("Connection refused\nmore"))
 
 
 def test_out_refusal() -> None:
