@@ -11,6 +11,7 @@ driver.
 
 from __future__ import annotations
 
+import atexit
 import functools
 import itertools
 import math
@@ -23,7 +24,7 @@ import tempfile
 import threading
 import time
 import zipfile
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
@@ -121,9 +122,14 @@ def is_local(master: str) -> bool:
 
 
 def package_zip(directory: Path) -> Path:
-    """A zip of the installed PACKAGES (sources only), for `SparkContext.addPyFile`."""
+    """A zip of the installed PACKAGES (sources only), for `SparkContext.addPyFile`.
+
+    The zip holds `pullspec/__init__.py` besides the four packages: Python's zip importer does
+    not find namespace packages, so inside the zip `pullspec` is a regular package (an executor
+    then imports every module of it from the zip, the driver's exact sources)."""
     path = directory / "pullspec-packages.zip"
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("pullspec/__init__.py", '"""pullspec, shipped to Spark executors."""\n')
         for name in PACKAGES:
             spec = find_spec(name)
             if spec is None or not spec.submodule_search_locations:
@@ -135,11 +141,20 @@ def package_zip(directory: Path) -> Path:
     return path
 
 
-def start_session(master: str | None, app: str = "pullspec-campaign") -> tuple[Any, bool]:
+def start_session(
+    master: str | None,
+    app: str = "pullspec-campaign",
+    *,
+    python: str | None = None,
+    conf: Mapping[str, str] | None = None,
+) -> tuple[Any, bool]:
     """(SparkSession, owned): the active session if there is one (owned False: the caller must
     not stop it), else a new one (owned True) on `master` — or, when None, on the master
-    spark-submit configured, else local[*]. Executors of a non-local master get the packages
-    as a zip (`addPyFile`)."""
+    spark-submit configured, else local[*] — with the extra Spark settings `conf`.
+
+    Executors run `python` (default: $PYSPARK_PYTHON when set, else this interpreter), and
+    executors of a non-local master get the packages as a zip (`addPyFile`); see "Running on a
+    cluster" in docs/using/campaigns.md."""
     from pyspark.sql import SparkSession
 
     active = SparkSession.getActiveSession()
@@ -153,19 +168,38 @@ def start_session(master: str | None, app: str = "pullspec-campaign") -> tuple[A
         builder = builder.master(master)
     settings = {"spark.ui.showConsoleProgress": "false", "spark.log.level": "ERROR"}
     if master is not None and is_local(master):
-        # PySpark starts its Python workers with $PYSPARK_PYTHON, read when the context is made
-        # (the spark.pyspark.python setting is honoured only by spark-submit); unset, it runs
-        # `python3` from PATH, which need not be this environment.
-        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         settings |= {"spark.ui.enabled": "false"}
-    for key, value in settings.items():
+    # PySpark starts its Python workers, local and on executors alike, with the $PYSPARK_PYTHON
+    # the driver saw when the context was made (spark.pyspark.python is honoured only by
+    # spark-submit); unset, it runs `python3` from the worker's PATH, which need not be this
+    # environment. This interpreter is right for local masters and for workers on this machine
+    # (or with this environment at the same path); elsewhere --python names the executors' one.
+    if python is not None:
+        os.environ["PYSPARK_PYTHON"] = python
+    else:
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    for key, value in {**settings, **(conf or {})}.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     if not is_local(str(spark.sparkContext.master)):
         shipped = Path(tempfile.mkdtemp(prefix="pullspec-ship-"))
+        atexit.register(shutil.rmtree, shipped, True)
         spark.sparkContext.addPyFile(str(package_zip(shipped)))
     return spark, True
+
+
+def list_folder(spark: Any, path: str) -> tuple[bool, bool, list[str]]:
+    """(exists, is a folder, the names in it) of `path` on the storage Spark writes to (HDFS,
+    S3, ...), asked through Hadoop's FileSystem API."""
+    jvm, conf = spark.sparkContext._jvm, spark.sparkContext._jsc.hadoopConfiguration()
+    target = jvm.org.apache.hadoop.fs.Path(path)
+    fs = target.getFileSystem(conf)
+    if not fs.exists(target):
+        return False, False, []
+    if not fs.getFileStatus(target).isDirectory():
+        return True, False, []
+    return True, True, [str(s.getPath().getName()) for s in fs.listStatus(target)]
 
 
 def default_scratch() -> str | None:

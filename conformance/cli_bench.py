@@ -23,6 +23,7 @@ import click
 
 from pullspec.conformance import campaign, campaign_rows, campaign_spark
 from pullspec.conformance.cli_campaign import check_environment, fail, parse_areas
+from pullspec.conformance.cli_common import Progress, nothing_checked, quiet_option
 from pullspec.conformance.ops import MACHINE_AREAS
 
 #: The issue's throughput targets.
@@ -30,12 +31,29 @@ TARGET_OPS_PER_MIN_2_CORES = 2_000_000
 TARGET_SPEEDUP = 1.8
 
 
+def jobs_per_measure(repeat: int) -> int:
+    """The jobs `measure` runs: the warm-up, `repeat` fixed-cost jobs and `repeat` runs."""
+    return 1 + 2 * repeat
+
+
 def measure(
-    plan: campaign.Plan, cores: int, seeds: int, partitions: int, folder: Path, repeat: int = 1
+    plan: campaign.Plan,
+    cores: int,
+    seeds: int,
+    partitions: int,
+    folder: Path,
+    repeat: int = 1,
+    progress: Progress | None = None,
 ) -> dict[str, Any]:
     """Run `seeds` seeds of `plan` `repeat` times on a fresh `local[cores]` session; answer the
     figures of the fastest run (the one other processes on the machine disturbed least) and
-    every run's ops/s."""
+    every run's ops/s. `progress` counts the jobs as they end."""
+
+    def ran(what: str) -> None:
+        if progress is not None:
+            progress.advance()
+            progress.note(f"local[{cores}] {what}")
+
     spark, owned = campaign_spark.start_session(f"local[{cores}]", "pullspec-bench-campaign")
     if not owned:
         spark_master = spark.sparkContext.master
@@ -45,18 +63,22 @@ def measure(
         warm_seeds = 4 * cores
         warm_out = str(folder / f"warm-{cores}")
         campaign_spark.run_job(spark, plan, 10**9, warm_seeds, warm_out, warm_seeds)
+        ran("warm-up")
         # A job's fixed cost: the same tasks, each one trace of one step.
         tiny = attrs.evolve(plan, steps=1)
-        fixed = min(
-            campaign_spark.run_job(
-                spark, tiny, 10**9, partitions, str(folder / f"fixed-{cores}-{i}"), partitions
-            ).wall_s
-            for i in range(repeat)
-        )
+        fixed_runs = []
+        for i in range(repeat):
+            fixed_out = str(folder / f"fixed-{cores}-{i}")
+            fixed_runs.append(
+                campaign_spark.run_job(spark, tiny, 10**9, partitions, fixed_out, partitions).wall_s
+            )
+            ran(f"fixed cost {i + 1}/{repeat}")
+        fixed = min(fixed_runs)
         runs = []
         for i in range(repeat):
             out = folder / f"cores-{cores}-{i}"
             runs.append((campaign_spark.run_job(spark, plan, 0, seeds, str(out), partitions), out))
+            ran(f"run {i + 1}/{repeat}")
     finally:
         spark.stop()
     job, out = min(runs, key=lambda run: run[0].wall_s)
@@ -97,7 +119,13 @@ def measure(
     help="Tasks [default: a campaign's for the most cores].",
 )
 @click.option("--repeat", type=click.IntRange(min=1), default=5, show_default=True, help="Best of.")
-@click.option("--scratch", default=None, help="Candidates' scratch folder (default /dev/shm).")
+@click.option(
+    "--scratch",
+    type=click.Path(exists=True, file_okay=False, writable=True),
+    default=None,
+    help="Candidates' scratch folder (default /dev/shm).",
+)
+@quiet_option()
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def bench_campaign_command(
     impl: str,
@@ -108,26 +136,35 @@ def bench_campaign_command(
     partitions: int | None,
     repeat: int,
     scratch: str | None,
+    quiet: bool,
     as_json: bool,
 ) -> None:
     """Measure a campaign's diffed ops/s on 1 and 2 local cores and their ratio."""
-    check_environment()
-    counts = sorted({int(c) for c in cores.split(",") if c.strip()})
+    try:
+        counts = sorted({int(c) for c in cores.split(",") if c.strip()})
+    except ValueError:
+        counts = []
     if not counts or counts[0] < 1:
         raise click.BadParameter("expected core counts like 1,2", param_hint="--cores")
+    check_environment()
     # Diffed ops are the lockstep areas' (the simulation's are history events).
     chosen = parse_areas(areas) if areas else MACHINE_AREAS
     plan = campaign.Plan(impl, chosen, ("4.9",), steps, scratch or campaign_spark.default_scratch())
     unsupported = campaign.unsupported_areas(plan)
     plan = attrs.evolve(plan, areas=tuple(a for a in chosen if a not in unsupported))
     if not plan.areas:
-        fail(f"error: {impl} supports none of the areas {', '.join(chosen)}")
+        nothing_checked(f"{impl} supports none of the areas {', '.join(chosen)}", False)
     # The same tasks on every core count: those a campaign would cut for the most cores.
     parts = partitions or campaign_spark.partitions_for(
         seeds, counts[-1], campaign_spark.seed_seconds(plan)
     )
-    with tempfile.TemporaryDirectory(prefix="pullspec-bench-") as tmp:
-        runs = {str(n): measure(plan, n, seeds, parts, Path(tmp), repeat) for n in counts}
+    jobs = jobs_per_measure(repeat) * len(counts)
+    with (
+        tempfile.TemporaryDirectory(prefix="pullspec-bench-") as tmp,
+        Progress("bench-campaign", jobs, "jobs", quiet=quiet) as progress,
+    ):
+        progress.start()
+        runs = {str(n): measure(plan, n, seeds, parts, Path(tmp), repeat, progress) for n in counts}
     report: dict[str, Any] = {
         "impl": impl,
         "areas": list(plan.areas),

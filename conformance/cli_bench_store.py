@@ -16,16 +16,19 @@ import click
 
 @click.command("bench")
 @click.option("--quick", is_flag=True, help="Workloads scaled down about 20×.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-def bench_command(quick: bool, as_json: bool) -> None:
+def bench_command(quick: bool, quiet: bool, as_json: bool) -> None:
     """Measure fast vs reference: pulls, batched pulls, scans, appends, recovery, process queue."""
     from pullspec.conformance import bench
     from pullspec.conformance.candidates import resolve
     from pullspec.fast.pq_bench import bench_process_queue
 
-    click.echo("measuring the store workloads…", err=True)
+    if not quiet:
+        click.echo("measuring the store workloads…", err=True)
     figures: dict[str, float] = dict(bench.run(quick=quick))
-    click.echo("measuring the process queue…", err=True)
+    if not quiet:
+        click.echo("measuring the process queue…", err=True)
     figures.update(bench_process_queue(quick, resolve("reference").process_queue))
     if as_json:
         click.echo(json.dumps(figures, sort_keys=True))

@@ -20,6 +20,17 @@ import attrs
 import click
 
 from pullspec.conformance import export, vectors
+from pullspec.conformance.cli_common import (
+    Progress,
+    allow_unsupported_option,
+    candidate_of,
+    close_candidate,
+    nothing_checked,
+    quiet_option,
+    split_list,
+    timeout_option,
+    usage,
+)
 from pullspec.conformance.machines import (
     DEFAULT_EXAMPLES,
     DEFAULT_STEPS,
@@ -30,7 +41,6 @@ from pullspec.conformance.machines.simulation import SimulationReport, run_simul
 from pullspec.conformance.observe import (
     Verdict,
     case_rules,
-    resolve_candidate,
     rule_sort_key,
     verdict_of,
 )
@@ -128,6 +138,14 @@ class ConformReport:
         """True when anything diverged, crashed or timed out."""
         return any(self.count(v) for v in (Verdict.DIVERGED, Verdict.CRASHED, Verdict.TIMEOUT))
 
+    @property
+    def checked(self) -> bool:
+        """True when at least one vector case or machine ran (was not UNSUPPORTED)."""
+        return any(
+            self.count(v)
+            for v in (Verdict.PASS, Verdict.DIVERGED, Verdict.CRASHED, Verdict.TIMEOUT)
+        )
+
 
 def _replay_line(path: Path, impl: str, profile: Profile) -> str:
     import shlex
@@ -147,25 +165,33 @@ def run_conformance(
     machines: bool = True,
     replay_dir: Path = DEFAULT_REPLAY_DIR,
     timeout: float = 10.0,
-    progress: Callable[[str], None] = lambda _: None,
+    progress: Callable[[int, int, str], None] = lambda _done, _total, _what: None,
     simulation: bool = False,
 ) -> ConformReport:
-    """Run the exported vectors, any extra vector directories and the machines on `impl`."""
+    """Run the exported vectors, any extra vector directories and the machines on `impl`.
+
+    `progress(done, total, what)` is told the work done so far, in vector cases and machine
+    examples (a simulation counts as one example per machine)."""
     start = time.perf_counter()
     wanted = tuple(areas)
-    candidate = resolve_candidate(impl, timeout)
+    extra = vectors.load_cases_with_base(vector_dirs, wanted)
+    candidate = candidate_of(impl, timeout)
     report = ConformReport(impl, profile, seed, {a: Interface(a) for a in wanted})
     try:
-        cases = [c for c in export.generate(profile, seed) if c["area"] in wanted]
-        cases += [c for d in vector_dirs for c in vectors.load_cases(d, wanted)]
-        progress(f"vectors: {len(cases)} cases")
-        for case in cases:
-            result = vectors.run_case(candidate, case, profile, Path("."))
+        exported = [c for c in export.generate(profile, seed) if c["area"] in wanted]
+        cases = [(c, Path(".")) for c in exported] + extra
+        total = len(cases) + examples * (len(wanted) * machines + simulation)
+        done = 0
+        for case, base in cases:
+            if done % 25 == 0:
+                progress(done, total, f"vectors ({len(cases)} cases)")
+            done += 1
+            result = vectors.run_case(candidate, case, profile, base)
             verdict, face = verdict_of(result), report.interfaces[case["area"]]
             face.cases[verdict.value] = face.cases.get(verdict.value, 0) + 1
             if verdict is Verdict.UNSUPPORTED:
                 continue
-            report.ops += len(case["steps"]) if result.step is None else result.step + 1
+            report.ops += len(case["steps"]) if result.step is None else result.step
             report.covered.update(case_rules(case))
             if verdict is not Verdict.PASS:
                 replay_dir.mkdir(parents=True, exist_ok=True)
@@ -179,7 +205,8 @@ def run_conformance(
                     }
                 )
         for area in wanted if machines else ():
-            progress(f"machine: {area}")
+            progress(done, total, f"machine {area}")
+            done += examples
             machine = run_machine(
                 area, candidate, impl=impl, profile=profile, examples=examples, steps=steps,
                 seed=seed, replay_dir=replay_dir,
@@ -189,12 +216,11 @@ def run_conformance(
             if machine.verdict is not Verdict.UNSUPPORTED:
                 report.covered.update(machine.covered)
         if simulation:
-            progress("machine: simulation")
+            progress(done, total, "machine simulation")
             report.simulation = run_simulation(candidate, impl=impl, profile=profile)
+        progress(total, total, "done")
     finally:
-        close = getattr(candidate, "close", None)
-        if callable(close):
-            close()
+        close_candidate(candidate)
     report.seconds = time.perf_counter() - start
     return report
 
@@ -253,15 +279,19 @@ def _print_report(report: ConformReport) -> None:
 )
 @click.option(
     "--examples",
-    type=int,
+    type=click.IntRange(min=1),
     default=DEFAULT_EXAMPLES,
     show_default=True,
     help="Machine examples per interface.",
 )
 @click.option(
-    "--steps", type=int, default=DEFAULT_STEPS, show_default=True, help="Ops per machine example."
+    "--steps",
+    type=click.IntRange(min=1),
+    default=DEFAULT_STEPS,
+    show_default=True,
+    help="Ops per machine example.",
 )
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
 @click.option(
     "--vectors",
     "vector_dirs",
@@ -270,57 +300,76 @@ def _print_report(report: ConformReport) -> None:
     help="Extra vector directory or file (repeatable).",
 )
 @click.option(
-    "--replay-dir", type=click.Path(path_type=Path), default=DEFAULT_REPLAY_DIR, show_default=True
-)
-@click.option(
-    "--timeout",
-    type=float,
-    default=10.0,
+    "--replay-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=DEFAULT_REPLAY_DIR,
     show_default=True,
-    help="Seconds a cmd: candidate may take per reply.",
 )
+@timeout_option()
+@allow_unsupported_option()
+@quiet_option()
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def conform_command(
     impl: str, profile: str, area: str | None, examples: int, steps: int, seed: int,
-    vector_dirs: tuple[Path, ...], replay_dir: Path, timeout: float, as_json: bool,
+    vector_dirs: tuple[Path, ...], replay_dir: Path, timeout: float, allow_unsupported: bool,
+    quiet: bool, as_json: bool,
 ) -> None:  # fmt: skip
     """Run the vectors and the lockstep machines against a candidate and summarise."""
-    areas = [a.strip() for a in area.split(",")] if area else list(MACHINE_AREAS)
-    simulation = "simulation" in areas or not area
+    areas = split_list(area) if area is not None else list(MACHINE_AREAS)
+    if not areas:
+        raise usage("no area given", "--area")
+    simulation = "simulation" in areas or area is None
     areas = [a for a in areas if a != "simulation"]
     for a in areas:
         if a not in MACHINE_AREAS:
-            raise click.BadParameter(f"unknown area {a!r}", param_hint="--area")
-    try:
+            known = ", ".join((*MACHINE_AREAS, "simulation"))
+            raise usage(f"unknown area {a!r} (expected {known})", "--area")
+    if replay_dir.exists() and not replay_dir.is_dir():
+        raise usage(f"{replay_dir} is not a folder", "--replay-dir")
+    with Progress("conform", None, "examples", quiet=quiet) as shown:
+
+        def progress(done: int, total: int, what: str) -> None:
+            if shown.total != total:
+                shown.set_total(total)
+            shown.update(done, what)
+
         report = run_conformance(
             impl, profile=Profile.parse(profile), areas=areas, examples=examples, steps=steps,
             seed=seed, vector_dirs=vector_dirs, replay_dir=replay_dir, timeout=timeout,
-            simulation=simulation,
+            simulation=simulation, progress=progress,
         )  # fmt: skip
-    except PullspecError as exc:
-        raise click.UsageError(str(exc)) from exc
     if as_json:
         click.echo(json.dumps(report.to_json()))
     else:
         _print_report(report)
     if report.failed:
         sys.exit(1)
+    if not report.checked:
+        nothing_checked(
+            f"{impl} supports none of the areas {', '.join(areas) or 'simulation'}: "
+            "nothing was checked",
+            allow_unsupported,
+        )
 
 
 @click.command("mutants")
 @click.option("--profile", type=PROFILE_CHOICE, default="4.9", show_default=True)
 @click.option("--mutant", "names", multiple=True, help="Only these mutants (repeatable).")
 @click.option(
-    "--examples", type=int, default=None, help="Machine examples per area (default: the runner's)."
+    "--examples",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Machine examples per area (default: the runner's).",
 )
-@click.option("--steps", type=int, default=None, help="Ops per machine example.")
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--steps", type=click.IntRange(min=1), default=None, help="Ops per machine example.")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
 @click.option("--machines-only", is_flag=True, help="Skip the vectors: only machines may kill.")
 @click.option("--list", "list_only", is_flag=True, help="List the bank and exit.")
+@quiet_option()
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def mutants_command(
     profile: str, names: tuple[str, ...], examples: int | None, steps: int | None, seed: int,
-    machines_only: bool, list_only: bool, as_json: bool,
+    machines_only: bool, list_only: bool, quiet: bool, as_json: bool,
 ) -> None:  # fmt: skip
     """Run the suite against every mutant of the bank and report which it killed."""
     from pullspec.conformance import mutants
@@ -329,7 +378,7 @@ def mutants_command(
     try:
         selected = [mutants.get(n) for n in names] if names else list(mutants.bank())
     except PullspecError as exc:
-        raise click.UsageError(str(exc)) from exc
+        raise usage(str(exc), "--mutant") from exc
     if list_only:
         for m in selected:
             click.echo(f"{m.name:<36} {m.rule:<9} {m.doc}")
@@ -340,7 +389,12 @@ def mutants_command(
     if steps is not None:
         budget["steps"] = steps
     start = time.perf_counter()
-    results = [runner.kill(m, Profile.parse(profile), **budget) for m in selected]
+    results = []
+    with Progress("mutants", len(selected), "mutants", quiet=quiet) as progress:
+        for m in selected:
+            progress.note(m.name)
+            results.append(runner.kill(m, Profile.parse(profile), **budget))
+            progress.advance()
     killed = sum(r.killed for r in results)
     if as_json:
         summary = {
@@ -364,11 +418,11 @@ def mutants_command(
 @click.command("export")
 @click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--profile", type=PROFILE_CHOICE, default="4.9", show_default=True)
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
 @click.option(
     "--random",
     "random_cases",
-    type=int,
+    type=click.IntRange(min=0),
     default=export.RANDOM_CASES,
     show_default=True,
     help="Random traces per area.",
@@ -378,6 +432,8 @@ def export_command(
     directory: Path, profile: str, seed: int, random_cases: int, as_json: bool
 ) -> None:
     """Write vectors generated from the reference (edge cases and seeded random traces)."""
+    if directory.exists() and not directory.is_dir():
+        raise usage(f"{directory} is a file, not a folder", "DIRECTORY")
     prof = Profile.parse(profile)
     info = export.export(directory, prof, seed, random_cases)
     if as_json:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import click
 
+from pullspec.conformance.cli_common import Progress, check_new_file, is_terminal, quiet_option
 from pullspec.reference.sim_faults import FAULT_KINDS, parse_kinds, parse_schedule
 from pullspec.reference.sim_history import write_history
 from pullspec.reference.simulator import SimConfig, SimResult, Simulator, simulate
@@ -60,6 +61,7 @@ DETAILS_SHOWN = 5
     "--history",
     "history_file",
     type=click.Path(dir_okay=False, path_type=Path),
+    callback=check_new_file,
     default=None,
     help="Write the history as JSON Lines.",
 )
@@ -68,8 +70,9 @@ DETAILS_SHOWN = 5
     type=click.IntRange(min=1),
     default=10_000,
     show_default=True,
-    help="Steps between progress lines on stderr.",
+    help="Steps between progress lines on stderr (when it is not a terminal).",
 )
+@quiet_option()
 def simulate_command(
     seed: int,
     steps: int,
@@ -82,6 +85,7 @@ def simulate_command(
     as_json: bool,
     history_file: Path | None,
     progress_every: int,
+    quiet: bool,
 ) -> None:
     """Simulate a consumer group under faults and report the anomalies its history shows:
     violations (exit 1) and anomalies RocketMQ 4.x allows, counted by rule."""
@@ -107,13 +111,25 @@ def simulate_command(
             err=True,
         )
 
-    result, sim = simulate(
-        config,
-        steps,
-        keep_history=history_file is not None,
-        progress=progress if steps > progress_every else None,
-        every=progress_every,
-    )
+    bar = Progress("simulate", steps, "steps", quiet=quiet or not is_terminal(sys.stderr))
+
+    def advance(done: int, virtual_ms: int) -> None:
+        bar.update(done, f"virtual {virtual_ms / 1000:.0f} s")
+
+    if quiet:
+        shown, every = None, progress_every
+    elif is_terminal(sys.stderr):
+        shown, every = advance, max(1, steps // 200)
+    else:  # a log or a pipe: a line every --progress-every steps
+        shown, every = (progress if steps > progress_every else None), progress_every
+    with bar:
+        result, sim = simulate(
+            config,
+            steps,
+            keep_history=history_file is not None,
+            progress=shown,
+            every=every,
+        )
     if history_file is not None:
         write_history(sim.history.events, history_file)
     if as_json:

@@ -9,6 +9,7 @@ examples. Every command exits non-zero on failure.
 
 from __future__ import annotations
 
+import contextlib
 import doctest
 import os
 import re
@@ -56,7 +57,47 @@ def example_text(markdown: str) -> str:
 
 
 def run_examples(docs_dir: Path = DOCS) -> ExampleReport:
-    """Run every ``>>>`` example of the hand-written pages; a page's blocks share one namespace."""
+    """Run every ``>>>`` example of the hand-written pages, then those in the docstrings of
+    `pullspec.fast`'s public names; a page's blocks share one namespace. They run from the
+    project's folder, as a reader would (paths such as ../shared/stores/basic)."""
+    with contextlib.chdir(docs_dir.parent):
+        pages = _run_pages(docs_dir)
+        api = _run_api_examples()
+    return ExampleReport(
+        (*pages.pages, *api.pages),
+        pages.attempted + api.attempted,
+        (*pages.failures, *api.failures),
+    )
+
+
+#: Modules whose public names (`__all__`) must each carry a docstring example that runs.
+API_MODULES = ("pullspec.fast",)
+
+
+def _run_api_examples() -> ExampleReport:
+    import importlib
+
+    flags = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
+    finder = doctest.DocTestFinder(recurse=False)
+    failures: list[str] = []
+    attempted = 0
+    for module_name in API_MODULES:
+        module = importlib.import_module(module_name)
+        for name in getattr(module, "__all__", ()):
+            obj = getattr(module, name)
+            tests = [t for t in finder.find(obj, f"{module_name}.{name}") if t.examples]
+            if not tests:
+                failures.append(f"{module_name}.{name}: no example in its docstring\n")
+            for test in tests:
+                report: list[str] = []
+                result = doctest.DocTestRunner(optionflags=flags).run(test, out=report.append)
+                attempted += result.attempted
+                if result.failed:
+                    failures.append(f"{test.name}: {result.failed} failed\n" + "".join(report))
+    return ExampleReport(tuple(f"api:{m}" for m in API_MODULES), attempted, tuple(failures))
+
+
+def _run_pages(docs_dir: Path) -> ExampleReport:
     parser = doctest.DocTestParser()
     flags = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
     failures: list[str] = []

@@ -52,12 +52,14 @@ class TestRef:
 
 @attrs.frozen
 class VectorHit:
-    """One vector case during which a rule function ran."""
+    """One vector case during which a rule function ran, and the vector file it is in."""
 
     profile: Profile
     case_id: str
     area: str
     verdict: vectors.Verdict
+    #: The vector file's path (its folder names the case page that shows the case).
+    path: str = ""
 
 
 @attrs.frozen
@@ -305,12 +307,13 @@ def trace_profile(
     area_rules: dict[str, set[str]] = {}
     details: dict[str, str] = {}
     cases = (
-        (folder, case)
+        (folder, file, case)
         for folder in folders
         if folder.is_dir()
-        for case in vectors.load_cases(folder)
+        for file in vectors.vector_files(folder)
+        for case in vectors.load_cases(file)
     )
-    for folder, case in cases:
+    for folder, file, case in cases:
         current.clear()
         previous: Callable[..., Any] | None = sys.getprofile()
         sys.setprofile(profiler)
@@ -324,7 +327,7 @@ def trace_profile(
             details.setdefault(result.area, _reason(result))
         for rid in current:
             hits.setdefault(rid, []).append(
-                VectorHit(profile, result.id, result.area, result.verdict)
+                VectorHit(profile, result.id, result.area, result.verdict, str(file))
             )
             area_rules.setdefault(result.area, set()).add(rid.split("-")[0])
     runs = tuple(

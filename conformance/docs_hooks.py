@@ -2,7 +2,8 @@
 
 - `on_config` collects the facts once per build and lists every area page in the nav, between the
   rule index and the gaps page, so a new area appears without editing mkdocs.yml;
-- `on_files` adds the rule pages, the CLI reference and the pictures as virtual files;
+- `on_files` adds the rule pages, the CLI reference, the pictures and the source and vector-case
+  pages the rule pages link to (`conformance.docs_sources`, not in the nav) as virtual files;
 - `on_page_markdown` replaces ``<!-- pullspec:NAME -->`` markers and ``[[RULE-ID]]`` references
   in hand-written pages.
 """
@@ -12,10 +13,16 @@ from __future__ import annotations
 from typing import Any
 
 from mkdocs.config.defaults import MkDocsConfig
-from mkdocs.structure.files import File, Files
+from mkdocs.structure.files import File, Files, InclusionLevel
 from mkdocs.structure.pages import Page
 
-from pullspec.conformance import docs_extras, docs_facts, docs_pictures, docs_render
+from pullspec.conformance import (
+    docs_extras,
+    docs_facts,
+    docs_pictures,
+    docs_render,
+    docs_sources,
+)
 
 _state: dict[str, Any] = {}
 #: The nav section the area pages are inserted into, and the entry they follow.
@@ -39,6 +46,7 @@ def generated(current: docs_facts.Facts) -> dict[str, str]:
         **docs_render.rule_pages(current),
         **docs_extras.extra_pages(current),
         **docs_pictures.pictures(),
+        **docs_sources.pages(current),
     }
 
 
@@ -78,9 +86,19 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
             raise RuntimeError(
                 f"docs/{path} is generated at build time and must not exist in docs/"
             )
-        files.append(File.generated(config, path, content=content))
+        # Source and case pages are reached through the rule pages' links, not the navigation.
+        inclusion = (
+            InclusionLevel.NOT_IN_NAV
+            if docs_sources.is_reference_page(path)
+            else InclusionLevel.UNDEFINED
+        )
+        files.append(File.generated(config, path, content=content, inclusion=inclusion))
     named = set(_all_targets(config.nav or []))
-    unlisted = sorted(f.src_uri for f in files.documentation_pages() if f.src_uri not in named)
+    unlisted = sorted(
+        f.src_uri
+        for f in files.documentation_pages()
+        if f.src_uri not in named and not docs_sources.is_reference_page(f.src_uri)
+    )
     if unlisted and config.nav is not None:
         config.nav.append({MORE_SECTION: unlisted})
     return files

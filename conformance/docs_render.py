@@ -6,7 +6,6 @@ Pages are Markdown for mkdocs; every rule section carries its ID as its anchor
 
 from __future__ import annotations
 
-import inspect
 import re
 import textwrap
 from collections.abc import Iterable
@@ -14,12 +13,17 @@ from collections.abc import Iterable
 from pullspec.conformance import vectors
 from pullspec.conformance.docs_coverage import TestRef, VectorHit
 from pullspec.conformance.docs_facts import Facts
+from pullspec.conformance.docs_sources import (
+    case_link,
+    function_location,
+    function_source,
+    shown_cases,
+    source_link,
+)
 from pullspec.spec import rules
 from pullspec.spec.profiles import Profile
 
 _CODE_SPAN = re.compile(r"(`+)(.+?)\1")
-#: Vector case ids listed per (profile, area) before "and N more".
-CASES_SHOWN = 12
 
 
 def escape(text: str) -> str:
@@ -151,6 +155,10 @@ def _variant(variant: rules.RuleVariant, changed: bool) -> list[str]:
     else:
         out += ["No contract lines.", ""]
     source = _source_of(variant.function)
+    location = function_location(variant.function)
+    if location is not None:
+        rel, line = location
+        out += [f"Source: {source_link(rel, line, f'{rel}:{line}')}", ""]
     if source is not None:
         where, text = source
         out += [
@@ -163,20 +171,11 @@ def _variant(variant: rules.RuleVariant, changed: bool) -> list[str]:
 
 
 def _source_of(function: str) -> tuple[str, str] | None:
-    import importlib
-
-    module_name, _, qualname = function.rpartition(".")
-    try:
-        obj: object = importlib.import_module(module_name)
-        for part in qualname.split("."):
-            obj = getattr(obj, part)
-        obj = inspect.unwrap(obj)  # type: ignore[arg-type]
-        lines, start = inspect.getsourcelines(obj)  # type: ignore[arg-type]
-        path = inspect.getsourcefile(obj)  # type: ignore[arg-type]
-    except (ImportError, AttributeError, OSError, TypeError):
+    found = function_source(function)
+    if found is None:
         return None
-    rel = module_name.removeprefix("pullspec.").replace(".", "/") + ".py"
-    return (f"{rel}:{start}" if path else rel, textwrap.dedent("".join(lines)).rstrip())
+    rel, start, text = found
+    return f"{rel}:{start}", textwrap.dedent(text).rstrip()
 
 
 def _passages(facts: Facts, rule: rules.Rule) -> list[str]:
@@ -209,7 +208,10 @@ def _test_list(tests: tuple[TestRef, ...]) -> list[str]:
     if not tests:
         return ["**Tests.** None found ([gaps](gaps.md)).", ""]
     out = [f"**Tests** ({len(tests)}):", ""]
-    out += [f"- {code(t.node_id)} (line {t.line}; names the {t.how})" for t in tests]
+    out += [
+        f"- {source_link(t.file, t.line, code(t.node_id))} (line {t.line}; names the {t.how})"
+        for t in tests
+    ]
     return [*out, ""]
 
 
@@ -222,12 +224,12 @@ def _vector_list(hits: tuple[VectorHit, ...]) -> list[str]:
         "| Profile | Vector area | Cases | Case ids |",
         "|---|---|---|---|",
     ]
-    groups: dict[tuple[str, str], list[str]] = {}
-    for h in hits:
-        groups.setdefault((h.profile.value, h.area), []).append(h.case_id)
-    for (profile, area), ids in sorted(groups.items()):
-        more = f" and {len(ids) - CASES_SHOWN} more" if len(ids) > CASES_SHOWN else ""
-        out.append(f"| {profile} | {area} | {len(ids)} | {', '.join(ids[:CASES_SHOWN])}{more} |")
+    for (profile, area), found, total in shown_cases(hits):
+        more = f" and {total - len(found)} more" if total > len(found) else ""
+        shown = ", ".join(
+            case_link(h.path, h.case_id) if h.path else escape(h.case_id) for h in found
+        )
+        out.append(f"| {profile} | {area} | {total} | {shown}{more} |")
     return [*out, ""]
 
 

@@ -11,6 +11,9 @@ area; an area the candidate does not implement is skipped. Without the option th
 nothing. The `pullspec_candidate` fixture gives tests of one's own the resolved candidate.
 
 Registered through the `pytest11` entry point `pullspec` (or `-p pullspec.conformance.plugin`).
+It imports the suite (which needs the `cli` extra: hypothesis) only when the option is given, so
+an environment with the library alone still runs pytest. A candidate that cannot be loaded is one
+usage error (`pytest --pullspec-impl=nosuch` exits 4 with one line), not a failure per item.
 """
 
 from __future__ import annotations
@@ -22,13 +25,13 @@ from typing import Any
 
 import pytest
 
-from pullspec.conformance import export, vectors
-from pullspec.conformance.machines import DEFAULT_EXAMPLES, DEFAULT_STEPS, run_machine
-from pullspec.conformance.observe import Verdict, resolve_candidate, verdict_of
-from pullspec.conformance.ops import AREAS
+from pullspec.spec.errors import PullspecError
 from pullspec.spec.profiles import Profile
 
 _CANDIDATE = pytest.StashKey[Any]()
+#: The machines' default budget (conformance.machines.DEFAULT_EXAMPLES / DEFAULT_STEPS), repeated
+#: here so that registering the options imports nothing of the suite.
+DEFAULT_EXAMPLES, DEFAULT_STEPS = 40, 25
 
 
 class ConformanceFailure(Exception):  # noqa: N818 - pytest shows the class name: it reads well
@@ -47,15 +50,42 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--pullspec-timeout", type=float, default=10.0, help="cmd: reply timeout (s)")
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Load the candidate once, up front: a bad --pullspec-* value is one usage error."""
+    impl = config.getoption("pullspec_impl", None)
+    if not impl:
+        return
+    for name, value in (("examples", config.getoption("pullspec_examples")),
+                        ("steps", config.getoption("pullspec_steps"))):  # fmt: skip
+        if value < 1:
+            raise pytest.UsageError(f"--pullspec-{name} must be at least 1, not {value}")
+    try:
+        from pullspec.conformance.cli_common import candidate_of
+    except ModuleNotFoundError as exc:
+        raise pytest.UsageError(
+            f"--pullspec-impl needs {exc.name}: pip install 'rocketmq-pullspec[cli]'"
+        ) from None
+    for folder in config.getoption("pullspec_vectors"):
+        if not Path(folder).exists():
+            raise pytest.UsageError(f"--pullspec-vectors {folder}: no such file or folder")
+    try:
+        config.stash[_CANDIDATE] = candidate_of(impl, config.getoption("pullspec_timeout"))
+    except PullspecError as exc:
+        raise pytest.UsageError(f"--pullspec-impl {impl}: {exc}") from None
+    except Exception as exc:  # click's usage errors, a factory that raised: still one line
+        formatter = getattr(exc, "format_message", None)
+        message = formatter() if callable(formatter) else str(exc)
+        raise pytest.UsageError(f"--pullspec-impl {impl}: {message}") from None
+
+
 def _candidate(config: pytest.Config) -> Any:
-    if _CANDIDATE not in config.stash:
-        impl = config.getoption("pullspec_impl")
-        config.stash[_CANDIDATE] = resolve_candidate(impl, config.getoption("pullspec_timeout"))
     return config.stash[_CANDIDATE]
 
 
 @functools.cache
 def _exported(profile: Profile, seed: int) -> tuple[dict[str, Any], ...]:
+    from pullspec.conformance import export
+
     return tuple(export.generate(profile, seed))
 
 
@@ -68,6 +98,10 @@ class ConformanceItem(pytest.Item):
 
     def runtest(self) -> None:
         """Run the vectors or the machine and fail with every divergence found."""
+        from pullspec.conformance import vectors
+        from pullspec.conformance.machines import run_machine
+        from pullspec.conformance.observe import Verdict, verdict_of
+
         opt = self.config.getoption
         profile = Profile.parse(opt("pullspec_profile"))
         candidate, impl = _candidate(self.config), opt("pullspec_impl")
@@ -83,17 +117,14 @@ class ConformanceItem(pytest.Item):
             if report.verdict is not Verdict.PASS:
                 raise ConformanceFailure(report.describe())
             return
-        cases = [c for c in _exported(profile, opt("pullspec_seed")) if c["area"] == self.area]
-        cases += [
-            c for d in opt("pullspec_vectors") for c in vectors.load_cases(Path(d), [self.area])
-        ]
-        results = [vectors.run_case(candidate, c, profile, Path(".")) for c in cases]
+        exported = _exported(profile, opt("pullspec_seed"))
+        cases = [(c, Path(".")) for c in exported if c["area"] == self.area]
+        extra = [Path(d) for d in opt("pullspec_vectors")]
+        cases += vectors.load_cases_with_base(extra, [self.area])
+        results = [vectors.run_case(candidate, c, profile, base) for c, base in cases]
         bad = [r for r in results if verdict_of(r) not in (Verdict.PASS, Verdict.UNSUPPORTED)]
         if bad:
-            lines = [
-                f"{verdict_of(r).value} {r.id} step {r.step} {r.op}: {r.field} expected {r.expected!r} actual {r.actual!r} {r.detail or ''}"
-                for r in bad
-            ]
+            lines = [r.describe() for r in bad]
             raise ConformanceFailure(
                 f"{len(bad)} of {len(results)} cases failed:\n" + "\n".join(lines)
             )
@@ -118,6 +149,8 @@ def pytest_collection_modifyitems(
     """Add the suite's items (first, so that -k and -m select among them too)."""
     if not config.getoption("pullspec_impl"):
         return
+    from pullspec.conformance.ops import AREAS
+
     for kind in ("vectors", "machine"):
         for area in AREAS:
             items.append(

@@ -54,6 +54,26 @@ from pullspec.spec.retry_request import profile_request_version
 PROTOCOL_VERSION = 1
 
 
+#: How much of a crashed adapter's stderr a CRASHED verdict quotes: its last lines, whole.
+TAIL_LINES = 12
+TAIL_CHARS = 2000
+
+
+def stderr_tail(data: bytes, lines: int = TAIL_LINES, chars: int = TAIL_CHARS) -> str:
+    """The last complete lines of `data` (at most `lines` of them, about `chars` characters):
+    a traceback's last lines name the error, so they are kept whole rather than cut mid-line.
+    A single last line longer than `chars` is kept as its end."""
+    text = data.decode("utf-8", errors="replace").rstrip()
+    kept: list[str] = []
+    size = 0
+    for line in reversed(text.splitlines()):
+        if kept and (len(kept) == lines or size + len(line) + 1 > chars):
+            break
+        kept.append(line if len(line) <= chars else "…" + line[-chars:])
+        size += len(line) + 1
+    return "\n".join(reversed(kept))
+
+
 class Channel:
     """One running adapter process and its line-by-line conversation."""
 
@@ -117,7 +137,7 @@ class Channel:
     def _crashed(self, what: str) -> CandidateCrashedError:
         code = self._stop()
         self._stderr.seek(0)
-        tail = self._stderr.read()[-400:].decode("utf-8", errors="replace").strip()
+        tail = stderr_tail(self._stderr.read())
         self._stderr.close()
         return CandidateCrashedError(f"{self.argv} {what} (exit code {code}); stderr: {tail}")
 

@@ -2,7 +2,13 @@
 
 Each case runs on a fresh instance; each step's observation is compared field by field with the
 step's `expect` (fields absent from `expect` are not compared). An `error` expect is met by any
-typed `spec.errors` error. The first differing step ends the case as DIVERGED.
+typed `spec.errors` error. The first differing step ends the case as DIVERGED; its result names
+the step (1-based, as campaign rows do), the op's arguments and the rule IDs the step involves.
+
+A vector path is a JSON Lines file, a folder of them, or a store directory of `../shared/stores/`
+(its `answers.jsonl`). Every line must be a case object of the vector format; a line that is not
+(not UTF-8, not JSON, not an object, a field of the wrong type) is a `VectorFormatError` naming
+the file and line.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from typing import Any, Protocol
 
 import attrs
 
+from pullspec.conformance.ops import OP_RULES, rules_for
 from pullspec.spec.errors import InvalidArgumentError, PullspecError, UnsupportedError
 from pullspec.spec.profiles import Profile
 
@@ -40,7 +47,8 @@ class Verdict(enum.Enum):
 
 @attrs.frozen
 class CaseResult:
-    """What happened to one vector case."""
+    """What happened to one vector case: for a case that did not pass, the step (1-based) and op
+    where it stopped, the op's arguments, the first differing field and the rule IDs involved."""
 
     id: str
     area: str
@@ -51,6 +59,8 @@ class CaseResult:
     expected: Any = None
     actual: Any = None
     detail: str | None = None
+    args: dict[str, Any] | None = None
+    rules: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         """The JSON form printed by `pullspec vectors check --json`."""
@@ -59,12 +69,43 @@ class CaseResult:
             out.update(
                 step=self.step,
                 op=self.op,
+                args=self.args,
                 field=self.field,
                 expected=self.expected,
                 actual=self.actual,
+                rules=list(self.rules),
                 detail=self.detail,
             )
         return out
+
+    def describe(self) -> str:
+        """One line: verdict, case, step, op and arguments, the difference, the rules."""
+        where = f"step {self.step} {self.op}({_args_text(self.args)})" if self.op else "create"
+        if self.verdict is Verdict.DIVERGED:
+            what = f"{self.field} expected {self.expected!r} actual {self.actual!r}"
+        else:
+            what = self.detail or ""
+        rules = f" [{', '.join(self.rules)}]" if self.rules else ""
+        return f"{self.verdict.value:<11} {self.id} {where}: {what}{rules}".rstrip()
+
+
+#: Characters of an op's arguments shown in a one-line divergence.
+ARGS_SHOWN = 160
+
+
+def _args_text(args: dict[str, Any] | None) -> str:
+    text = json.dumps(args or {}, separators=(", ", "="), default=str)[1:-1].replace('"', "")
+    return text if len(text) <= ARGS_SHOWN else text[: ARGS_SHOWN - 1] + "…"
+
+
+class VectorFormatError(InvalidArgumentError):
+    """A vector file that is not in the vector format: names the file and line."""
+
+    def __init__(self, where: str, reason: str) -> None:
+        super().__init__(where, None, reason)
+
+    def __str__(self) -> str:
+        return f"{self.name}: {self.reason}"
 
 
 class AreaAdapter(Protocol):
@@ -92,23 +133,99 @@ def adapter(area: str) -> AreaAdapter:
     return module  # type: ignore[no-any-return]
 
 
-def load_cases(path: Path, areas: Iterable[str] | None = None) -> Iterator[dict[str, Any]]:
-    """Every case in the JSON Lines files of `path` (a directory or a file), in file order."""
-    wanted = set(areas) if areas else None
-    files = sorted(path.glob("*.jsonl")) if path.is_dir() else [path]
+#: The files of a store directory of ../shared/stores: the broker's answers are its vectors.
+STORE_ANSWERS, STORE_MESSAGES = "answers.jsonl", "messages.jsonl"
+
+
+def vector_files(path: Path) -> list[Path]:
+    """The vector files of `path`: the file itself, a store directory's answers.jsonl, or every
+    .jsonl file of a folder (sorted)."""
+    if not path.exists():
+        raise VectorFormatError(str(path), "no such file or folder")
+    if not path.is_dir():
+        return [path]
+    if (path / STORE_ANSWERS).is_file() and (path / STORE_MESSAGES).is_file():
+        return [path / STORE_ANSWERS]
+    files = sorted(p for p in path.glob("*.jsonl") if p.is_file())
     if not files:
-        raise InvalidArgumentError("path", str(path), "holds no .jsonl vector files")
-    for f in files:
-        with f.open(encoding="utf-8") as fh:
-            for n, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                try:
-                    case = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise InvalidArgumentError(f"{f}:{n}", line[:60], str(exc)) from None
-                if wanted is None or case.get("area") in wanted:
-                    yield case
+        raise VectorFormatError(str(path), "holds no .jsonl vector files")
+    return files
+
+
+def load_cases(path: Path, areas: Iterable[str] | None = None) -> Iterator[dict[str, Any]]:
+    """Every case in the vector files of `path` (a file, a folder or a store directory), in
+    file order, each checked against the vector format."""
+    wanted = set(areas) if areas else None
+    for f in vector_files(path):
+        try:
+            with f.open("rb") as fh:
+                for n, raw in enumerate(fh, 1):
+                    if not raw.strip():
+                        continue
+                    case = parse_case(raw, f"{f}:{n}")
+                    if wanted is None or case["area"] in wanted:
+                        yield case
+        except IsADirectoryError:
+            raise VectorFormatError(str(f), "is a folder, not a vector file") from None
+
+
+def base_of(path: Path) -> Path:
+    """The folder a vector path's cases resolve their files from (a store case's `storeDir`)."""
+    return path if path.is_dir() else path.parent
+
+
+def load_cases_with_base(
+    paths: Iterable[Path], areas: Iterable[str] | None = None
+) -> list[tuple[dict[str, Any], Path]]:
+    """Every case of every path, each with the folder `run_case` must be given for it."""
+    wanted = list(areas) if areas is not None else None
+    return [(case, base_of(path)) for path in paths for case in load_cases(path, wanted)]
+
+
+def parse_case(raw: bytes, where: str) -> dict[str, Any]:
+    """One line of a vector file as a case, or VectorFormatError naming `where`."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise VectorFormatError(where, f"not UTF-8 (byte {exc.start})") from None
+    try:
+        case = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise VectorFormatError(where, f"not JSON: {exc.msg} at column {exc.colno}") from None
+    if not isinstance(case, dict):
+        raise VectorFormatError(where, f"a case must be a JSON object, not {_json_type(case)}")
+    _require(case, "area", str, where)
+    if case["area"] not in AREAS:
+        raise VectorFormatError(where, f"unknown area {case['area']!r}")
+    if "id" in case and not isinstance(case["id"], str | int):
+        raise VectorFormatError(where, f"id must be a string, not {_json_type(case['id'])}")
+    if "config" in case:
+        _require(case, "config", dict, where)
+    _require(case, "steps", list, where)
+    for i, step in enumerate(case["steps"], 1):
+        at = f"{where} step {i}"
+        if not isinstance(step, dict):
+            raise VectorFormatError(at, f"a step must be a JSON object, not {_json_type(step)}")
+        _require(step, "op", str, at)
+        for key in ("args", "expect"):
+            if key in step:
+                _require(step, key, dict, at)
+    return case
+
+
+def _require(obj: dict[str, Any], key: str, kind: type, where: str) -> None:
+    if key not in obj:
+        raise VectorFormatError(where, f"{key} is missing")
+    if not isinstance(obj[key], kind) or isinstance(obj[key], bool):
+        expected = {"str": "a string", "dict": "an object", "list": "a list"}[kind.__name__]
+        raise VectorFormatError(where, f"{key} must be {expected}, not {_json_type(obj[key])}")
+
+
+def _json_type(value: Any) -> str:
+    names = {dict: "an object", list: "a list", str: "a string", bool: "a boolean"}
+    if value is None:
+        return "null"
+    return names.get(type(value), "a number")
 
 
 def first_difference(expect: Any, actual: Any) -> tuple[str, Any, Any] | None:
@@ -150,33 +267,74 @@ def _nested_difference(expect: Any, actual: Any, path: str) -> tuple[str, Any, A
     return None
 
 
+def step_rules(case: dict[str, Any], op: str, field: str | None, expect: Any) -> tuple[str, ...]:
+    """The rule IDs a step of `case` involves: those of the differing field when known, else
+    every rule the op exercises (empty for areas whose ops carry no rule table)."""
+    area = case["area"]
+    if area not in OP_RULES:
+        return ()
+    fields = case.get("config", {}).get("stateFields", ())
+    return rules_for(
+        area,
+        op,
+        field,
+        tuple(fields) if isinstance(fields, list) else (),
+        expect if isinstance(expect, dict) else None,
+    )
+
+
+def missing_field(exc: KeyError, given: tuple[Any, ...], where: str, what: str) -> None:
+    """Raise VectorFormatError when the adapter looked up a key that none of the vector's
+    dictionaries `given` has (the vector's fault); any other KeyError is the candidate's crash."""
+    key = exc.args[0] if exc.args else None
+    if isinstance(key, str) and not any(isinstance(d, dict) and key in d for d in given):
+        raise VectorFormatError(where, f"{key} is missing from {what}") from None
+
+
 def run_case(candidate: Any, case: dict[str, Any], profile: Profile, base: Path) -> CaseResult:
     """Run one case on a fresh instance of `candidate`."""
-    cid, area = case.get("id", "?"), case.get("area", "?")
+    cid, area = str(case.get("id", "?")), case.get("area", "?")
+    config = case.get("config", {})
     try:
         mod = adapter(area)
-        instance = mod.create(candidate, case.get("config", {}), profile, base)
+        instance = mod.create(candidate, config, profile, base)
     except UnsupportedError as exc:
         return CaseResult(cid, area, Verdict.UNSUPPORTED, detail=str(exc))
-    for i, step in enumerate(case["steps"]):
-        op, expect = step["op"], step.get("expect", {})
+    except KeyError as exc:
+        missing_field(exc, (config,), f"case {cid}", "its config")
+        return CaseResult(cid, area, Verdict.CRASHED, detail=f"create: KeyError: {exc}")
+    except TimeoutError as exc:
+        return CaseResult(cid, area, Verdict.TIMEOUT, detail=f"create: {type(exc).__name__}: {exc}")
+    except PullspecError:
+        raise  # a config value the spec refuses: the vector's fault, not the candidate's
+    except Exception as exc:  # the candidate's factory crashed
+        return CaseResult(cid, area, Verdict.CRASHED, detail=f"create: {type(exc).__name__}: {exc}")
+    for n, step in enumerate(case["steps"], 1):
+        op, expect, args = step["op"], step.get("expect", {}), step.get("args", {})
+
+        def stopped(verdict: Verdict, detail: str) -> CaseResult:
+            rules = step_rules(case, op, None, expect)  # noqa: B023 - called at once
+            return CaseResult(cid, area, verdict, n, op, detail=detail, args=args, rules=rules)  # noqa: B023
+
         try:
-            observed = mod.apply(instance, op, step.get("args", {}))
+            observed = mod.apply(instance, op, args)
         except UnsupportedError as exc:
-            return CaseResult(cid, area, Verdict.UNSUPPORTED, i, op, detail=str(exc))
+            return stopped(Verdict.UNSUPPORTED, str(exc))
         except PullspecError as exc:
             observed = {"error": exc.java_exception or exc.kind.value}
         except TimeoutError as exc:
-            return CaseResult(
-                cid, area, Verdict.TIMEOUT, i, op, detail=f"{type(exc).__name__}: {exc}"
-            )
+            return stopped(Verdict.TIMEOUT, f"{type(exc).__name__}: {exc}")
+        except KeyError as exc:
+            missing_field(exc, (args, config), f"case {cid} step {n} ({op})", "its args and config")
+            return stopped(Verdict.CRASHED, f"KeyError: {exc}")
         except Exception as exc:  # a candidate bug: report, do not stop the run
-            return CaseResult(
-                cid, area, Verdict.CRASHED, i, op, detail=f"{type(exc).__name__}: {exc}"
-            )
+            return stopped(Verdict.CRASHED, f"{type(exc).__name__}: {exc}")
         if "error" in expect and "error" in observed:
             expect = {k: v for k, v in expect.items() if k != "error"}
         diff = first_difference(expect, observed)
         if diff:
-            return CaseResult(cid, area, Verdict.DIVERGED, i, op, diff[0], diff[1], diff[2])
+            return CaseResult(
+                cid, area, Verdict.DIVERGED, n, op, diff[0], diff[1], diff[2], args=args,
+                rules=step_rules(case, op, diff[0], expect),
+            )  # fmt: skip
     return CaseResult(cid, area, Verdict.PASS)

@@ -15,7 +15,7 @@ import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import attrs
@@ -94,22 +94,36 @@ def _check_module(module: str, per_condition_timeout: float) -> list[tuple[str, 
     return out
 
 
-def verify(
-    modules: Iterable[str] | None = None, per_condition_timeout: float = 4.0
-) -> list[RuleVerification]:
-    """Run CrossHair over the rule modules and attribute each reported condition to its rule."""
-    modules = list(modules) if modules is not None else None
-    for mod in modules or ():
-        importlib.import_module(mod)
-    catalogue = rules.catalogue()
+def _functions_by_module() -> dict[str, list[tuple[str, str]]]:
     by_module: dict[str, list[tuple[str, str]]] = {}
-    for r in catalogue:
+    for r in rules.catalogue():
         for v in r.variants:
             mod = v.function.rsplit(".", 1)[0]
             by_module.setdefault(mod, []).append((r.id, v.function))
+    return by_module
+
+
+def rule_modules() -> list[str]:
+    """The modules that define rule functions (`pullspec.spec.store`, ...), sorted."""
+    return sorted(_functions_by_module())
+
+
+def verify(
+    modules: Iterable[str] | None = None,
+    per_condition_timeout: float = 4.0,
+    on_module: Callable[[int, str], None] | None = None,
+) -> list[RuleVerification]:
+    """Run CrossHair over the rule modules and attribute each reported condition to its rule;
+    `on_module(i, name)` is called before the i-th module (0-based) is checked."""
+    modules = list(modules) if modules is not None else None
+    for mod in modules or ():
+        importlib.import_module(mod)
+    by_module = _functions_by_module()
     selected = list(modules) if modules is not None else sorted(by_module)
     results: list[RuleVerification] = []
-    for mod in selected:
+    for i, mod in enumerate(selected):
+        if on_module is not None:
+            on_module(i, mod)
         module = importlib.import_module(mod)
         spans: list[tuple[int, int, str, str, bool]] = []
         for rule_id, fqname in by_module.get(mod, []):

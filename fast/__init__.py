@@ -11,9 +11,28 @@ windows and decode records only when read; `get_messages` answers many pulls in 
 is validated from the checkpoint, a torn tail cut, missing queue entries rebuilt. The per-record
 loops (window scans, record encoding, body CRCs, recovery's walk) run compiled when numba is
 installed (the `accel` extra) and in numpy otherwise, with the same answers.
+
+Start with docs/using/fast.md (every example there runs when the site is built); each name below
+carries its own example in its docstring.
 """
 
 from pullspec.fast.batch import MessageBatch
+from pullspec.fast.broker_store import broker_file_sizes, open_broker_store
+from pullspec.fast.multiget_compiled import GetRequest
+from pullspec.fast.process_queue import FastProcessQueue
 from pullspec.fast.putvector import PutResults
+from pullspec.fast.recovery import RecoveryReport
+from pullspec.fast.results import MultiGetResult
+from pullspec.fast.store import MmapMessageStore
 
-__all__ = ["MessageBatch", "PutResults"]
+__all__ = [
+    "FastProcessQueue",
+    "GetRequest",
+    "MessageBatch",
+    "MmapMessageStore",
+    "MultiGetResult",
+    "PutResults",
+    "RecoveryReport",
+    "broker_file_sizes",
+    "open_broker_store",
+]

@@ -145,6 +145,10 @@ class MessageBatch:
     born_timestamp and reconsume_times from the columns of the same names (plural); sys_flag,
     prepared_transaction_offset and the hosts are shared. Every column may be given as one int
     for all messages. Arrays are copied unless already read-only (then they must not change).
+
+    >>> batch = MessageBatch("T", b"abcdef", [0, 2, 4, 6], queue_ids=[0, 1, 1])
+    >>> len(batch), [m.body for m in batch.messages()], [m.queue_id for m in batch.messages()]
+    (3, [b'ab', b'cd', b'ef'], [0, 1, 1])
     """
 
     topics: tuple[str, ...]

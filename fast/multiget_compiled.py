@@ -28,7 +28,12 @@ if TYPE_CHECKING:
 
 @attrs.frozen
 class GetRequest:
-    """One pull of a get_messages batch: the arguments of get_message."""
+    """One pull of a get_messages batch: the arguments of get_message (a plain tuple of them
+    is accepted as well).
+
+    >>> GetRequest("G", "T", 0, 0, 32)
+    GetRequest(group='G', topic='T', queue_id=0, offset=0, max_msg_nums=32, message_filter=None)
+    """
 
     group: str
     topic: str

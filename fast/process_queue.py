@@ -51,7 +51,16 @@ def _require_bool(name: str, value: object) -> bool:
 
 
 class FastProcessQueue:
-    """A thread-safe, array-backed `spec.protocols.ProcessQueue`, timed by an injected Clock."""
+    """A thread-safe, array-backed `spec.protocols.ProcessQueue`, timed by an injected Clock.
+
+    >>> from pullspec.spec import ManualClock, Profile, StoredMessage
+    >>> queue = FastProcessQueue(ManualClock(0), Profile.V4_9)
+    >>> pulled = [StoredMessage("T", 0, offset, 0, 0, 0, b"x" * 10) for offset in range(3)]
+    >>> queue.put_messages(pulled), queue.msg_count, queue.msg_size
+    (True, 3, 30)
+    >>> queue.remove_messages(pulled[:1])  # consumed: the offset to commit is the next cached
+    1
+    """
 
     def __init__(
         self,

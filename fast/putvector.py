@@ -285,7 +285,17 @@ _RESULT_FIELDS = ("queue_offset", "wrote_offset", "wrote_bytes")
 @attrs.frozen(eq=False)
 class PutResults(Sequence[PutMessageResult]):
     """The store's answers to a batch by columns: one status for every message, and each
-    message's queue offset, commit-log offset and record length (−1, −1, 0 when not stored)."""
+    message's queue offset, commit-log offset and record length (−1, −1, 0 when not stored).
+    It is also a sequence of PutMessageResult, built on access.
+
+    >>> import numpy as np
+    >>> from pullspec.spec import PutMessageStatus
+    >>> results = PutResults(
+    ...     PutMessageStatus.PUT_OK, np.array([0, 1]), np.array([0, 94]), np.array([94, 94])
+    ... )
+    >>> results.wrote_offsets.tolist(), results[1].queue_offset
+    ([0, 94], 1)
+    """
 
     status: PutMessageStatus
     queue_offsets: I64

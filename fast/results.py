@@ -211,7 +211,14 @@ class ScannedRows:
 class MultiGetResult(Sequence[GetMessageResult]):
     """The answers of get_messages, in request order: a sequence of GetMessageResult built on
     first access, and the columns a batched consumer reads without building any of them
-    (`next_begin_offsets`, `message_counts`, `buffer_total_sizes`, `statuses`, …)."""
+    (`next_begin_offsets`, `message_counts`, `buffer_total_sizes`, `statuses`, …).
+
+    >>> from pullspec.spec import GetMessageResult, GetMessageStatus
+    >>> found = GetMessageResult(GetMessageStatus.FOUND, 2, 0, 2, (), False)
+    >>> answers = MultiGetResult.of([found])
+    >>> answers.next_begin_offsets.tolist(), answers.statuses
+    ([2], [<GetMessageStatus.FOUND: 'FOUND'>])
+    """
 
     __slots__ = (
         "_items",

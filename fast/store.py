@@ -63,6 +63,17 @@ class MmapMessageStore(MultiGetPath, PutPath):
     `transient_store_pool=True` (RocketMQ's transientStorePoolEnable) encodes appends into a
     reused buffer and writes them to the file with pwrite rather than through the mapping, which
     avoids a page fault per page written; reads still go through the mapping.
+
+    >>> import tempfile
+    >>> from pullspec.spec import BrokerInnerMessage, ManualClock, Profile, StoreConfig
+    >>> folder = tempfile.TemporaryDirectory()
+    >>> config = StoreConfig(mapped_file_size_commit_log=4096)
+    >>> with MmapMessageStore(folder.name, config, Profile.V4_9, ManualClock(0)) as store:
+    ...     store.put_message(BrokerInnerMessage(topic="T", queue_id=0, body=b"hi")).wrote_bytes
+    ...     store.get_message("G", "T", 0, 0, 32).messages[0].body
+    94
+    b'hi'
+    >>> folder.cleanup()
     """
 
     def __init__(

@@ -151,3 +151,22 @@ def test_campaign_without_java_says_so_clearly(tmp_path: Path) -> None:
     assert "apt-get install openjdk-17-jre-headless" in done.stderr
     assert "Traceback" not in done.stderr and "Exception" not in done.stderr
     assert "" == done.stdout
+
+
+def test_a_campaign_replaces_an_earlier_campaigns_output(spark: Any, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    args = ("--impl", "fast", "--area", "process_queue", "--seeds", "1")
+    first, _ = _campaign(out, *args)
+    again, report = _campaign(out, *args)
+    assert (0, 0) == (first, again)
+    assert 1 == report["summary"]["traces"]  # the rows of the second run only
+
+
+def test_overwrite_replaces_a_folder_no_campaign_wrote(spark: Any, tmp_path: Path) -> None:
+    out = tmp_path / "notes"
+    out.mkdir()
+    (out / "ideas.md").write_text("replace me\n")
+    code, report = _campaign(out, "--impl", "fast", "--area", "process_queue", "--overwrite")
+    assert 0 == code
+    assert not (out / "ideas.md").exists()
+    assert SEEDS == report["summary"]["traces"]

@@ -17,7 +17,7 @@ SMALL = ["--examples", "6", "--steps", "12"]
 
 def _conform(*args: str) -> tuple[int, dict[str, object]]:
     result = CliRunner().invoke(main, ["conform", *SMALL, "--json", *args])
-    return result.exit_code, json.loads(result.output)
+    return result.exit_code, json.loads(result.stdout)
 
 
 def test_conform_reference_reports_no_divergence_and_every_interface_passing() -> None:
@@ -82,7 +82,7 @@ def test_mutants_json_reports_kills_and_times() -> None:
     args = ["mutants", "--json", "--mutant", "lease-inclusive", "--mutant", "remove_returns_max"]
     result = CliRunner().invoke(main, args)
     assert 0 == result.exit_code, result.output
-    data = json.loads(result.output)
+    data = json.loads(result.stdout)
     assert {"total": 2, "killed": 2, "survived": 0} == {
         k: data["summary"][k] for k in ("total", "killed", "survived")
     }

@@ -26,7 +26,7 @@ def _check(directory: Path, impl: str, profile: str) -> dict[str, int]:
     args = ["vectors", "check", str(directory), "--impl", impl, "--profile", profile, "--json"]
     result = CliRunner().invoke(main, args)
     assert 0 == result.exit_code, result.output
-    summary: dict[str, int] = json.loads(result.output)["summary"]
+    summary: dict[str, int] = json.loads(result.stdout)["summary"]
     return summary
 
 

@@ -49,8 +49,10 @@ def test_a_wrong_candidate_fails_the_run_with_its_divergence(tmp_path: Path) -> 
     run = _pytest(tmp_path, "--pullspec-impl", "pullspec.conformance.mutants.impl:lease_inclusive")
     assert 1 == run.returncode, run.stdout + run.stderr
     assert "FAILED ::pullspec-vectors[lock_manager]" in run.stdout
+    # The third step (1-based, as campaign rows), its arguments and the lease rules it involves.
     assert (
-        "DIVERGED edge-lm-lease-boundary step 2 try_lock_batch: result expected [] actual [0]"
+        "DIVERGED    edge-lm-lease-boundary step 3 try_lock_batch(group=G1, clientId=c2, mqs=[0]):"
+        " result expected [] actual [0] [LEASE-2, LEASE-3, LEASE-4, LEASE-5, LEASE-6]"
         in (run.stdout)
     )
 
@@ -65,6 +67,15 @@ def test_areas_a_candidate_lacks_are_skipped(tmp_path: Path) -> None:
     )
     assert 0 == run.returncode, run.stdout + run.stderr
     assert "2 skipped" in run.stdout
+
+
+def test_a_candidate_that_cannot_load_is_one_usage_error(tmp_path: Path) -> None:
+    run = _pytest(tmp_path, "--pullspec-impl", "nosuch.module:factory")
+    assert 4 == run.returncode  # pytest's usage-error status
+    lines = [line for line in (run.stdout + run.stderr).splitlines() if line.strip()]
+    assert 1 == len(lines), lines
+    assert lines[0].startswith("ERROR: --pullspec-impl nosuch.module:factory: ")
+    assert "cannot import nosuch.module" in lines[0]
 
 
 @pytest.mark.parametrize(

@@ -200,3 +200,37 @@ def test_browser_shows_a_narrative_diagram_as_a_picture(served: str, tmp_path: P
     assert "request dies — FLOW-1" in _text(svg)
     assert "flowchart LR" not in _text(dom)
     assert 'class="mermaid"' not in dom
+
+
+def _href_target(site: Path, page: Path, href: str) -> tuple[str, str]:
+    """The text of the page an href of `page` leads to, and its anchor."""
+    path, _, anchor = href.partition("#")
+    target = (page.parent / path / "index.html").resolve()
+    assert target.is_relative_to(site.resolve()), href
+    return target.read_text(encoding="utf-8"), anchor
+
+
+def test_a_rule_section_links_its_source_its_tests_and_its_vector_cases(site: Path) -> None:
+    """STORE-8 (a tag filter skips and still advances): its function's line in spec/store.py,
+    a test naming it, and a vector case the reference passed while running it, each a link whose
+    target page holds the anchor."""
+    import inspect
+
+    from pullspec.spec import store
+
+    page = site / "rules" / "store" / "index.html"
+    content = page.read_text(encoding="utf-8")
+    section = content[content.index('id="STORE-8"') : content.index('id="STORE-9"')]
+    hrefs = re.findall(r'href="([^"#]+#[^"]+)"', section)
+    by_kind = {
+        kind: [h for h in hrefs if f"/{kind}/" in h]
+        for kind in ("source/spec", "source/tests", "cases")
+    }
+    variant = rules.get("STORE-8").variants[0]
+    function = getattr(store, variant.function.rsplit(".", 1)[1])
+    _, line = inspect.getsourcelines(inspect.unwrap(function))
+    assert f"../../source/spec/store/#L{line}" in by_kind["source/spec"]
+    assert by_kind["source/tests"] and by_kind["cases"]
+    for href in (by_kind["source/spec"][0], by_kind["source/tests"][0], by_kind["cases"][0]):
+        target, anchor = _href_target(site, page, href)
+        assert f'id="{anchor}"' in target, href

@@ -110,7 +110,7 @@ def test_layout_7_records_its_byte_level_version_difference() -> None:
 def run_rules_json(*args: str) -> dict[str, Any]:
     result = CliRunner().invoke(main, ["rules", "--json", *args])
     assert 0 == result.exit_code, result.output
-    data: dict[str, Any] = json.loads(result.output)
+    data: dict[str, Any] = json.loads(result.stdout)
     return data
 
 

@@ -47,7 +47,7 @@ def check(directory: Path, *extra: str) -> tuple[int, dict[str, Any]]:
     result = CliRunner().invoke(
         main, ["vectors", "check", str(directory), "--area", "store,pull_code", "--json", *extra]
     )
-    return result.exit_code, json.loads(result.output)
+    return result.exit_code, json.loads(result.stdout)
 
 
 @pytest.mark.parametrize(("version", "total"), [("rocketmq-4.9.7", 72), ("rocketmq-4.7.1", 72)])
