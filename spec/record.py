@@ -235,6 +235,27 @@ def encode_record(
     )
 
 
+def encode_stored(message: StoredMessage, properties_string: str) -> bytes:
+    """`encode_record` of a record read back: its fields, written with the properties string it
+    was stored with (which may hold what reading dropped, LAYOUT-13)."""
+    return encode_record(
+        topic=message.topic,
+        queue_id=message.queue_id,
+        body=message.body,
+        properties_string=properties_string,
+        flag=message.flag,
+        sys_flag=message.sys_flag,
+        queue_offset=message.queue_offset,
+        physical_offset=message.commitlog_offset,
+        born_timestamp=message.born_timestamp,
+        born_host=message.born_host,
+        store_timestamp=message.store_timestamp,
+        store_host=message.store_host,
+        reconsume_times=message.reconsume_times,
+        prepared_transaction_offset=message.prepared_transaction_offset,
+    )
+
+
 def encode_record_bytes(
     topic: bytes,
     properties: bytes,
@@ -302,6 +323,29 @@ def encode_record_bytes(
     return b"".join(
         (head, body, bytes((len(topic),)), topic, _SHORT.pack(len(properties)), properties)
     )
+
+
+def queue_offsets_in(body: bytes) -> list[int]:
+    """The queue offsets a reader finds walking `body` record by record: at each record start
+    the TOTALSIZE (bytes 0–3) leads to the next record and bytes 20–27 hold the queue offset. The
+    walk stops at the end, at a header cut before its queue offset, and after a TOTALSIZE that
+    is not positive.
+
+    This is how the recorded vectors observe `msgOffsets`: for whole records it is their queue
+    offsets; a read that is not one whole record (STORE-21) walks on into whatever bytes follow.
+
+    >>> queue_offsets_in(b"")
+    []
+    """
+    out: list[int] = []
+    at = 0
+    while at + OFF_QUEUE_OFFSET + 8 <= len(body):
+        size = _INT.unpack_from(body, at)[0]
+        out.append(_LONG.unpack_from(body, at + OFF_QUEUE_OFFSET)[0])
+        if size <= 0:
+            break
+        at += size
+    return out
 
 
 def encode_blank(remaining: int, profile: Profile) -> bytes:
