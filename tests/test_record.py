@@ -34,6 +34,7 @@ from pullspec.spec.record import (
     encode_record,
     host_sys_flag,
     parse_record,
+    queue_offsets_in,
 )
 
 V4 = HostAddress(b"\x7f\x00\x00\x01", 52000)
@@ -250,3 +251,40 @@ def test_decode_broker_records(stores_dir: Path, name: str) -> None:
         assert str(m.store_host) == row["store_host"] and m.msg_id == row["msg_id"]
         assert fields.properties_length == row["properties_raw_length"]
         assert check_record(raw, phys % 16384, True) == row["size"]
+
+
+# --- msgOffsets as the vectors read them --------------------------------------------------------
+
+
+def _record(queue_offset: int, body: int) -> bytes:
+    return encode_record(
+        topic="T",
+        queue_id=0,
+        body=bytes(body),
+        properties_string="",
+        flag=0,
+        sys_flag=0,
+        queue_offset=queue_offset,
+        physical_offset=0,
+        born_timestamp=0,
+        born_host=HostAddress(b"\x7f\x00\x00\x01", 52000),
+        store_timestamp=0,
+        store_host=HostAddress(b"\x7f\x00\x00\x01", 10911),
+        reconsume_times=0,
+        prepared_transaction_offset=0,
+    )
+
+
+def test_store_21_msg_offsets_walk_the_bytes_record_by_record() -> None:
+    five, seven = _record(5, 10), _record(7, 0)  # 102 and 92 bytes
+    assert (102, 92) == (len(five), len(seven))
+    assert [5, 7] == queue_offsets_in(five + seven)
+    assert [5] == queue_offsets_in(five[:40])  # cut after its queue offset
+    assert [5] == queue_offsets_in(five + seven[:27])  # a header cut before it holds none
+    assert [5, 7] == queue_offsets_in(five + seven[:28])
+    # a record cut short runs the walk into the next record's bytes: at byte 102 − 52 = 50 of
+    # `seven`, bytes 50–53 (born IP 0.1, port 00 00) read as size 65536 and bytes 70–77 (store
+    # port 2A 9F, then zeros) as queue offset 10911·2^48; that size runs past the end
+    assert [5, 10911 << 48] == queue_offsets_in(five[:52] + seven)
+    assert [0] == queue_offsets_in(bytes(28))  # a size of 0 ends the walk
+    assert [] == queue_offsets_in(b"")

@@ -247,16 +247,26 @@ def test_expiry_respects_file_reserved_time_and_moves_min_off_a_boundary() -> No
 
 def test_scan_skips_the_rest_of_a_vanished_commit_log_file() -> None:
     store = skip_store()
-    # index 0 (A) is missing: MESSAGE_WAS_REMOVING, skip below 1024; index 1 (B, phys 200) is
-    # skipped without being filtered, so the status stays MESSAGE_WAS_REMOVING
-    assert (S.MESSAGE_WAS_REMOVING, 2, []) == outcome(
-        store.get_message("G", "T", 0, 0, 32, tag_filter("T", "A"))
-    )
+    # index 1 (B, phys 200) is missing: MESSAGE_WAS_REMOVING, skip below 1024
+    assert (S.MESSAGE_WAS_REMOVING, 2, []) == outcome(store.get_message("G", "T", 0, 1, 32))
     # from index 1 the B entry is filtered first: NO_MATCHED_MESSAGE
     assert (S.NO_MATCHED_MESSAGE, 2, []) == outcome(
         store.get_message("G", "T", 0, 1, 32, tag_filter("T", "A"))
     )
-    assert (S.MESSAGE_WAS_REMOVING, 2, []) == outcome(store.get_message("G", "T", 0, 0, 32))
+
+
+def test_store_21_phys_0_is_read_at_the_first_remaining_file_after_its_file_is_deleted() -> None:
+    store = skip_store()
+    # index 0 (A, phys 0, 200 bytes) reads the 200 bytes at 1024 — T/1's index 3 — and is
+    # FOUND; index 1 (phys 200) is then missing but the status stays FOUND (something returned)
+    for message_filter in (None, tag_filter("T", "A")):
+        result = store.get_message("G", "T", 0, 0, 32, message_filter)
+        assert (S.FOUND, 2, [3]) == outcome(result)
+        assert [("T", 1, 1024)] == [
+            (m.topic, m.queue_id, m.commitlog_offset) for m in result.messages
+        ]
+        # the bytes read are observed: served elsewhere than the entry names
+        assert (200, [200]) == (result.buffer_total_size, [len(b) for b in result.bodies or ()])
 
 
 def test_expiry_waits_for_file_reserved_time_and_deletes_in_batches() -> None:
