@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 import attrs
 
+from pullspec.conformance import differences
 from pullspec.spec.errors import InvalidArgumentError, PullspecError, UnsupportedError
 from pullspec.spec.profiles import Profile
 
@@ -178,5 +179,6 @@ def run_case(candidate: Any, case: dict[str, Any], profile: Profile, base: Path)
             expect = {k: v for k, v in expect.items() if k != "error"}
         diff = first_difference(expect, observed)
         if diff:
-            return CaseResult(cid, area, Verdict.DIVERGED, i, op, diff[0], diff[1], diff[2])
+            known = differences.explain(area, op, step.get("args", {}), expect, observed)
+            return CaseResult(cid, area, Verdict.DIVERGED, i, op, *diff, detail=known)
     return CaseResult(cid, area, Verdict.PASS)
