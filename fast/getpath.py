@@ -21,7 +21,7 @@ from pullspec.spec.layout import CQ_STORE_UNIT_SIZE
 from pullspec.spec.message import StoredMessage
 from pullspec.spec.profiles import Profile
 from pullspec.spec.protocols import MessageFilter
-from pullspec.spec.record import decode_record
+from pullspec.spec.record import decode_record, with_blank_leftovers
 from pullspec.spec.results import GetMessageResult
 from pullspec.spec.scan import (
     CQEntry,
@@ -366,5 +366,5 @@ class GetPath:
             served = self.commit_log.record_at(phys, size)
             assert served is not None  # the scan read it
             f, pos = served
-            out.append(bytes(f.data[pos : pos + size]))
+            out.append(with_blank_leftovers(bytes(f.data[pos : pos + size]), self.profile))
         return tuple(out)

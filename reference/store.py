@@ -38,7 +38,12 @@ from pullspec.spec.layout import (
 from pullspec.spec.message import PROPERTY_TAGS, BrokerInnerMessage, StoredMessage
 from pullspec.spec.profiles import Profile
 from pullspec.spec.protocols import MessageFilter
-from pullspec.spec.record import encode_blank, encode_stored, host_sys_flag
+from pullspec.spec.record import (
+    encode_blank,
+    encode_stored,
+    host_sys_flag,
+    with_blank_leftovers,
+)
 from pullspec.spec.results import GetMessageResult, PutMessageResult
 from pullspec.spec.status import BrokerRole, GetMessageStatus, PutMessageStatus
 from pullspec.spec.store import (
@@ -382,7 +387,7 @@ class ReferenceMessageStore:
         if whole_records_read(messages, entries):
             return None
         return tuple(
-            self._bytes(m.commitlog_offset, size)
+            with_blank_leftovers(self._bytes(m.commitlog_offset, size), self.profile)
             for m, (_, size, _) in zip(messages, entries, strict=True)
         )
 

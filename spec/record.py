@@ -360,6 +360,33 @@ def encode_blank(remaining: int, profile: Profile) -> bytes:
     return header
 
 
+def with_blank_leftovers(body: bytes, profile: Profile) -> bytes:
+    """`body` (bytes read from a record start on) with an end-of-file blank in it as RocketMQ
+    leaves it: 4.7.1 writes the whole blank from the buffer it encodes records in, so after the
+    8-byte header the blank repeats the record appended just before it from its byte 8 on
+    (older bytes follow; zeros here); 4.9.7 writes the header alone and a new file's zeros follow.
+
+    The stores write zeros there (LAYOUT-7 leaves the bytes unspecified); only a read that runs
+    into the blank (STORE-21) shows them, through the msgOffsets walk (queue_offsets_in).
+    """
+    if profile is not Profile.V4_7:
+        return body
+    at, previous = 0, None
+    while at + END_FILE_MIN_BLANK_LENGTH <= len(body):
+        size, magic = _SIZE_MAGIC.unpack_from(body, at)
+        if magic == MESSAGE_MAGIC_CODE and size > 0:
+            previous, at = (at, size), at + size
+            continue
+        if magic == BLANK_MAGIC_CODE and previous is not None:
+            start, length = previous
+            leftover = body[start + END_FILE_MIN_BLANK_LENGTH : start + min(length, size)]
+            tail = len(body) - at - END_FILE_MIN_BLANK_LENGTH
+            head = body[: at + END_FILE_MIN_BLANK_LENGTH]
+            return head + leftover[:tail].ljust(tail, b"\0")
+        break
+    return body
+
+
 def read_size_and_magic(buf: Buffer, pos: int) -> tuple[int, int]:
     """TOTALSIZE and MAGICCODE of the record at `pos` (a blank's TOTALSIZE is its F − w)."""
     size, magic = _SIZE_MAGIC.unpack_from(buf, pos)

@@ -336,7 +336,9 @@ def commit_log_read_position(
     entries all lie in deleted files keeps min 0): the pull then answers FOUND with the `size`
     bytes at the start of the oldest remaining file — another queue's record, cut or run on when
     the sizes differ — instead of skipping a removed record (MESSAGE_WAS_REMOVING, STORE-12).
-    A file before the last is full (its end-of-file blank included): its read position is F.
+    A file before the last is full (its end-of-file blank included): its read position is F;
+    a read that runs into that blank returns what each release left there
+    (spec.record.with_blank_leftovers).
 
     pre: phys >= 0 and 0 < size < 2**31 and file_size > 0 and last_file_read_position >= 0
     pre: (first_file_start is None) == (last_file_start is None)

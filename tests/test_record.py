@@ -35,6 +35,7 @@ from pullspec.spec.record import (
     host_sys_flag,
     parse_record,
     queue_offsets_in,
+    with_blank_leftovers,
 )
 
 V4 = HostAddress(b"\x7f\x00\x00\x01", 52000)
@@ -288,3 +289,12 @@ def test_store_21_msg_offsets_walk_the_bytes_record_by_record() -> None:
     assert [5, 10911 << 48] == queue_offsets_in(five[:52] + seven)
     assert [0] == queue_offsets_in(bytes(28))  # a size of 0 ends the walk
     assert [] == queue_offsets_in(b"")
+
+
+def test_store_21_a_4_7_blank_repeats_the_record_appended_before_it() -> None:
+    five, blank = _record(5, 10), encode_blank(60, Profile.V4_7)  # 102 bytes, then 60
+    body = five + blank
+    assert body == with_blank_leftovers(body, Profile.V4_9)  # 4.9.7: header, then zeros
+    left = with_blank_leftovers(body, Profile.V4_7)
+    assert body[:110] + five[8:60] == left
+    assert ([5, 0], [5, 5]) == (queue_offsets_in(body), queue_offsets_in(left))

@@ -103,6 +103,34 @@ def test_store_21_a_read_at_0_is_cut_when_the_first_remaining_record_is_longer(s
     assert [1024] == [m.commitlog_offset for m in result.messages]
 
 
+def test_store_21_a_read_at_0_into_an_end_of_file_blank_shows_what_each_release_left_there(
+    store: Any,
+) -> None:
+    extra = store.profile is V47
+    config = StoreConfig(
+        mapped_file_size_commit_log=512, mapped_file_size_consume_queue=160, file_reserved_time=1
+    )
+    clock = ManualClock(0)
+    impl = IMPLS["fast" if type(store).__module__.startswith("pullspec.fast") else "reference"]
+    s = impl.message_store(config, store.profile, clock)
+    # file 0 (its blank included) is written at 0: T/1#0 (398), T/0#0 (98); T/0#1 starts 512
+    assert [0, 398 + extra, 512] == [put(s, 1, "A", 300), put(s, 0, "C", 0), put(s, 0, "B", 150)]
+    clock.advance(2 * 3_600_000)
+    # file 512 ends at 2 h with a blank of 264 bytes (T/0#2 does not fit with 8 to spare)
+    assert 1024 == put(s, 0, "B", 200)
+    s.delete_expired_files()  # file 0 only: file 512 was written at 2 h, kept 1 h
+    assert 512 == s.get_min_phy_offset()
+    # T/1#0's 398 bytes at 512: T/0#1, then 150 bytes of the blank, whose bytes 20–27 are zeros
+    # in 4.9.7 and, in 4.7.1, T/0#1's queue offset again (its encode buffer's leftovers)
+    result = get(s, 1, 0)
+    assert (FOUND, [1, 1 if extra else 0], 398 + extra) == (
+        result.status,
+        result.msg_offsets,
+        result.buffer_total_size,
+    )
+    getattr(s, "close", lambda: None)()
+
+
 def test_store_21_an_entry_longer_than_the_first_remaining_file_holds_reads_nothing(
     store: Any,
 ) -> None:
