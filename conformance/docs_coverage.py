@@ -284,8 +284,9 @@ def trace_profile(
     impl: str = "reference",
     generated_dir: Path | None = GENERATED_VECTORS,
 ) -> tuple[dict[str, tuple[VectorHit, ...]], tuple[VectorRun, ...]]:
-    """Replay one profile's vector folder on `impl`, recording the rule functions each case ran;
-    then, unless `generated_dir` is None, its reference-generated folder there as well.
+    """Replay one profile's recorded vector folders on `impl` (``rocketmq-<tag>`` and, when
+    present, ``generated-<tag>``), recording the rule functions each case ran; then, unless
+    `generated_dir` is None, its reference-generated folder there as well.
 
     Module-level and self-contained so that the two profiles can run in two processes.
     """
@@ -300,7 +301,8 @@ def trace_profile(
             if found:
                 current.update(found)
 
-    folders = [vectors_dir / profile_folder(profile)]
+    recorded = profile_folder(profile)
+    folders = [vectors_dir / recorded, vectors_dir / recorded.replace("rocketmq-", "generated-")]
     if generated_dir is not None:
         folders.append(generated_dir / generated_folder(profile))
     per_area: dict[str, dict[str, int]] = {}

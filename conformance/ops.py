@@ -46,7 +46,7 @@ _STORE_PUT = ("STORE-18", "STORE-20", "LAYOUT-4", "LAYOUT-5", "LAYOUT-7", "LAYOU
 _STORE_GET = (
     *("STORE-2", "STORE-3", "STORE-4", "STORE-5", "STORE-6", "STORE-7", "STORE-8", "STORE-9"),
     *("STORE-10", "STORE-11", "STORE-12", "STORE-13", "STORE-14", "STORE-15", "STORE-16"),
-    *("STORE-17", "BATCH-1", "BATCH-2", "BATCH-3", "BATCH-4"),
+    *("STORE-17", "STORE-21", "BATCH-1", "BATCH-2", "BATCH-3", "BATCH-4"),
     *("FILTER-2", "FILTER-3", "FILTER-4", "FILTER-5", "FILTER-6"),
 )
 _STORE_OPS: dict[str, tuple[str, ...]] = {
@@ -57,7 +57,7 @@ _STORE_OPS: dict[str, tuple[str, ...]] = {
 }
 _PULL = (
     *("CODE-2", "CODE-5", "CODE-6", "CODE-7", "CODE-8", "CODE-9", "CODE-10", "CODE-11"),
-    *("CODE-14", "FILTER-7", "FILTER-9"),
+    *("CODE-14", "CODE-15", "FILTER-7", "FILTER-9"),
 )
 
 #: Rule IDs each op exercises, per area; `create` names the rules of a fresh instance.
@@ -85,7 +85,7 @@ OP_RULES: Mapping[str, Mapping[str, tuple[str, ...]]] = {
     "send_back": {
         "create": (),
         "put": (*_STORE_PUT, "RETRY-7", "RETRY-8"),
-        "send_back": tuple(f"RETRY-{n}" for n in range(1, 9)),
+        "send_back": (*(f"RETRY-{n}" for n in range(1, 9)), "LAYOUT-13", "STORE-22"),
     },
     "offset_store": {
         "create": ("OFFSET-1", "OFFSET-9"),
@@ -115,10 +115,11 @@ _STORE_FIELDS: dict[str, tuple[str, ...]] = {
     "commitLogMaxOffset": ("STORE-20", "LAYOUT-7"),
     "nextBeginOffset": ("STORE-6", "STORE-7", "STORE-8", "STORE-10", "STORE-14", "STORE-15"),
     "msgOffsets": (
-        *("STORE-11", "STORE-12", "STORE-15", "BATCH-1", "BATCH-2", "BATCH-4", "CODE-11"),
+        *("STORE-11", "STORE-12", "STORE-15", "STORE-21", "BATCH-1", "BATCH-2", "BATCH-4"),
+        "CODE-11",
         *("FILTER-1", "FILTER-2", "FILTER-4", "FILTER-5", "FILTER-6"),
     ),
-    "bufferTotalSize": ("STORE-17", "LAYOUT-5", "LAYOUT-9"),
+    "bufferTotalSize": ("STORE-17", "STORE-21", "LAYOUT-5", "LAYOUT-9"),
     "suggestPullingFromSlave": ("STORE-16", "BATCH-3"),
     "error": ("BATCH-4",),
     "code": ("CODE-2", "CODE-7", "CODE-8", "CODE-9", "CODE-10", "CODE-14"),
@@ -148,12 +149,12 @@ FIELD_RULES: Mapping[str, Mapping[str, tuple[str, ...]]] = {
     "lock_manager": {"expired": ("LEASE-3",)},
     "send_back": {
         **_STORE_FIELDS,
-        "code": ("RETRY-1", "RETRY-3", "RETRY-4"),
-        "remark": ("RETRY-1", "RETRY-3"),
+        "code": ("RETRY-1", "RETRY-3", "RETRY-4", "STORE-22"),
+        "remark": ("RETRY-1", "RETRY-3", "STORE-22"),
         "topic": ("RETRY-2", "RETRY-4"),
         "queueId": ("RETRY-2", "RETRY-4"),
         "reconsumeTimes": ("RETRY-6",),
-        "properties": ("RETRY-4", "RETRY-6", "RETRY-8"),
+        "properties": ("RETRY-4", "RETRY-6", "RETRY-8", "LAYOUT-13"),
         "delayLevel": ("RETRY-4", "RETRY-5", "RETRY-8"),
         "error": ("RETRY-3",),
     },
@@ -181,10 +182,11 @@ STATUS_RULES: Mapping[str, tuple[str, ...]] = {
     "OFFSET_OVERFLOW_ONE": ("STORE-5", "STORE-7", "CODE-7"),
     "OFFSET_OVERFLOW_BADLY": ("STORE-6", "STORE-8", "CODE-7", "CODE-10"),
     "OFFSET_FOUND_NULL": ("STORE-6", "STORE-9", "STORE-10", "CODE-7"),
-    "FOUND": ("STORE-11", "STORE-12", "STORE-14", "CODE-7", "CODE-9", "CODE-14"),
+    "FOUND": ("STORE-11", "STORE-12", "STORE-14", "STORE-21", "CODE-7", "CODE-9", "CODE-14"),
     "NO_MATCHED_MESSAGE": ("STORE-12", "STORE-13", "STORE-14", "CODE-7", "CODE-9", "CODE-14"),
     "MESSAGE_WAS_REMOVING": (
-        *("STORE-12", "STORE-13", "STORE-14", "STORE-15", "CODE-7", "CODE-9", "CODE-14"),
+        *("STORE-12", "STORE-13", "STORE-14", "STORE-15", "STORE-21", "CODE-7", "CODE-9"),
+        "CODE-14",
     ),
 }
 _STATUS_DECIDED = frozenset({"nextBeginOffset", "code", "status"})

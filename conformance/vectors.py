@@ -22,6 +22,7 @@ from typing import Any, Protocol
 
 import attrs
 
+from pullspec.conformance import differences
 from pullspec.conformance.ops import OP_RULES, rules_for
 from pullspec.spec.errors import InvalidArgumentError, PullspecError, UnsupportedError
 from pullspec.spec.profiles import Profile
@@ -333,8 +334,9 @@ def run_case(candidate: Any, case: dict[str, Any], profile: Profile, base: Path)
             expect = {k: v for k, v in expect.items() if k != "error"}
         diff = first_difference(expect, observed)
         if diff:
+            known = differences.explain(area, op, args, expect, observed)
             return CaseResult(
                 cid, area, Verdict.DIVERGED, n, op, diff[0], diff[1], diff[2], args=args,
-                rules=step_rules(case, op, diff[0], expect),
+                rules=step_rules(case, op, diff[0], expect), detail=known,
             )  # fmt: skip
     return CaseResult(cid, area, Verdict.PASS)

@@ -26,7 +26,7 @@ from pullspec.spec.layout import (
 from pullspec.spec.profiles import Profile
 from pullspec.spec.record import OFF_PHYSICAL_OFFSET, encode_blank
 from pullspec.spec.scan import commit_log_roll_next_file
-from pullspec.spec.store import max_phy_offset
+from pullspec.spec.store import commit_log_read_position, max_phy_offset
 
 _BE_I32 = np.dtype(">i4")
 _BE_I64 = np.dtype(">i8")
@@ -155,15 +155,19 @@ class CommitLog:
         return self.wrote if f is self.files[-1] else self.file_size
 
     def record_at(self, phys: int, size: int) -> tuple[MappedFile, int] | None:
-        """(file, position) of the `size` bytes at `phys` when they are all readable, else None
-        (CommitLog.getMessage: the record's file was deleted or not written yet)."""
-        f = self.file_of(phys)
-        if f is None or size <= 0:
+        """(file, position) where the commit log serves the `size` bytes at `phys` when they are
+        all readable, else None (STORE-21: the record's file was deleted or not written yet; at
+        phys 0 once its file is deleted, the first remaining file's start serves instead)."""
+        if not self.files or size <= 0 or phys < 0:
             return None
-        pos = phys - f.start
-        if pos + size > self.read_position(f):
+        first = self.files[0].start
+        at = commit_log_read_position(
+            phys, size, self.file_size, first, self.files[-1].start, self.wrote
+        )
+        if at is None:
             return None
-        return f, pos
+        f = self.files[(at - first) // self.file_size]
+        return f, at - f.start
 
     def is_record_start(self, phys: int) -> int:
         """The TOTALSIZE of the message record starting exactly at `phys`, or 0 when none does

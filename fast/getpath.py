@@ -21,7 +21,7 @@ from pullspec.spec.layout import CQ_STORE_UNIT_SIZE
 from pullspec.spec.message import StoredMessage
 from pullspec.spec.profiles import Profile
 from pullspec.spec.protocols import MessageFilter
-from pullspec.spec.record import decode_record
+from pullspec.spec.record import decode_record, with_blank_leftovers
 from pullspec.spec.results import GetMessageResult
 from pullspec.spec.scan import (
     CQEntry,
@@ -34,6 +34,7 @@ from pullspec.spec.store import (
     classify_offset,
     consume_queue_roll_next_file,
     next_offset_correction,
+    whole_records_read,
 )
 
 if TYPE_CHECKING:
@@ -341,7 +342,8 @@ class GetPath:
             record_present=present,
             matches_commit_log=matches_commit_log,
         )
-        messages = tuple(cast(StoredMessage, record(entries[p][0])) for p in state.returned)
+        returned = [entries[p] for p in state.returned]
+        messages = tuple(cast(StoredMessage, record(phys)) for phys, _, _ in returned)
         return GetMessageResult(
             state.status,
             scan_next_begin_offset(offset, state.scanned),
@@ -349,4 +351,20 @@ class GetPath:
             max_offset,
             messages,
             suggest_pulling_from_slave(max_offset_py, state.max_phy_offset_pulling, self._memory),
+            bodies=self._bodies(messages, returned),
         )
+
+    def _bodies(
+        self, messages: Sequence[StoredMessage], entries: Sequence[CQEntry]
+    ) -> tuple[bytes, ...] | None:
+        """The bytes every returned entry read, when one of them is not the whole record the
+        entry names (STORE-21: phys 0 served from another file); None otherwise."""
+        if whole_records_read(messages, entries):
+            return None
+        out = []
+        for phys, size, _ in entries:
+            served = self.commit_log.record_at(phys, size)
+            assert served is not None  # the scan read it
+            f, pos = served
+            out.append(with_blank_leftovers(bytes(f.data[pos : pos + size]), self.profile))
+        return tuple(out)

@@ -38,7 +38,7 @@ from pullspec.spec.protocols import MessageFilter
 from pullspec.spec.record import decode_record
 from pullspec.spec.results import GetMessageResult, PutMessageResult
 from pullspec.spec.status import BrokerRole
-from pullspec.spec.store import find_consume_queue
+from pullspec.spec.store import find_consume_queue, looked_up_record
 
 HOUR_MS = 3_600_000
 #: messageDelayLevel parsed once per distinct string.
@@ -312,11 +312,16 @@ class MmapMessageStore(MultiGetPath, PutPath):
         """The record starting at a commit-log offset, or None when no record starts there (or
         its file was deleted)."""
         phys = require_int("commitlog_offset", commitlog_offset)
-        if not self.commit_log.is_record_start(phys):
+        served = self.commit_log.record_at(phys, 4)  # its TOTALSIZE first (STORE-21)
+        if served is None:
             return None
-        f = self.commit_log.file_of(phys)
-        assert f is not None
-        return decode_record(f.mm, phys - f.start, self.profile, self._delay_levels)
+        f, pos = served
+        if (
+            looked_up_record(f.start + pos, self.commit_log.is_record_start(f.start + pos) > 0)
+            is None
+        ):
+            return None
+        return decode_record(f.mm, pos, self.profile, self._delay_levels)
 
     def check_in_disk_by_consume_offset(
         self, topic: str, queue_id: int, consume_offset: int

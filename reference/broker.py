@@ -4,7 +4,6 @@ and codes, the consumer offset table, and long polling driven by the injected cl
 from __future__ import annotations
 
 import contextlib
-import json
 from collections.abc import Callable, Iterable, Mapping
 
 import attrs
@@ -15,11 +14,13 @@ from pullspec.reference.send_back import ReferenceSendBack
 from pullspec.spec.clock import Clock
 from pullspec.spec.code import (
     MASTER_ID,
+    OFFSET_MOVED_EVENT,
     PullMessageRequest,
     PullResponse,
     broker_allow_suspend,
     decode_sys_flag,
     is_held,
+    offset_moved_event,
     offset_moved_outcome,
     pre_store_check,
     registry_subscription_check,
@@ -53,7 +54,7 @@ from pullspec.spec.hold import (
     periodic_check_queue,
 )
 from pullspec.spec.layout import is_dispatched_type
-from pullspec.spec.message import BrokerInnerMessage, MessageQueue
+from pullspec.spec.message import DEFAULT_STORE_HOST, BrokerInnerMessage, MessageQueue
 from pullspec.spec.profiles import Profile
 from pullspec.spec.protocols import MessageStore
 from pullspec.spec.results import PutMessageResult
@@ -61,7 +62,6 @@ from pullspec.spec.retry_request import SendBackRequest, SendBackResponse
 from pullspec.spec.status import BrokerRole, ResponseCode
 from pullspec.spec.store import commit_log_roll_next_file
 
-OFFSET_MOVED_EVENT = "OFFSET_MOVED_EVENT"
 #: MixAll.isSysConsumerGroup: such groups are created even without autoCreateSubscriptionGroup.
 SYSTEM_CONSUMER_GROUP_PREFIX = "CID_RMQ_SYS_"
 
@@ -345,27 +345,26 @@ class ReferenceBroker(ClientRequests):
             max_offset=result.max_offset,
             suggest_which_broker_id=suggestion,
             messages=result.messages if code is ResponseCode.SUCCESS else (),
+            bodies=result.bodies if code is ResponseCode.SUCCESS else None,
         )
 
     def _offset_moved_event(self, request: PullMessageRequest, offset_new: int) -> None:
-        body = json.dumps(
-            {
-                "consumerGroup": request.consumer_group,
-                "messageQueue": {
-                    "topic": request.topic,
-                    "brokerName": self.config.broker_name,
-                    "queueId": request.queue_id,
-                },
-                "offsetRequest": request.queue_offset,
-                "offsetNew": offset_new,
-            }
-        ).encode()
-        group = request.consumer_group
+        body, properties = offset_moved_event(
+            request.consumer_group,
+            request.topic,
+            self.config.broker_name,
+            request.queue_id,
+            request.queue_offset,
+            offset_new,
+        )
         event = BrokerInnerMessage(
             topic=OFFSET_MOVED_EVENT,
             queue_id=0,
             body=body,
-            properties={"TAGS": group, "KEYS": group},
+            properties=properties,
+            born_timestamp=self.clock.now_ms(),
+            born_host=DEFAULT_STORE_HOST,  # born and stored at the broker's own address
+            store_host=DEFAULT_STORE_HOST,
         )
         with contextlib.suppress(InvalidArgumentError):  # RocketMQ ignores a failed event write
             self.store.put_message(event)

@@ -8,6 +8,7 @@ spec rule; time comes from the injected clock.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import cast
 
 import attrs
 
@@ -31,29 +32,38 @@ from pullspec.spec.layout import (
     is_dispatched_type,
     message_properties_to_string,
     needs_end_of_file_blank,
+    string_to_message_properties,
     validate_topic,
 )
-from pullspec.spec.message import BrokerInnerMessage, StoredMessage
+from pullspec.spec.message import PROPERTY_TAGS, BrokerInnerMessage, StoredMessage
 from pullspec.spec.profiles import Profile
 from pullspec.spec.protocols import MessageFilter
-from pullspec.spec.record import host_sys_flag
+from pullspec.spec.record import (
+    encode_blank,
+    encode_stored,
+    host_sys_flag,
+    with_blank_leftovers,
+)
 from pullspec.spec.results import GetMessageResult, PutMessageResult
 from pullspec.spec.status import BrokerRole, GetMessageStatus, PutMessageStatus
 from pullspec.spec.store import (
     CQEntry,
     assign_queue_offset,
     classify_offset,
+    commit_log_read_position,
     consume_queue_roll_next_file,
     corrected_min_logic_offset,
     expired_consume_queue_files,
     find_consume_queue,
     index_window,
+    looked_up_record,
     max_phy_offset,
     next_offset_correction,
     queue_min_max_offsets,
     scan_next_begin_offset,
     scan_window,
     suggest_pulling_from_slave,
+    whole_records_read,
 )
 
 HOUR_MS = 3_600_000
@@ -89,6 +99,8 @@ class ReferenceMessageStore:
     _offset_check_in_slave: bool = attrs.field(init=False)
     _files: list[_CommitLogFile] = attrs.field(init=False, factory=list)
     _records: dict[int, StoredMessage] = attrs.field(init=False, factory=dict)
+    #: Each record's properties string as written (its properties read back without some).
+    _properties_strings: dict[int, str] = attrs.field(init=False, factory=dict)
     _queues: dict[tuple[str, int], _ConsumeQueue] = attrs.field(init=False, factory=dict)
     _counters: dict[tuple[str, int], int] = attrs.field(init=False, factory=dict)
     _last_physical_min_offset: int = attrs.field(init=False, default=0)
@@ -160,6 +172,9 @@ class ReferenceMessageStore:
             self._counters.get(key, 0), msg.sys_flag
         )
         phys = file.start + file.written
+        properties_string = message_properties_to_string(msg.properties, self.profile)
+        # Every reader of the commit log decodes the stored properties string (LAYOUT-13)
+        properties = string_to_message_properties(properties_string, self.profile)
         record = StoredMessage(
             topic=msg.topic,
             queue_id=msg.queue_id,
@@ -169,10 +184,10 @@ class ReferenceMessageStore:
             tags_code=(
                 deliver_timestamp(delay_level, now, self._delay_levels)
                 if delay_level
-                else tags_string_to_tags_code(msg.tags)
+                else tags_string_to_tags_code(dict(properties).get(PROPERTY_TAGS))
             ),
             body=msg.body,
-            properties=msg.properties,
+            properties=properties,
             reconsume_times=msg.reconsume_times,
             flag=msg.flag,
             sys_flag=msg.sys_flag,
@@ -184,6 +199,7 @@ class ReferenceMessageStore:
             store_host=msg.store_host,
         )
         self._records[phys] = record
+        self._properties_strings[phys] = properties_string
         file.written += msg_length
         file.last_modified = now
         if is_dispatched_type(msg.sys_flag):
@@ -308,9 +324,11 @@ class ReferenceMessageStore:
     def look_message_by_offset(self, commitlog_offset: int) -> StoredMessage | None:
         """The record at a commit-log offset, or None when it is not (or no longer) stored."""
         phys = require_int("commitlog_offset", commitlog_offset)
-        if not self._files or phys < self._files[0].start:
+        if phys < 0:
             return None
-        return self._records.get(phys)
+        at = self._read_position(phys, 4)
+        found = looked_up_record(at, at in self._records)
+        return None if found is None else self._records[found]
 
     def check_in_disk_by_consume_offset(
         self, topic: str, queue_id: int, consume_offset: int
@@ -327,8 +345,51 @@ class ReferenceMessageStore:
                 )
         return False
 
-    def _record_present(self, phys: int, size: int) -> bool:
-        return self._files != [] and phys >= self._files[0].start and phys in self._records
+    def _read_position(self, phys: int, size: int) -> int | None:
+        """Where the commit log serves `size` bytes at `phys` (STORE-21), or None."""
+        if not self._files:
+            return None
+        last = self._files[-1]
+        return commit_log_read_position(
+            phys,
+            size,
+            self.config.mapped_file_size_commit_log,
+            self._files[0].start,
+            last.start,
+            last.written,
+        )
+
+    def _read(self, phys: int, size: int) -> StoredMessage | None:
+        """The record the `size` bytes of a consume-queue entry start with where the commit log
+        serves them (STORE-21: another file's first record when phys 0 was deleted), or None."""
+        at = self._read_position(phys, size) if size > 0 else None
+        return None if at is None else self._records.get(at)
+
+    def _bytes(self, start: int, size: int) -> bytes:
+        """The `size` commit-log bytes from record `start` on, as encoded (LAYOUT-5, LAYOUT-7):
+        the records that follow one another there, then an end-of-file blank."""
+        out, at = bytearray(), start
+        file_end = start - start % self.config.mapped_file_size_commit_log
+        file_end += self.config.mapped_file_size_commit_log
+        while len(out) < size and at in self._records:
+            r = self._records[at]
+            out += encode_stored(r, self._properties_strings[at])
+            at += r.size
+        if len(out) < size and at < file_end:
+            out += encode_blank(file_end - at, self.profile)
+        return bytes(out[:size]).ljust(size, b"\0")
+
+    def _bodies(
+        self, messages: Sequence[StoredMessage], entries: Sequence[CQEntry]
+    ) -> tuple[bytes, ...] | None:
+        """The bytes every returned entry read, when one of them is not the whole record the
+        entry names (STORE-21); None otherwise, when the messages are exactly what was read."""
+        if whole_records_read(messages, entries):
+            return None
+        return tuple(
+            with_blank_leftovers(self._bytes(m.commitlog_offset, size), self.profile)
+            for m, (_, size, _) in zip(messages, entries, strict=True)
+        )
 
     # -- get -----------------------------------------------------------------------------------
 
@@ -385,6 +446,12 @@ class ReferenceMessageStore:
             first // CQ_STORE_UNIT_SIZE : end // CQ_STORE_UNIT_SIZE
         ]
         memory = self.config.memory_residency_bytes
+        read: dict[int, StoredMessage | None] = {}
+
+        def present(phys: int, size: int) -> bool:
+            read[phys] = self._read(phys, size)
+            return read[phys] is not None
+
         state = scan_window(
             entries,
             max_msg_nums=max_msg_nums,
@@ -395,14 +462,13 @@ class ReferenceMessageStore:
             matches_consume_queue=(
                 message_filter.is_matched_by_consume_queue if message_filter else _always
             ),
-            record_present=self._record_present,
+            record_present=present,
             matches_commit_log=lambda phys: (
-                message_filter.is_matched_by_commit_log(self._records[phys])
-                if message_filter
-                else True
+                message_filter.is_matched_by_commit_log(read[phys]) if message_filter else True
             ),
         )
-        messages = tuple(self._records[entries[p][0]] for p in state.returned)
+        returned = [entries[p] for p in state.returned]
+        messages = tuple(cast(StoredMessage, read[phys]) for phys, _, _ in returned)
         return GetMessageResult(
             state.status,
             scan_next_begin_offset(offset, state.scanned),
@@ -410,6 +476,7 @@ class ReferenceMessageStore:
             max_offset,
             messages,
             suggest_pulling_from_slave(max_offset_py, state.max_phy_offset_pulling, memory),
+            bodies=self._bodies(messages, returned),
         )
 
     def set_last_modified(self, file_start: int, timestamp: int) -> None:
@@ -438,6 +505,7 @@ class ReferenceMessageStore:
                 p for p in self._records if p < gone.start + self.config.mapped_file_size_commit_log
             ]:
                 del self._records[phys]
+                del self._properties_strings[phys]
             deleted += 1
         commit_log_min = self.get_min_phy_offset()
         if commit_log_min > self._last_physical_min_offset:

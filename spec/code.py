@@ -7,7 +7,14 @@ import attrs
 
 from pullspec.spec.config import PERM_READ
 from pullspec.spec.errors import require_int, require_str
-from pullspec.spec.message import StoredMessage
+from pullspec.spec.message import (
+    PROPERTY_DELAY,
+    PROPERTY_KEYS,
+    PROPERTY_TAGS,
+    Properties,
+    StoredMessage,
+)
+from pullspec.spec.record import queue_offsets_in
 from pullspec.spec.rules import rule
 from pullspec.spec.status import BrokerRole, GetMessageStatus, PullStatus, ResponseCode
 
@@ -19,6 +26,9 @@ FLAG_SUSPEND = 0x2
 FLAG_SUBSCRIPTION = 0x4
 FLAG_CLASS_FILTER = 0x8
 FLAG_LITE_PULL = 0x10
+
+#: TopicValidator.RMQ_SYS_OFFSET_MOVED_EVENT: the topic CODE-15's record goes to (queue 0).
+OFFSET_MOVED_EVENT = "OFFSET_MOVED_EVENT"
 
 
 def _int(instance: object, attribute: attrs.Attribute[int], value: object) -> None:
@@ -63,10 +73,15 @@ class PullResponse:
     max_offset: int | None = None
     suggest_which_broker_id: int = MASTER_ID
     messages: tuple[StoredMessage, ...] = ()
+    #: The store result's `bodies` (given only when some read is not one whole record).
+    bodies: tuple[bytes, ...] | None = attrs.field(default=None, eq=False)
 
     @property
     def msg_offsets(self) -> list[int]:
-        """The queue offsets of the returned records."""
+        """The queue offsets of the returned records (read from the body when `bodies` are
+        given: spec.record.queue_offsets_in)."""
+        if self.bodies is not None:
+            return queue_offsets_in(b"".join(self.bodies))
         return [m.queue_offset for m in self.messages]
 
 
@@ -288,6 +303,69 @@ def offset_moved_outcome(
     if broker_role is not BrokerRole.SLAVE or offset_check_in_slave:
         return (ResponseCode.PULL_OFFSET_MOVED, suggestion, True)
     return (ResponseCode.PULL_RETRY_IMMEDIATELY, group_broker_id, False)
+
+
+#: fastjson's escapes inside a double-quoted string (IOUtils.replaceChars for the flag-1 chars).
+_FASTJSON_SHORT = {"\b": "b", "\t": "t", "\n": "n", "\f": "f", "\r": "r", '"': '"', "\\": "\\"}
+
+
+def fastjson_string(text: str) -> str:
+    """`text` as fastjson 1.2.69's JSON.toJSONString writes a string with its default features:
+    in double quotes; `"`, `\\` and \\b \\t \\n \\f \\r escaped with a backslash; every other
+    character below U+0020, U+007F–U+009F, U+2028 and U+2029 as \\uXXXX in upper-case hex;
+    everything else as it is (SerializeWriter.writeStringWithDoubleQuote, IOUtils)."""
+    out = ['"']
+    for ch in text:
+        n = ord(ch)
+        if ch in _FASTJSON_SHORT:
+            out.append("\\" + _FASTJSON_SHORT[ch])
+        elif n < 0x20 or 0x7F <= n < 0xA0 or n in (0x2028, 0x2029):
+            out.append(f"\\u{n:04X}")
+        else:
+            out.append(ch)
+    out.append('"')
+    return "".join(out)
+
+
+@rule(
+    "CODE-15",
+    source="PullMessageProcessor.generateOffsetMovedEvent; OffsetMovedEvent.encode",
+    seeds=(),
+)
+def offset_moved_event(
+    group: str,
+    topic: str,
+    broker_name: str,
+    queue_id: int,
+    offset_request: int,
+    offset_new: int,
+) -> tuple[bytes, Properties]:
+    """The OFFSET_MOVED_EVENT record's body is fastjson's compact JSON of the event, properties in
+    alphabetical order with the queue as {brokerName, queueId, topic}, and its properties are
+    KEYS = group, DELAY = "0" and TAGS = group, in that order; the answer is (body, properties).
+
+    The body is UTF-8 with no space anywhere. The property order is the iteration order of the
+    java.util.HashMap that messageProperties2String walks: KEYS, DELAY and TAGS hash to buckets
+    7, 13 and 14 of 16 whatever their values. A slave never writes the event (CODE-10), the
+    record goes to queue 0 with flag 0 and sysFlag 0, born and stored at the broker's address,
+    and a failed put is ignored.
+
+    pre: -(2**31) <= queue_id < 2**31 and -(2**63) <= offset_request < 2**63
+    post: __return__[0].startswith(b'{"consumerGroup":"') and __return__[0].endswith(b"}")
+    post: __return__[1] == (("KEYS", group), ("DELAY", "0"), ("TAGS", group))
+    """
+    body = (
+        f'{{"consumerGroup":{fastjson_string(group)},'
+        f'"messageQueue":{{"brokerName":{fastjson_string(broker_name)},'
+        f'"queueId":{queue_id},"topic":{fastjson_string(topic)}}},'
+        f'"offsetNew":{offset_new},"offsetRequest":{offset_request}}}'
+    )
+    # Java's String.getBytes(UTF_8) writes "?" for a lone surrogate, as "replace" does here
+    return body.encode("utf-8", "replace"), (
+        (PROPERTY_KEYS, group),
+        (PROPERTY_DELAY, "0"),
+        (PROPERTY_TAGS, group),
+    )
 
 
 @rule(

@@ -235,20 +235,59 @@ def _java_split(text: str, sep: str) -> list[str]:
     return parts
 
 
-def string_to_message_properties(text: str, profile: Profile) -> Properties:
-    """Decode a properties string the way `profile`'s MessageDecoder does (LAYOUT-9)."""
+# [4.7]
+@rule(
+    "LAYOUT-13",
+    source="MessageDecoder.string2messageProperties",
+    seeds=(),
+    profiles=(Profile.V4_7,),
+    versions="4.7.1 splits the string with String.split and keeps a pair only when it splits in "
+    "exactly two (an empty name is kept); 4.9.7 scans for the separators and also drops a pair "
+    "with an empty name. Both drop a pair whose value is empty.",
+)
+def string_to_message_properties_v47(text: str) -> Properties:
+    """A properties string reads back as the pairs that String.split cuts into exactly a name
+    and a non-empty value, so a property stored with an empty value (TAGS="") comes back absent.
+
+    post: all(v != "" for _, v in __return__)
+    """
     out: list[tuple[str, str]] = []
-    if profile is Profile.V4_7:
-        for item in _java_split(text, PROPERTY_SEPARATOR):
-            nv = _java_split(item, NAME_VALUE_SEPARATOR)
-            if len(nv) == 2:
-                out.append((nv[0], nv[1]))
-        return tuple(out)
+    for item in _java_split(text, PROPERTY_SEPARATOR):
+        nv = _java_split(item, NAME_VALUE_SEPARATOR)
+        # Verify the pair split into exactly a name and a value (Java drops trailing empties)
+        if len(nv) == 2:
+            out.append((nv[0], nv[1]))
+    return tuple(out)
+
+
+# [Modified in 4.9]
+@rule(
+    "LAYOUT-13",
+    source="MessageDecoder.string2messageProperties",
+    seeds=(),
+    profiles=(Profile.V4_9,),
+)
+def string_to_message_properties_v49(text: str) -> Properties:
+    """A properties string reads back as the segments of at least three characters whose first
+    U+0001 leaves a non-empty name before it and a non-empty value after it, so a property stored
+    with an empty value (TAGS="") comes back absent.
+
+    post: all(k != "" and v != "" for k, v in __return__)
+    """
+    out: list[tuple[str, str]] = []
     for item in text.split(PROPERTY_SEPARATOR):
         at = item.find(NAME_VALUE_SEPARATOR)
+        # Verify the segment has a name and a value around its first separator
         if len(item) >= 3 and 0 < at < len(item) - 1:
             out.append((item[:at], item[at + 1 :]))
     return tuple(out)
+
+
+def string_to_message_properties(text: str, profile: Profile) -> Properties:
+    """Decode a properties string the way `profile`'s MessageDecoder does (LAYOUT-13)."""
+    if profile is Profile.V4_7:
+        return string_to_message_properties_v47(text)
+    return string_to_message_properties_v49(text)
 
 
 @rule("LAYOUT-10", source="MessageSysFlag", seeds=())

@@ -235,6 +235,27 @@ def encode_record(
     )
 
 
+def encode_stored(message: StoredMessage, properties_string: str) -> bytes:
+    """`encode_record` of a record read back: its fields, written with the properties string it
+    was stored with (which may hold what reading dropped, LAYOUT-13)."""
+    return encode_record(
+        topic=message.topic,
+        queue_id=message.queue_id,
+        body=message.body,
+        properties_string=properties_string,
+        flag=message.flag,
+        sys_flag=message.sys_flag,
+        queue_offset=message.queue_offset,
+        physical_offset=message.commitlog_offset,
+        born_timestamp=message.born_timestamp,
+        born_host=message.born_host,
+        store_timestamp=message.store_timestamp,
+        store_host=message.store_host,
+        reconsume_times=message.reconsume_times,
+        prepared_transaction_offset=message.prepared_transaction_offset,
+    )
+
+
 def encode_record_bytes(
     topic: bytes,
     properties: bytes,
@@ -304,6 +325,29 @@ def encode_record_bytes(
     )
 
 
+def queue_offsets_in(body: bytes) -> list[int]:
+    """The queue offsets a reader finds walking `body` record by record: at each record start
+    the TOTALSIZE (bytes 0–3) leads to the next record and bytes 20–27 hold the queue offset. The
+    walk stops at the end, at a header cut before its queue offset, and after a TOTALSIZE that
+    is not positive.
+
+    This is how the recorded vectors observe `msgOffsets`: for whole records it is their queue
+    offsets; a read that is not one whole record (STORE-21) walks on into whatever bytes follow.
+
+    >>> queue_offsets_in(b"")
+    []
+    """
+    out: list[int] = []
+    at = 0
+    while at + OFF_QUEUE_OFFSET + 8 <= len(body):
+        size = _INT.unpack_from(body, at)[0]
+        out.append(_LONG.unpack_from(body, at + OFF_QUEUE_OFFSET)[0])
+        if size <= 0:
+            break
+        at += size
+    return out
+
+
 def encode_blank(remaining: int, profile: Profile) -> bytes:
     """The end-of-file blank for `remaining` = F − w free bytes (LAYOUT-7): [int F − w][int
     BLANK_MAGIC_CODE]; 4.9 writes only those 8 bytes, 4.7 writes all F − w (zeros after the
@@ -314,6 +358,33 @@ def encode_blank(remaining: int, profile: Profile) -> bytes:
     if profile is Profile.V4_7:
         return header + bytes(remaining - END_FILE_MIN_BLANK_LENGTH)
     return header
+
+
+def with_blank_leftovers(body: bytes, profile: Profile) -> bytes:
+    """`body` (bytes read from a record start on) with an end-of-file blank in it as RocketMQ
+    leaves it: 4.7.1 writes the whole blank from the buffer it encodes records in, so after the
+    8-byte header the blank repeats the record appended just before it from its byte 8 on
+    (older bytes follow; zeros here); 4.9.7 writes the header alone and a new file's zeros follow.
+
+    The stores write zeros there (LAYOUT-7 leaves the bytes unspecified); only a read that runs
+    into the blank (STORE-21) shows them, through the msgOffsets walk (queue_offsets_in).
+    """
+    if profile is not Profile.V4_7:
+        return body
+    at, previous = 0, None
+    while at + END_FILE_MIN_BLANK_LENGTH <= len(body):
+        size, magic = _SIZE_MAGIC.unpack_from(body, at)
+        if magic == MESSAGE_MAGIC_CODE and size > 0:
+            previous, at = (at, size), at + size
+            continue
+        if magic == BLANK_MAGIC_CODE and previous is not None:
+            start, length = previous
+            leftover = body[start + END_FILE_MIN_BLANK_LENGTH : start + min(length, size)]
+            tail = len(body) - at - END_FILE_MIN_BLANK_LENGTH
+            head = body[: at + END_FILE_MIN_BLANK_LENGTH]
+            return head + leftover[:tail].ljust(tail, b"\0")
+        break
+    return body
 
 
 def read_size_and_magic(buf: Buffer, pos: int) -> tuple[int, int]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import attrs
 
 from pullspec.spec.message import StoredMessage
+from pullspec.spec.record import queue_offsets_in
 from pullspec.spec.status import GetMessageStatus, PutMessageStatus
 
 
@@ -33,10 +34,16 @@ class GetMessageResult:
     max_offset: int
     messages: tuple[StoredMessage, ...] = ()
     suggest_pulling_from_slave: bool = False
+    #: The bytes each returned entry read, given only when some read is not one whole record
+    #: (STORE-21: phys 0 served from another file); `messages` then holds, per entry, the record
+    #: those bytes start with.
+    bodies: tuple[bytes, ...] | None = attrs.field(default=None, kw_only=True, eq=False)
 
     @property
     def buffer_total_size(self) -> int:
         """The sum of the returned records' sizes in bytes."""
+        if self.bodies is not None:
+            return sum(len(b) for b in self.bodies)
         return sum(m.size for m in self.messages)
 
     @property
@@ -46,5 +53,8 @@ class GetMessageResult:
 
     @property
     def msg_offsets(self) -> list[int]:
-        """The queue offsets of the returned messages, in order."""
+        """The queue offsets of the returned messages, in order (read from the bytes when
+        `bodies` are given: spec.record.queue_offsets_in)."""
+        if self.bodies is not None:
+            return queue_offsets_in(b"".join(self.bodies))
         return [m.queue_offset for m in self.messages]

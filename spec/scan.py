@@ -96,7 +96,7 @@ def scan_entry(
             if nothing_yet
             else counted
         ), False
-    # Verify the record is still in the commit log
+    # Verify the commit log can serve the entry's bytes (STORE-21)
     if not record_present(phys, size):
         skip_to = commit_log_roll_next_file(phys, commit_log_file_size)
         status = GetMessageStatus.MESSAGE_WAS_REMOVING if nothing_yet else counted.status

@@ -8,6 +8,7 @@ from typing import TypeVar
 
 from pullspec.spec.batch import SEEDS_GET_MESSAGE
 from pullspec.spec.layout import CQ_STORE_UNIT_SIZE, is_dispatched_type
+from pullspec.spec.message import StoredMessage
 from pullspec.spec.profiles import Profile
 from pullspec.spec.rules import rule
 from pullspec.spec.scan import (  # re-exported: the scan is part of getMessage
@@ -313,6 +314,87 @@ def max_phy_offset(last_file_start: int | None, last_file_written: int) -> int:
     return 0 if last_file_start is None else last_file_start + last_file_written
 
 
+@rule("STORE-21", source="CommitLog.getMessage; MappedFileQueue.findMappedFileByOffset", seeds=())
+def commit_log_read_position(
+    phys: int,
+    size: int,
+    file_size: int,
+    first_file_start: int | None,
+    last_file_start: int | None,
+    last_file_read_position: int,
+) -> int | None:
+    """A commit-log read of `size` bytes at `phys` is served at phys mod F of the file holding
+    phys, or — for phys 0 alone, once that file is deleted — at the start of the first remaining
+    file, and only when those bytes lie within the file's read position; the answer is the
+    commit-log offset read from, or None when nothing is read.
+
+    This is RocketMQ's behaviour, not a design: CommitLog.getMessage asks
+    findMappedFileByOffset(offset, offset == 0), which answers the first file when no file holds
+    the offset. An implementer meets it when the first commit-log file has been deleted while a
+    consume queue still holds an entry for commit-log offset 0 at or above its min offset
+    (STORE-19 moves a queue's min only onto an entry the commit log still backs, so a queue whose
+    entries all lie in deleted files keeps min 0): the pull then answers FOUND with the `size`
+    bytes at the start of the oldest remaining file — another queue's record, cut or run on when
+    the sizes differ — instead of skipping a removed record (MESSAGE_WAS_REMOVING, STORE-12).
+    A file before the last is full (its end-of-file blank included): its read position is F;
+    a read that runs into that blank returns what each release left there
+    (spec.record.with_blank_leftovers).
+
+    pre: phys >= 0 and 0 < size < 2**31 and file_size > 0 and last_file_read_position >= 0
+    pre: (first_file_start is None) == (last_file_start is None)
+    post: __return__ is None or __return__ == phys or (phys == 0 and __return__ == first_file_start)
+    """
+    if first_file_start is None or last_file_start is None:
+        return None
+    # Verify a remaining file holds phys; at offset 0 the first remaining file serves instead
+    if first_file_start <= phys < last_file_start + file_size:
+        file_start = phys - phys % file_size
+    elif phys == 0:
+        file_start = first_file_start
+    else:
+        return None
+    position = phys % file_size
+    readable = last_file_read_position if file_start == last_file_start else file_size
+    # Verify all `size` bytes are written (MappedFile.selectMappedBuffer)
+    if position + size > readable:
+        return None
+    return file_start + position
+
+
+def whole_records_read(messages: Sequence[StoredMessage], entries: Sequence[CQEntry]) -> bool:
+    """Whether every returned message is the whole record its consume-queue entry names, so the
+    messages are exactly the bytes read; False when a read was served elsewhere or cut
+    (STORE-21), and the bytes read must be observed instead (GetMessageResult.bodies)."""
+    return all(
+        m.commitlog_offset == phys and m.size == size
+        for m, (phys, size, _) in zip(messages, entries, strict=True)
+    )
+
+
+@rule("STORE-22", source="DefaultMessageStore.lookMessageByOffset", seeds=())
+def looked_up_record(read_position: int | None, record_start: bool) -> int | None:
+    """A lookup by commit-log offset finds the record that starts where STORE-21 serves the read
+    of its four-byte size, and nothing where no record starts (inside a record, in the end-of-file
+    blank, past the written bytes) — so a send-back of such an offset answers SYSTEM_ERROR
+    (RETRY-1 step 6); the answer is the record's offset or None.
+
+    lookMessageByOffset reads the four bytes there as a record size and then reads and decodes
+    that many bytes. Inside a record RocketMQ finds nothing when that size runs past the file's
+    written bytes (remark "look message by offset failed, <offset>") and throws when it is
+    negative (Buffer.limit; the remark is the exception's text). When a positive garbage size
+    fits, MessageDecoder.decode, which checks no magic code, may turn the bytes that follow into a
+    message — the one intentional difference of the spec (docs: differences from RocketMQ): the
+    outcome depends on bytes the spec does not fix (timestamps, hosts, bodies), so the spec finds
+    nothing there.
+
+    post: __return__ is None or (record_start and __return__ == read_position)
+    """
+    # Verify the bytes read begin a record
+    if read_position is None or not record_start:
+        return None
+    return read_position
+
+
 __all__ = [
     "CQ_EXT_MAX_ADDRESS",
     "SEED_003",
@@ -321,6 +403,7 @@ __all__ = [
     "assign_queue_offset",
     "buffer_total_size",
     "classify_offset",
+    "commit_log_read_position",
     "commit_log_roll_next_file",
     "consume_queue_roll_next_file",
     "corrected_min_logic_offset",
@@ -329,6 +412,7 @@ __all__ = [
     "find_consume_queue",
     "index_window",
     "initial_get_message_values",
+    "looked_up_record",
     "max_phy_offset",
     "next_offset_correction",
     "overflow_one_next_offset",
@@ -338,4 +422,5 @@ __all__ = [
     "scan_window",
     "store_can_serve",
     "suggest_pulling_from_slave",
+    "whole_records_read",
 ]

@@ -19,8 +19,10 @@ from pullspec.spec.code import (
     client_pull_status,
     decode_sys_flag,
     empty_queue_code,
+    fastjson_string,
     is_held,
     no_store_result_code,
+    offset_moved_event,
     offset_moved_outcome,
     pre_store_check,
     pull_outcome_code,
@@ -443,3 +445,67 @@ def test_code_11_success_carries_the_records_in_index_order() -> None:
         response.msg_offsets,
         [m.commitlog_offset for m in response.messages],
     )
+
+
+# --- CODE-15: the OFFSET_MOVED_EVENT record ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "written"),
+    [
+        ("G", '"G"'),
+        ('a"b', '"a\\"b"'),
+        ("a\\b", '"a\\\\b"'),
+        ("\b\t\n\f\r", '"\\b\\t\\n\\f\\r"'),
+        ("\x00\x01\x0b\x1f", '"\\u0000\\u0001\\u000B\\u001F"'),  # upper-case hex, \v too
+        ("\x7f\x9f\xa0", '"\\u007F\\u009F\xa0"'),  # U+00A0 is written as it is
+        ("\u2028\u2029", '"\\u2028\\u2029"'),
+        ("é/<>", '"é/<>"'),  # no ASCII-only escaping, no slash, no browser escapes
+    ],
+)
+def test_code_15_fastjson_writes_strings_with_its_default_features(text: str, written: str) -> None:
+    assert written == fastjson_string(text)
+
+
+def test_code_15_event_body_is_compact_alphabetical_json_and_properties_in_hash_map_order() -> None:
+    body, properties = check_call(offset_moved_event, "G", "T", "broker-a", 0, 9, 6)
+    assert (
+        b'{"consumerGroup":"G","messageQueue":{"brokerName":"broker-a","queueId":0,"topic":"T"},'
+        b'"offsetNew":6,"offsetRequest":9}'
+    ) == body
+    assert (("KEYS", "G"), ("DELAY", "0"), ("TAGS", "G")) == properties
+    body, _ = check_call(offset_moved_event, "g\u00e9", "T", "b", 3, -1, 0)
+    assert b'"consumerGroup":"g\xc3\xa9"' in body and b'"offsetRequest":-1}' in body
+
+
+@pytest.mark.parametrize(("profile", "size"), [(V49, 248), (V47, 249)])
+def test_code_15_the_event_record_is_written_with_its_exact_size(
+    profile: Profile, size: int
+) -> None:
+    # 91 fixed bytes + 118 body + 18 topic "OFFSET_MOVED_EVENT" + properties "KEYS␁G␂DELAY␁0␂TAGS␁G"
+    # (21 bytes; 4.7.1 adds the trailing separator, LAYOUT-9)
+    clock = ManualClock(0)
+    config = StoreConfig(mapped_file_size_commit_log=1024, mapped_file_size_consume_queue=80)
+    broker: ReferenceBroker = pullspec.reference.factories.broker(
+        config, BrokerConfig(), profile, clock
+    )
+    broker.create_topic("T")
+    response = pull(broker, 1, 1)
+    assert (R.PULL_OFFSET_MOVED, 0) == (response.code, response.next_begin_offset)
+    assert size == broker.store.get_max_phy_offset()
+    event = broker.store.look_message_by_offset(0)
+    assert event is not None
+    assert ("OFFSET_MOVED_EVENT", 0, 0, size) == (
+        event.topic,
+        event.queue_id,
+        event.queue_offset,
+        event.size,
+    )
+    assert {"KEYS": "G", "DELAY": "0", "TAGS": "G"} == dict(event.properties)
+    assert (71, 0, 0) == (event.tags_code, event.flag, event.sys_flag)  # "G".hashCode() == 71
+    expected = (
+        b'{"consumerGroup":"G","messageQueue":{"brokerName":"broker-a","queueId":1,"topic":"T"},'
+        b'"offsetNew":0,"offsetRequest":1}'
+    )
+    assert expected == event.body
+    assert event.born_host == event.store_host

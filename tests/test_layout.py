@@ -32,6 +32,8 @@ from pullspec.spec.layout import (
     pack_cq_entry,
     pre_blank_entries,
     string_to_message_properties,
+    string_to_message_properties_v47,
+    string_to_message_properties_v49,
     transaction_type,
     unpack_cq_entry,
     validate_topic,
@@ -272,6 +274,37 @@ def test_layout_9_round_trip_in_both_profiles(props: dict[str, str]) -> None:
         for reader in ALL_PROFILES:
             assert props == dict(string_to_message_properties(encoded[writer], reader))
     assert encoded[V47] == (encoded[V49] + "\x02" if props else "")
+
+
+# --- LAYOUT-13 --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "v47", "v49"),
+    [
+        ("TAGS\x01", (), ()),  # TAGS="" as 4.9 writes it
+        ("TAGS\x01\x02", (), ()),  # and as 4.7 writes it
+        ("TAGS\x01\x02KEYS\x01k\x02", (("KEYS", "k"),), (("KEYS", "k"),)),
+        ("KEYS\x01\x02TAGS\x01A", (("TAGS", "A"),), (("TAGS", "A"),)),
+        ("\x01v", (("", "v"),), ()),  # only 4.7 keeps an empty name
+        ("ab", (), ()),  # no separator at all
+    ],
+)
+def test_layout_13_a_property_with_an_empty_value_reads_back_absent(
+    text: str, v47: Properties, v49: Properties
+) -> None:
+    assert v47 == check_call(string_to_message_properties_v47, text)
+    assert v49 == check_call(string_to_message_properties_v49, text)
+    assert (v47, v49) == (
+        string_to_message_properties(text, V47),
+        string_to_message_properties(text, V49),
+    )
+
+
+@pytest.mark.parametrize("profile", ALL_PROFILES)
+def test_layout_13_every_stored_empty_value_is_gone_after_a_round_trip(profile: Profile) -> None:
+    written = message_properties_to_string((("TAGS", ""), ("KEYS", "k"), ("X", "")), profile)
+    assert (("KEYS", "k"),) == string_to_message_properties(written, profile)
 
 
 # --- LAYOUT-10 --------------------------------------------------------------------------------

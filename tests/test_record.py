@@ -34,6 +34,8 @@ from pullspec.spec.record import (
     encode_record,
     host_sys_flag,
     parse_record,
+    queue_offsets_in,
+    with_blank_leftovers,
 )
 
 V4 = HostAddress(b"\x7f\x00\x00\x01", 52000)
@@ -250,3 +252,49 @@ def test_decode_broker_records(stores_dir: Path, name: str) -> None:
         assert str(m.store_host) == row["store_host"] and m.msg_id == row["msg_id"]
         assert fields.properties_length == row["properties_raw_length"]
         assert check_record(raw, phys % 16384, True) == row["size"]
+
+
+# --- msgOffsets as the vectors read them --------------------------------------------------------
+
+
+def _record(queue_offset: int, body: int) -> bytes:
+    return encode_record(
+        topic="T",
+        queue_id=0,
+        body=bytes(body),
+        properties_string="",
+        flag=0,
+        sys_flag=0,
+        queue_offset=queue_offset,
+        physical_offset=0,
+        born_timestamp=0,
+        born_host=HostAddress(b"\x7f\x00\x00\x01", 52000),
+        store_timestamp=0,
+        store_host=HostAddress(b"\x7f\x00\x00\x01", 10911),
+        reconsume_times=0,
+        prepared_transaction_offset=0,
+    )
+
+
+def test_store_21_msg_offsets_walk_the_bytes_record_by_record() -> None:
+    five, seven = _record(5, 10), _record(7, 0)  # 102 and 92 bytes
+    assert (102, 92) == (len(five), len(seven))
+    assert [5, 7] == queue_offsets_in(five + seven)
+    assert [5] == queue_offsets_in(five[:40])  # cut after its queue offset
+    assert [5] == queue_offsets_in(five + seven[:27])  # a header cut before it holds none
+    assert [5, 7] == queue_offsets_in(five + seven[:28])
+    # a record cut short runs the walk into the next record's bytes: at byte 102 − 52 = 50 of
+    # `seven`, bytes 50–53 (born IP 0.1, port 00 00) read as size 65536 and bytes 70–77 (store
+    # port 2A 9F, then zeros) as queue offset 10911·2^48; that size runs past the end
+    assert [5, 10911 << 48] == queue_offsets_in(five[:52] + seven)
+    assert [0] == queue_offsets_in(bytes(28))  # a size of 0 ends the walk
+    assert [] == queue_offsets_in(b"")
+
+
+def test_store_21_a_4_7_blank_repeats_the_record_appended_before_it() -> None:
+    five, blank = _record(5, 10), encode_blank(60, Profile.V4_7)  # 102 bytes, then 60
+    body = five + blank
+    assert body == with_blank_leftovers(body, Profile.V4_9)  # 4.9.7: header, then zeros
+    left = with_blank_leftovers(body, Profile.V4_7)
+    assert body[:110] + five[8:60] == left
+    assert ([5, 0], [5, 5]) == (queue_offsets_in(body), queue_offsets_in(left))

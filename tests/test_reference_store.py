@@ -247,16 +247,26 @@ def test_expiry_respects_file_reserved_time_and_moves_min_off_a_boundary() -> No
 
 def test_scan_skips_the_rest_of_a_vanished_commit_log_file() -> None:
     store = skip_store()
-    # index 0 (A) is missing: MESSAGE_WAS_REMOVING, skip below 1024; index 1 (B, phys 200) is
-    # skipped without being filtered, so the status stays MESSAGE_WAS_REMOVING
-    assert (S.MESSAGE_WAS_REMOVING, 2, []) == outcome(
-        store.get_message("G", "T", 0, 0, 32, tag_filter("T", "A"))
-    )
+    # index 1 (B, phys 200) is missing: MESSAGE_WAS_REMOVING, skip below 1024
+    assert (S.MESSAGE_WAS_REMOVING, 2, []) == outcome(store.get_message("G", "T", 0, 1, 32))
     # from index 1 the B entry is filtered first: NO_MATCHED_MESSAGE
     assert (S.NO_MATCHED_MESSAGE, 2, []) == outcome(
         store.get_message("G", "T", 0, 1, 32, tag_filter("T", "A"))
     )
-    assert (S.MESSAGE_WAS_REMOVING, 2, []) == outcome(store.get_message("G", "T", 0, 0, 32))
+
+
+def test_store_21_phys_0_is_read_at_the_first_remaining_file_after_its_file_is_deleted() -> None:
+    store = skip_store()
+    # index 0 (A, phys 0, 200 bytes) reads the 200 bytes at 1024 — T/1's index 3 — and is
+    # FOUND; index 1 (phys 200) is then missing but the status stays FOUND (something returned)
+    for message_filter in (None, tag_filter("T", "A")):
+        result = store.get_message("G", "T", 0, 0, 32, message_filter)
+        assert (S.FOUND, 2, [3]) == outcome(result)
+        assert [("T", 1, 1024)] == [
+            (m.topic, m.queue_id, m.commitlog_offset) for m in result.messages
+        ]
+        # the bytes read are observed: served elsewhere than the entry names
+        assert (200, [200]) == (result.buffer_total_size, [len(b) for b in result.bodies or ()])
 
 
 def test_expiry_waits_for_file_reserved_time_and_deletes_in_batches() -> None:
@@ -601,15 +611,31 @@ class StoreMachine(RuleBasedStateMachine):
         assert len(result.messages) <= min(max(max_msg_nums, 1), 32)
         accepted = SUBSCRIPTIONS[sub]
         commit_log_min = self.store.get_min_phy_offset()
-        expected = [
-            s.queue_offset
+        max_phy = self.store.get_max_phy_offset()
+        first_file_end = commit_log_min + TINY.mapped_file_size_commit_log
+        readable = min(first_file_end, max_phy) - commit_log_min
+
+        def read(s: Shadow) -> bool:
+            # STORE-21: phys 0 of a deleted file is read at the first remaining file's start
+            served_elsewhere = s.phys == 0 < commit_log_min and s.size <= readable
+            return s.phys >= commit_log_min or served_elsewhere
+
+        returned = [
+            s
             for s in self.shadow[queue][offset:nxt]
-            if s.phys >= commit_log_min and (accepted is None or s.tag in accepted)
+            if read(s) and (accepted is None or s.tag in accepted)
         ]
-        assert expected == result.msg_offsets
-        assert [self.shadow[queue][o].phys for o in expected] == [
+        assert [max(s.phys, commit_log_min) for s in returned] == [
             m.commitlog_offset for m in result.messages
         ]
+        assert sum(s.size for s in returned) == result.buffer_total_size
+        if all(s.phys >= commit_log_min for s in returned):
+            assert [s.queue_offset for s in returned] == result.msg_offsets
+        else:  # the bytes read are observed; they begin with the first remaining file's record
+            event("read at 0 served by the first remaining file")
+            first = [s for q in self.shadow.values() for s in q if s.phys == commit_log_min]
+            assert result.bodies is not None
+            assert [first[0].queue_offset] == result.msg_offsets[:1]
         if not result.messages:
             assert min(max_offset, file_end) == nxt  # a scan without a message runs to the end
         codes = {java_string_hash(t) for t in accepted} if accepted is not None else None

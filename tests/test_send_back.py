@@ -358,6 +358,35 @@ def test_reference_send_back_properties(
         assert 1 <= int(stored.get_property("DELAY") or 0) <= 18 == len(sb.schedule.levels)
 
 
+# --- LAYOUT-13 and STORE-22 through a send-back ------------------------------------------------
+
+
+@pytest.mark.parametrize("profile", [Profile.V4_7, Profile.V4_9])
+def test_layout_13_a_send_back_copies_a_message_stored_with_an_empty_tag_without_one(
+    profile: Profile,
+) -> None:
+    sb, _ = make(profile)
+    stored = original(sb, TAGS="", KEYS="k")  # the empty TAGS overrides "A"
+    assert (None, {"KEYS": "k"}) == (stored.tags, dict(stored.properties))
+    assert OK == sb.send_back(request(stored.commitlog_offset, delay_level=-1))
+    copy = sb.last_stored
+    assert copy is not None and "%DLQ%G" == copy.topic
+    assert (None, "k") == (copy.tags, copy.get_property("KEYS"))
+
+
+@pytest.mark.parametrize("profile", [Profile.V4_7, Profile.V4_9])
+def test_store_22_a_send_back_of_an_offset_inside_a_record_is_a_system_error(
+    profile: Profile,
+) -> None:
+    sb, _ = make(profile)
+    stored = original(sb)
+    for offset in (stored.commitlog_offset + 1, stored.commitlog_offset + 4, stored.size):
+        assert SendBackResponse(
+            ResponseCode.SYSTEM_ERROR, f"look message by offset failed, {offset}"
+        ) == sb.send_back(request(offset))
+        assert sb.last_stored is None
+
+
 # --- the recorded vectors ---------------------------------------------------------------------
 
 

@@ -27,6 +27,7 @@ from pullspec.spec.store import (
     assign_queue_offset,
     buffer_total_size,
     classify_offset,
+    commit_log_read_position,
     commit_log_roll_next_file,
     consume_queue_roll_next_file,
     corrected_min_logic_offset,
@@ -35,6 +36,7 @@ from pullspec.spec.store import (
     find_consume_queue,
     index_window,
     initial_get_message_values,
+    looked_up_record,
     max_phy_offset,
     next_offset_correction,
     overflow_badly_target_v47,
@@ -645,3 +647,43 @@ def test_scan_window_matches_the_rulebook_model(
     assert sum(window[p][1] for p in state.returned) == state.buffer_total
     if len(state.returned) > 1:
         assert state.buffer_total <= 262_144
+
+
+# --- STORE-21, STORE-22 -------------------------------------------------------------------------
+
+# (phys, size, files start at first … last, the last written up to) → where the bytes are read;
+# 512-byte files.
+STORE_21_TABLE = [
+    (0, 248, 0, 0, 248, 0),  # nothing deleted: read where the entry says
+    (0, 248, 1024, 1536, 300, 1024),  # file 0 deleted: the first remaining file's start serves
+    (0, 512, 1024, 1536, 300, 1024),  # a full file before the last is readable to its end
+    (0, 513, 1024, 1536, 300, None),
+    (0, 248, 1024, 1024, 100, None),  # the only file holds 100 bytes: not enough
+    (0, 100, 1024, 1024, 100, 1024),
+    (248, 248, 1024, 1536, 300, None),  # any other offset of a deleted file reads nothing
+    (1030, 10, 1024, 1536, 300, 1030),
+    (1536 + 290, 10, 1024, 1536, 300, 1536 + 290),
+    (1536 + 291, 10, 1024, 1536, 300, None),  # past the written bytes
+    (2048, 4, 1024, 1536, 300, None),  # past the last file
+]
+
+
+@pytest.mark.parametrize(("phys", "size", "first", "last", "written", "at"), STORE_21_TABLE)
+def test_store_21_reads_are_served_where_find_mapped_file_by_offset_says(
+    phys: int, size: int, first: int, last: int, written: int, at: int | None
+) -> None:
+    assert at == check_call(commit_log_read_position, phys, size, 512, first, last, written)
+
+
+def test_store_21_without_a_file_nothing_is_read() -> None:
+    assert None is check_call(commit_log_read_position, 0, 4, 512, None, None, 0)
+
+
+@pytest.mark.parametrize(
+    ("position", "record_start", "found"),
+    [(None, False, None), (1024, True, 1024), (1024, False, None), (0, True, 0)],
+)
+def test_store_22_a_lookup_finds_only_a_record_that_starts_where_it_reads(
+    position: int | None, record_start: bool, found: int | None
+) -> None:
+    assert found == check_call(looked_up_record, position, record_start)

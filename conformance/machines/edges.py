@@ -185,7 +185,31 @@ EDGE_CASES: tuple[tuple[str, str, dict[str, Any], list[Step]], ...] = (
             [_CLEAN, _put(_m(1, "B", 150)), _get(1, 0), _get(1, 0, 32, "B"), _get(1, 1)],
         ),
     ),
+    (
+        # STORE-21: queue 1's entry at commit-log offset 0 outlives file 0; its 248-byte reads
+        # are served from the start of file 512 — two shorter records run on, then one is cut.
+        "store-read-at-0-after-delete",
+        "store",
+        {**_SMALL, "mappedFileSizeConsumeQueue": 160},
+        _ops(
+            _put(_m(1, "A", 150), _m(0, "B", 150), _m(0, "B", 50), _m(0, "C", 50)),
+            [_CLEAN, _get(1, 0), _get(1, 0, 32, "A"), _get(1, 0, 32, "B"), _get(0, 1)],
+            [_put(_m(0, "A", 300), _m(0, "A", 300)), _CLEAN, _get(1, 0), _get(0, 3)],
+        ),
+    ),
     ("pull-empty-queue", "pull_code", _PULL, _ops(_pull(0, 0), _pull(0, 3), _pull(1, -1))),
+    (
+        # CODE-15: each OFFSET_MOVED answer appends its event record (its size moves every later
+        # commit-log offset); STORE-21: the pull at offset 0 after file 0 is deleted reads the
+        # event record that starts the first remaining file.
+        "pull-offset-moved-event",
+        "pull_code",
+        {**_PULL, "mappedFileSizeCommitLog": 512},
+        _ops(
+            [_put(_m(1, "A", 100)), _pull(0, 7), _pull(1, 9, 32, "A"), _put(_m(0, "B", 10))],
+            [_pull(1, -1), _put(_m(0, "", 200)), _CLEAN, _pull(1, 0), _pull(0, 0, 32, "")],
+        ),
+    ),
     (
         "pull-codes",
         "pull_code",
@@ -312,6 +336,21 @@ EDGE_CASES: tuple[tuple[str, str, dict[str, Any], list[Step]], ...] = (
             _put(_m(0, "A", 16, 3)),
             [_send_back(0, d, 16) for d in (0, 2, 30, -1)],
             ("send_back", {"originalCommitLogOffset": 5, "group": "G", "delayLevel": 0}),
+        ),
+    ),
+    (
+        # LAYOUT-13: a property stored with an empty value reads back absent, so the copy has no
+        # TAGS; STORE-22: an offset inside a record or past the last one finds nothing.
+        "sb-empty-tag-and-inside-record",
+        "send_back",
+        {"groupRetryMaxTimes": 16},
+        _ops(
+            _put(_m(0, "", 16, 0), _m(0, None, 0, 1)),
+            [_send_back(0, 1, 16), _send_back(1, 0, 16), _send_back(0, -1, 16)],
+            [
+                ("send_back", {"originalCommitLogOffset": o, "group": "G", "delayLevel": 1})
+                for o in (1, 100_000)
+            ],
         ),
     ),
 )

@@ -32,6 +32,12 @@ def _broker_mutant(
     return Mutant(name, rule, ("pull_code",), doc, build)
 
 
+def _event_with_spaces(f: Any, *args: Any) -> tuple[bytes, Any]:
+    body, properties = f(*args)
+    spaced = body.replace(b'":', b'": ').replace(b',"', b', "')  # json.dumps' separators
+    return spaced, properties
+
+
 def _code(status: GetMessageStatus, replaced: ResponseCode) -> Any:
     """status_to_response_code answering `replaced` for `status`."""
     return wrap(
@@ -74,6 +80,18 @@ MUTANTS: tuple[Mutant, ...] = (
                     ResponseCode.PULL_OFFSET_MOVED,
                     suggestion,
                     True,
+                )
+            }
+        },
+    ),
+    _broker_mutant(
+        "offset-moved-event-spaced",
+        "CODE-15",
+        "The OFFSET_MOVED_EVENT body is JSON with spaces after ':' and ',' (the record is longer).",
+        {
+            "pullspec.spec.code": {
+                "offset_moved_event": wrap(
+                    "pullspec.spec.code", "offset_moved_event", _event_with_spaces
                 )
             }
         },

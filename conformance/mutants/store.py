@@ -116,6 +116,16 @@ def _stop_entry_counted(original: Any, state: Any, *args: Any, **kwargs: Any) ->
     return (attrs.evolve(state, scanned=state.scanned + 1) if stop else state), stop
 
 
+def _no_read_at_0_elsewhere(f: Any, phys: int, size: int, *rest: Any) -> int | None:
+    at = f(phys, size, *rest)
+    return None if at is not None and at != phys else at
+
+
+def _empty_values_kept(text: str, profile: Profile) -> Any:
+    pairs = [item.split("\x01", 1) for item in text.split("\x02") if "\x01" in item]
+    return tuple((k, v) for k, v in pairs if k)
+
+
 MUTANTS: tuple[Mutant, ...] = (
     _mutant(
         "slave-corrects-offsets",
@@ -228,6 +238,29 @@ MUTANTS: tuple[Mutant, ...] = (
         "Queue offsets come from one counter per topic instead of one per queue.",
         {},
         __attrs_post_init__=_shared_counters_init,
+    ),
+    _mutant(
+        "read-at-0-not-served-elsewhere",
+        "STORE-21",
+        "A read at commit-log offset 0 after its file is deleted finds nothing (MESSAGE_WAS_REMOVING)"
+        " instead of the first remaining file's bytes.",
+        {
+            "pullspec.spec.store": {
+                "commit_log_read_position": wrap(
+                    "pullspec.spec.store", "commit_log_read_position", _no_read_at_0_elsewhere
+                )
+            }
+        },
+    ),
+    attrs.evolve(
+        _mutant(
+            "empty-property-kept",
+            "LAYOUT-13",
+            'A property stored with an empty value reads back with it (TAGS="" survives a '
+            "send-back).",
+            {"pullspec.spec.layout": {"string_to_message_properties": _empty_values_kept}},
+        ),
+        areas=(*_AREAS, "send_back"),
     ),
     _mutant(
         "max-offset-is-last-index",
