@@ -12,7 +12,7 @@ PullRequest, the ProcessQueue, the offset store and the pull service.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Protocol, runtime_checkable
 
 import attrs
@@ -212,8 +212,13 @@ class ReferencePushConsumer:
         self.outcomes: list[PullOutcome] = []
         #: (level, message) for what RocketMQ logs; tests read it.
         self.log: list[tuple[str, str]] = []
+        #: The queues each persistConsumerOffset handed persistAll (None: it did not run).
+        self.persist_rounds: list[Collection[MessageQueue] | None] = []
         #: PullAPIWrapper.randomNum (a non-negative random int) choosing a filter server (REQ-10).
         self.random_num: Callable[[], int] = lambda: 0
+        #: findBrokerAddressInSubscribe's onlyThisBroker: pullKernelImpl always passes false; the
+        #: pull_request area's drivers set it to drive REQ-6's other branch.
+        self.only_this_broker = False
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -274,6 +279,7 @@ class ReferencePushConsumer:
         targets = persist_consumer_offset_targets(
             self.running, self.rebalance_hooks.process_queues().keys()
         )
+        self.persist_rounds.append(targets)
         if targets is None:
             self.log.append(("error", f"group: {self.group} persistConsumerOffset exception"))
             return
@@ -395,7 +401,9 @@ class ReferencePushConsumer:
         # REQ-6: look up, refresh the route (the registry is the route here) and look up again.
         for _ in range(2):
             addrs = self.remoting.broker_addrs(mq.broker_name)
-            found = find_broker_address_in_subscribe(addrs, broker_id, False, self.profile)
+            found = find_broker_address_in_subscribe(
+                addrs, broker_id, self.only_this_broker, self.profile
+            )
             if found is not None:
                 break
         if found is None:

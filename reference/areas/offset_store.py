@@ -9,50 +9,22 @@ from pathlib import Path
 from typing import Any
 
 from pullspec.reference.areas import _vocab as _client
+from pullspec.reference.areas import _wiring
 from pullspec.reference.offset_store import (
     ReferenceLocalFileOffsetStore,
     ReferenceRemoteOffsetStore,
     decode_offset_table,
     encode_offset_table,
 )
+from pullspec.reference.push_consumer import ServiceState
 from pullspec.spec import offset_store as spec_os
-from pullspec.spec.client_errors import MQBrokerError, MQClientError
-from pullspec.spec.consumer_config import MessageModel, ReadOffsetType
+from pullspec.spec.client_errors import MQClientError
+from pullspec.spec.consumer_config import ConsumerConfig, MessageModel, ReadOffsetType
 from pullspec.spec.message import MessageQueue
 from pullspec.spec.profiles import Profile
-from pullspec.spec.status import ResponseCode
 
 #: The vector area this module serves.
 AREA = "offset_store"
-
-
-class _OtherBrokerError(Exception):
-    """A non-broker failure of the offset RPC (timeout, no route)."""
-
-
-class FakeBroker:
-    """The broker side of the remote store: stored offsets, failures and the updates received."""
-
-    def __init__(self) -> None:
-        self.offsets: dict[MessageQueue, int] = {}
-        self.fails: dict[MessageQueue, str] = {}
-        self.sent: list[dict[str, Any]] = []
-
-    def query_offset(self, mq: MessageQueue) -> int:
-        """QUERY_CONSUMER_OFFSET: the stored offset, QUERY_NOT_FOUND or the failure set."""
-        fail = self.fails.get(mq)
-        if fail == MQBrokerError.java_exception:
-            raise MQBrokerError(int(ResponseCode.SYSTEM_ERROR))
-        if fail is not None:
-            raise _OtherBrokerError(fail)
-        if mq not in self.offsets:
-            raise MQBrokerError(int(ResponseCode.QUERY_NOT_FOUND))
-        return self.offsets[mq]
-
-    def update_offset(self, mq: MessageQueue, offset: int, oneway: bool) -> None:
-        """UPDATE_CONSUMER_OFFSET: recorded, then stored (COMMIT-1 replaces)."""
-        self.sent.append({"mq": _client.mq_json(mq), "offset": offset, "oneway": oneway})
-        self.offsets[mq] = offset
 
 
 def _table_json(table: dict[MessageQueue, int]) -> list[dict[str, Any]]:
@@ -73,7 +45,7 @@ class Driver(_client.DriverBase):
         super().__init__(config, profile)
         model = _client.enum_of(MessageModel, config.get("messageModel", "CLUSTERING"))
         self.kind = spec_os.offset_store_kind(model, False)
-        self.broker = FakeBroker()
+        self.broker = _wiring.OffsetBroker()
         self.local: ReferenceLocalFileOffsetStore | None = None
         self.store: ReferenceLocalFileOffsetStore | ReferenceRemoteOffsetStore
         if self.kind is spec_os.OffsetStoreKind.LOCAL_FILE:
@@ -105,7 +77,11 @@ class Driver(_client.DriverBase):
             "table": _table_json(self.store.clone_offset_table(None)),
         }
         if self.local is None:
-            out["sent"], self.broker.sent = _client.sorted_by_mq(self.broker.sent), []
+            sent = [
+                {"mq": _client.mq_json(q), "offset": offset, "oneway": oneway}
+                for q, offset, oneway in self.broker.sent
+            ]
+            out["sent"], self.broker.sent = _client.sorted_by_mq(sent), []
         else:
             out["files"] = {
                 "main": self._file(""),
@@ -164,11 +140,15 @@ class Driver(_client.DriverBase):
 
     def op_persist_consumer_offset(self, args: _client.Args) -> dict[str, Any]:
         """MQClientInstance.persistAllConsumerOffset for this consumer (OFFSET-8)."""
-        targets = spec_os.persist_consumer_offset_targets(
-            args.bool("running"), _client.mqs(args.req("processQueueMqs")) or []
-        )
-        if targets is not None:
-            self.store.persist_all(targets)
+        rig = _wiring.PushConsumerRig(ConsumerConfig(), self.profile)
+        consumer = rig.consumer
+        consumer.offset_store = self.store
+        for q in _client.mqs(args.req("processQueueMqs")) or []:
+            rig.hooks.table[q] = rig.pq
+        if not args.bool("running"):
+            consumer.service_state = ServiceState.SHUTDOWN_ALREADY
+        consumer.persist_consumer_offset()
+        targets = consumer.persist_rounds[-1]
         return {"targets": _client.mqs_json(targets), **self._state()}
 
     def op_rebalance_reset(self, args: _client.Args) -> dict[str, Any]:

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from pullspec.reference.areas import _vocab as _client
+from pullspec.reference.areas import _wiring
+from pullspec.reference.offset_store import ReferenceRemoteOffsetStore
+from pullspec.reference.pull_service import PullMessageService
+from pullspec.reference.push_consumer import ServiceState
+from pullspec.reference.rebalance import ReferenceRebalancePushImpl
 from pullspec.spec import consumer_config as cc
-from pullspec.spec import offset_store as spec_os
-from pullspec.spec import pull_actions, pull_decision, pull_from_where
-from pullspec.spec.client_errors import MQClientError
+from pullspec.spec import pull_actions
+from pullspec.spec.broker_addrs import BrokerAddrs
+from pullspec.spec.errors import InvalidArgumentError
+from pullspec.spec.filter import build_subscription_data
 from pullspec.spec.message import MessageQueue
 from pullspec.spec.profiles import Profile
 
@@ -16,97 +23,94 @@ from pullspec.spec.profiles import Profile
 AREA = "pull_decision"
 #: The `firstLockOffset` whose broker query fails.
 FAILS = "fails"
-#: The request's queue (the first-lock query is about it; its name plays no part).
-_QUEUE = MessageQueue("T", "b", 0)
-
-
-class _FailingQueries:
-    """MQAdminImpl's offset queries when the broker cannot answer (MQClientException)."""
-
-    def max_offset(self, mq: MessageQueue) -> int:
-        raise MQClientError(f"maxOffset of {mq} failed")
-
-    def search_offset(self, mq: MessageQueue, timestamp_ms: int) -> int:
-        raise MQClientError(f"searchOffset of {mq} failed")
+#: The broker the request's pulls go to.
+_BROKER_ADDR = "127.0.0.1:10911"
+#: lastPullTimestamp before an attempt, so that FLOW-2's touch shows.
+_UNTOUCHED = -1
 
 
 class Driver(_client.DriverBase):
-    """The reference driver: `spec.pull_decision.decide_pull` over the case's request state."""
+    """One PullRequest of a running ReferencePushConsumer; each `attempt` is its pullMessage."""
 
     area = AREA
 
     def __init__(self, config: dict[str, Any], profile: Profile) -> None:
         super().__init__(config, profile)
-        self.consumer = _client.consumer_config(config)
-        self.next_offset = int(config.get("nextOffset", 0))
-        self.previously_locked = False
+        self.rig = _wiring.PushConsumerRig(_client.consumer_config(config), profile)
+        # The broker of the request's queue is known, so a pull that passes the checks is sent.
+        self.rig.remoting.addrs[_wiring.QUEUE.broker_name] = BrokerAddrs([(0, _BROKER_ADDR)])
+        self.rig.request.next_offset = int(config.get("nextOffset", 0))
         start = config.get("counters") or {}
-        self.counters = pull_actions.FlowControlCounters(
+        self.rig.consumer.counters = pull_actions.FlowControlCounters(
             start.get("queueFlowControlTimes", 0), start.get("queueMaxSpanFlowControlTimes", 0)
+        )
+        # The rebalance's computePullFromWhere(WithException) when the broker query fails: the
+        # offset store holds nothing and the max-offset query throws (REBAL-17).
+        self.failing = ReferenceRebalancePushImpl(
+            self.rig.scheduler,
+            group=_wiring.GROUP,
+            client_id="c",
+            config=self.rig.consumer.config,
+            profile=profile,
+            lock_client=_wiring.ScriptedLocks(),
+            offset_store=ReferenceRemoteOffsetStore(_wiring.OffsetBroker()),
+            admin=_wiring.ScriptedAdmin(None, None),
+            route=lambda _topic: None,
+            consumer_ids=lambda _topic, _group: None,
         )
 
     def _state(self) -> dict[str, Any]:
+        counters = self.rig.consumer.counters
         return {
-            "nextOffset": self.next_offset,
-            "previouslyLocked": self.previously_locked,
+            "nextOffset": self.rig.request.next_offset,
+            "previouslyLocked": self.rig.request.previously_locked,
             "counters": {
-                "queueFlowControlTimes": self.counters.queue_flow_control_times,
-                "queueMaxSpanFlowControlTimes": self.counters.queue_max_span_flow_control_times,
+                "queueFlowControlTimes": counters.queue_flow_control_times,
+                "queueMaxSpanFlowControlTimes": counters.queue_max_span_flow_control_times,
             },
         }
 
+    def _compute(self, first_lock: object) -> Callable[[MessageQueue], int]:
+        if first_lock is None:
+
+            def unscripted(mq: MessageQueue) -> int:
+                raise InvalidArgumentError("firstLockOffset", None, "the op gives none")
+
+            return unscripted
+        if first_lock == FAILS:
+            return self.failing.compute_pull_from_where
+        return lambda _mq: int(first_lock)  # type: ignore[call-overload]
+
     def op_attempt(self, args: _client.Args) -> dict[str, Any]:
-        """One pullMessage attempt (PULLQ-9) and whether the request keeps circulating."""
-        pq = args.get("processQueue") or {}
-        snapshot = pull_decision.ProcessQueueSnapshot(
-            dropped=pq.get("dropped", False),
-            msg_count=pq.get("msgCount", 0),
-            msg_size=pq.get("msgSize", 0),
-            max_span=pq.get("maxSpan", 0),
-            locked=pq.get("locked", False),
-            msg_tree_empty=pq.get("msgTreeEmpty", False),
-        )
+        """One pullMessage of the request (PULLQ-9) and whether it keeps circulating."""
+        rig = self.rig
+        # A fresh pull service per attempt: `circulates` is about this attempt only.
+        rig.pull_service = rig.consumer.pull_service = PullMessageService(rig.scheduler)
+        rig.remoting.pulls.clear()
+        if args.bool("serviceStopped", False):
+            rig.pull_service.shutdown()
+        rig.pq.read(args.get("processQueue") or {})
+        rig.pq.last_pull_timestamp = _UNTOUCHED
         cs = args.get("consumer") or {}
-        consumer = pull_decision.ConsumerState(
-            running=cs.get("running", True),
-            paused=cs.get("paused", False),
-            has_subscription=cs.get("hasSubscription", True),
+        rig.consumer.service_state = (
+            ServiceState.RUNNING if cs.get("running", True) else ServiceState.CREATE_JUST
         )
-        first_lock = args.get("firstLockOffset")
-
-        def compute() -> int:
-            if first_lock != FAILS:
-                return int(first_lock)
-            # Nothing stored and the broker's max-offset query throws: computePullFromWhere as
-            # the profile's pullMessage calls it (REBAL-17; 4.7 answers -1, 4.9 rethrows).
-            return pull_from_where.compute_pull_from_where_for(
-                self.profile,
-                self.consumer.consume_from_where,
-                _QUEUE,
-                spec_os.OFFSET_NONE,
-                _FailingQueries(),
-                0,
-            )
-
-        decision = pull_decision.decide_pull(
-            snapshot,
-            consumer,
-            self.next_offset,
-            self.previously_locked,
-            self.consumer,
-            self.profile,
-            self.counters,
-            compute if first_lock is not None else None,
-        )
-        self.next_offset = decision.next_offset
-        self.previously_locked = decision.previously_locked
-        self.counters = decision.counters
+        rig.consumer.paused = bool(cs.get("paused", False))
+        rig.hooks.subscriptions.clear()
+        if cs.get("hasSubscription", True):
+            sub = build_subscription_data(_wiring.QUEUE.topic, "*")
+            rig.hooks.subscriptions[_wiring.QUEUE.topic] = sub
+        rig.hooks.compute = self._compute(args.get("firstLockOffset"))
+        before = len(rig.consumer.attempts)
+        rig.consumer.pull_message(rig.request)
+        attempt = rig.consumer.attempts[before]
+        decision = attempt.decision
+        assert decision is not None
         log = decision.flow_control_log
         correction = decision.first_lock_correction
-        stopped = args.bool("serviceStopped", False)
         return {
-            "action": _client.action_json(decision.action),
-            "touchLastPullTimestamp": decision.touch_last_pull_timestamp,
+            "action": _client.action_json(attempt.action),
+            "touchLastPullTimestamp": rig.pq.last_pull_timestamp != _UNTOUCHED,
             "flowControlLog": None
             if log is None
             else {
@@ -117,14 +121,15 @@ class Driver(_client.DriverBase):
             "firstLockCorrection": None
             if correction is None
             else {"offset": correction.offset, "brokerBusy": correction.broker_busy},
-            "circulates": pull_actions.keeps_circulating(decision.action, stopped),
+            "circulates": rig.circulating(),
             **self._state(),
         }
 
     def op_queue_changed(self, args: _client.Args) -> dict[str, Any]:
         """messageQueueChanged's threshold rewrite (FLOW-14); later attempts see the result."""
-        count, size = cc.rewrite_queue_thresholds(self.consumer, args.int("processQueueCount"))
-        self.consumer = self.consumer.with_queue_thresholds(count, size)
+        consumer = self.rig.consumer
+        count, size = cc.rewrite_queue_thresholds(consumer.config, args.int("processQueueCount"))
+        consumer.config = consumer.config.with_queue_thresholds(count, size)
         return {"pullThresholdForQueue": count, "pullThresholdSizeForQueue": size}
 
     def op_check_config(self, args: _client.Args) -> dict[str, Any]:

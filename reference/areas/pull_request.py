@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from pullspec.reference.areas import _vocab as _client
-from pullspec.spec import pull_request, pull_route
+from pullspec.reference.areas import _wiring
+from pullspec.reference.pull_service import PullRequest
+from pullspec.spec import pull_route
 from pullspec.spec.client_errors import MQClientError
 from pullspec.spec.profiles import Profile
 
@@ -14,63 +16,54 @@ AREA = "pull_request"
 
 
 class Driver(_client.DriverBase):
-    """The reference driver: spec.pull_request and spec.pull_route in pullKernelImpl's order."""
+    """pullKernelImpl of a running ReferencePushConsumer: every `pull` sends one pull over a
+    network that knows the op's broker map, version and filter servers, and never answers."""
 
     area = AREA
 
     def __init__(self, config: dict[str, Any], profile: Profile) -> None:
         super().__init__(config, profile)
         self.consumer = _client.consumer_config(config)
-        self.group = str(config.get("consumerGroup", "G"))
+        self.group = str(config.get("consumerGroup", _wiring.GROUP))
 
     def op_pull(self, args: _client.Args) -> dict[str, Any]:
         """One pull from pullMessage's callback capture to the header and the target address."""
         queue = _client.mq(args.req("mq"))
         sub = _client.subscription(args.req("subscription"), queue.topic)
         assert sub is not None
+        rig = _wiring.PushConsumerRig(self.consumer, self.profile, self.group)
         lookup = (
             _client.subscription(args.raw["lookupSubscription"], queue.topic)
             if "lookupSubscription" in args.raw
             else sub
         )
-        context = pull_request.capture_pull_callback(args.int("now", 0), sub)
-        commit = pull_request.commit_offset_for_pull(
-            self.consumer.message_model, args.int("memoryOffset", -1)
-        )
-        call = pull_request.pull_kernel_call(
-            queue, args.int("nextOffset"), sub, lookup, commit, self.consumer
-        )
-        out: dict[str, Any] = {"beginTimestamp": context.begin_timestamp}
-        try:
-            broker = pull_route.find_broker_address_in_subscribe(
-                _client.broker_addrs(args.req("brokerAddrs")),
-                pull_route.recalculate_pull_from_which_node(args.get("pullFromWhichNode")),
-                args.bool("onlyThisBroker", False),
-                self.profile,
-            )
-            if broker is None:
-                raise MQClientError(f"The broker[{queue.broker_name}] not exist")
-            out.update(brokerAddr=broker.broker_addr, slave=broker.slave)
-            pull_route.check_filter_type_supported(
-                call.expression_type, args.int("brokerVersion", 0x7FFFFFFF), queue.broker_name
-            )
-            header = pull_request.pull_message_request_header(
-                self.group, call, broker, self.profile
-            )
-            out["header"] = _client.value_json(header)
-            # The filter server is chosen on the caller's flag, not the header's (REQ-10).
-            out["targetAddr"] = pull_route.pull_target_address(
-                call.sys_flag,
-                broker.broker_addr,
-                queue.topic,
-                args.get("filterServers"),
-                args.int("randomNum", 0),
-            )
-        except MQClientError:
-            out["exception"] = MQClientError.java_exception
-            out["action"] = _client.action_json(
-                pull_request.on_pull_kernel_exception(self.consumer)
-            )
+        if lookup is not None:
+            rig.hooks.subscriptions[queue.topic] = lookup
+        addrs = _client.broker_addrs(args.req("brokerAddrs"))
+        rig.remoting.addrs[queue.broker_name] = addrs
+        rig.remoting.version = args.int("brokerVersion", 0x7FFFFFFF)
+        rig.remoting.servers = args.get("filterServers")
+        rig.consumer.random_num = lambda: args.int("randomNum", 0)
+        rig.consumer.only_this_broker = args.bool("onlyThisBroker", False)
+        if args.get("pullFromWhichNode") is not None:
+            rig.consumer.pull_from_which_node[queue] = args.int("pullFromWhichNode")
+        rig.offset_store.update_offset(queue, args.int("memoryOffset", -1), False)
+        rig.clock.jump_to(args.int("now", 0))
+        request = PullRequest(rig.consumer.group, queue, rig.pq, args.int("nextOffset"))
+        rig.consumer.send_pull(request, sub)
+        out: dict[str, Any] = {"beginTimestamp": rig.clock.now_ms()}
+        if rig.remoting.asked_version:
+            # The broker found is the one whose version pullKernelImpl asked (REQ-6, REQ-7).
+            addr = rig.remoting.asked_version[-1]
+            out.update(brokerAddr=addr, slave=any(i != 0 for i, a in addrs.items() if a == addr))
+        if rig.remoting.pulls:
+            target, header, _, _ = rig.remoting.pulls[0]
+            out.update(header=_client.value_json(header), targetAddr=target)
+            return out
+        # pullKernelImpl threw before the RPC (REQ-11): no broker, an unsupported filter type.
+        outcome = rig.consumer.outcomes[-1]
+        out["exception"] = MQClientError.java_exception
+        out["action"] = _client.action_json(outcome.reenqueue)
         return out
 
     def op_build_sys_flag(self, args: _client.Args) -> dict[str, Any]:

@@ -5,9 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from pullspec.reference.areas import _vocab as _client
+from pullspec.reference.areas import _wiring
+from pullspec.reference.pull_service import PullRequest
 from pullspec.spec import code as codes
 from pullspec.spec import pull_request, pull_result
 from pullspec.spec.client_errors import MQBrokerError
+from pullspec.spec.message import MessageQueue
 from pullspec.spec.profiles import Profile
 from pullspec.spec.status import PullStatus, ResponseCode
 
@@ -20,7 +23,8 @@ class _PullError(Exception):
 
 
 class Driver(_client.DriverBase):
-    """The reference driver: spec.pull_result and the response-code mapping."""
+    """A push consumer's PullCallback: every op is one callback of a fresh pull on a running
+    ReferencePushConsumer (its process queue, consume service and offset store stand-ins)."""
 
     area = AREA
 
@@ -43,30 +47,44 @@ class Driver(_client.DriverBase):
             )
         sub = _client.subscription(args.get("subscription") or {})
         assert sub is not None
-        handling = pull_result.on_success(
-            result, args.int("prevRequestOffset"), sub, args.int("msgCount", 0), self.consumer
-        )
-        fix_up = handling.fix_up
-        update = handling.offset_update
-        return {
-            "nextOffset": handling.next_offset,
-            "messages": [_client.message_json(m) for m in handling.messages],
-            "putDespiteDrop": bool(handling.messages)
-            and pull_result.stores_despite_drop(args.bool("dropped", False)),
-            "correctTagsOffset": handling.correct_tags_offset,
-            "offsetUpdate": None
-            if update is None
-            else {"offset": update.offset, "increaseOnly": update.increase_only},
-            "reenqueue": _client.action_json(handling.reenqueue),
-            "dropProcessQueue": handling.drop_process_queue,
-            "fixUp": None
-            if fix_up is None
-            else {
-                **_client.value_json(fix_up),
+        rig = _wiring.PushConsumerRig(self.consumer, self.profile)
+        dropped = args.bool("dropped", False)
+        rig.pq.read({"msgCount": args.int("msgCount", 0), "dropped": dropped})
+        rig.request.next_offset = args.int("prevRequestOffset")
+        rig.consumer.process_pull_result(rig.request, result, sub)
+        outcome = rig.consumer.outcomes[-1] if rig.consumer.outcomes else None
+        handling = outcome.handling if outcome is not None else None
+        submitted = rig.consume_service.submitted
+        messages = submitted[0][0] if submitted else ()
+        updates = list(rig.offset_store.updates)
+        fix_up = None
+        if handling is not None and handling.fix_up is not None:
+            # Let the fix-up task run: what it writes, persists and removes, and when.
+            rig.offset_store.updates.clear()
+            before = rig.clock.now_ms()
+            rig.scheduler.run_for(handling.fix_up.delay_ms)
+            (mq, offset, increase_only), *_ = rig.offset_store.updates
+            fix_up = {
+                "offset": offset,
+                "delayMs": rig.clock.now_ms() - before,
+                "increaseOnly": increase_only,
+                "persist": mq in rig.offset_store.persisted,
+                "removeProcessQueue": mq in rig.hooks.removed,
                 "reachesStorage": pull_result.fix_up_reaches_storage(self.consumer.message_model),
-            },
-            "bugWarning": handling.bug_warning,
-            "pullFromWhichNode": handling.pull_from_which_node,
+            }
+        return {
+            "nextOffset": rig.request.next_offset,
+            "messages": [_client.message_json(m) for m in messages],
+            "putDespiteDrop": bool(rig.pq.puts),
+            "correctTagsOffset": handling is not None and handling.correct_tags_offset,
+            "offsetUpdate": None
+            if not updates
+            else {"offset": updates[0][1], "increaseOnly": updates[0][2]},
+            "reenqueue": _client.action_json(outcome.reenqueue if outcome else None),
+            "dropProcessQueue": rig.pq.drops > 0,
+            "fixUp": fix_up,
+            "bugWarning": any("[BUG]" in text for _, text in rig.consumer.log),
+            "pullFromWhichNode": rig.consumer.pull_from_which_node.get(rig.request.message_queue),
         }
 
     def op_on_success_throws(self, args: _client.Args) -> dict[str, Any]:
@@ -82,12 +100,15 @@ class Driver(_client.DriverBase):
             if error.get("kind") == MQBrokerError.java_exception
             else _PullError(error.get("kind"))
         )
-        handling = pull_result.on_exception(
-            exc, str(args.req("topic")), self.consumer, self.profile
+        rig = _wiring.PushConsumerRig(self.consumer, self.profile)
+        rig.request = PullRequest(
+            _wiring.GROUP, MessageQueue(str(args.req("topic")), "b", 0), rig.pq, 0
         )
+        rig.consumer.process_pull_exception(rig.request, exc)
+        outcome = rig.consumer.outcomes[-1]
         return {
-            "reenqueue": _client.action_json(handling.delay),
-            "logWarning": handling.log_warning,
+            "reenqueue": _client.action_json(outcome.reenqueue),
+            "logWarning": any(level == "warn" for level, _ in rig.consumer.log),
         }
 
     def op_response(self, args: _client.Args) -> dict[str, Any]:

@@ -1,46 +1,47 @@
-"""The reference driver of area `rebalance` (vocabulary: conformance.adapters.rebalance, docs/protocol.md)."""
+"""The reference driver of area `rebalance` (vocabulary: conformance.adapters.rebalance): one
+`ReferenceRebalancePushImpl` over real `ReferenceProcessQueue`s on a virtual clock, a remote
+offset store whose broker side is observed, broker locks answered as the op says, and
+computePullFromWhere answering the op's offsets (else reading the store, with a broker whose max
+and search offsets are 0)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-import attrs
-
 from pullspec.reference.areas import _vocab as _client
+from pullspec.reference.areas import _wiring
+from pullspec.reference.process_queue import ReferenceProcessQueue
+from pullspec.reference.rebalance import NewPullRequest, ReferenceRebalancePushImpl
+from pullspec.reference.scheduler import Scheduler
 from pullspec.spec import consumer_config as cc
-from pullspec.spec import pull_from_where, rebalance
+from pullspec.spec import rebalance
 from pullspec.spec.client_errors import MQClientError
-from pullspec.spec.message import MessageQueue
+from pullspec.spec.clock import ManualClock
+from pullspec.spec.filter import build_subscription_data
+from pullspec.spec.message import MessageQueue, StoredMessage
 from pullspec.spec.profiles import Profile
+from pullspec.spec.protocols import ProcessQueue
+from pullspec.spec.rebalance import NewQueueOutcome
 
 #: The vector area this module serves.
 AREA = "rebalance"
-_VIEW_FIELDS = ("dropped", "locked", "pullExpired", "consumeLockFree", "hasTempMessage")
+#: lastPullTimestamp of a queue the op marks pull-expired: expired at any time.
+_LONG_AGO = -(10**15)
 
 
-@attrs.define
-class Entry:
-    """One table entry: the ProcessQueue facts rebalance reads, and its failed unlock tries."""
+class _Rebalance(ReferenceRebalancePushImpl):
+    """The reference rebalance whose computePullFromWhere answers the op's offsets where it
+    gives one (None: it throws) and otherwise computes as usual."""
 
-    view: rebalance.QueueView
-    try_unlock_times: int = 0
+    scripted: dict[MessageQueue, int | None]
 
-
-class _Admin:
-    """MQAdminImpl's offset queries for computePullFromWhere; None answers throw."""
-
-    def __init__(self, max_offset: int | None, search_offset: int | None) -> None:
-        self._max, self._search = max_offset, search_offset
-
-    def max_offset(self, mq: MessageQueue) -> int:
-        if self._max is None:
-            raise MQClientError("maxOffset failed")
-        return self._max
-
-    def search_offset(self, mq: MessageQueue, timestamp_ms: int) -> int:
-        if self._search is None:
-            raise MQClientError("searchOffset failed")
-        return self._search
+    def compute_pull_from_where(self, mq: MessageQueue) -> int:
+        if mq in self.scripted:
+            answer = self.scripted[mq]
+            if answer is None:
+                raise MQClientError(f"computePullFromWhere of {mq} failed")
+            return answer
+        return super().compute_pull_from_where(mq)
 
 
 def _key(q: MessageQueue) -> tuple[str, str, int]:
@@ -48,49 +49,121 @@ def _key(q: MessageQueue) -> tuple[str, str, int]:
 
 
 class Driver(_client.DriverBase):
-    """The reference driver: spec.rebalance over a table of queue views."""
+    """The reference driver: a ReferenceRebalancePushImpl and its ProcessQueues."""
 
     area = AREA
 
     def __init__(self, config: dict[str, Any], profile: Profile) -> None:
         super().__init__(config, profile)
-        self.consumer = _client.consumer_config(config)
-        self.passive = bool(config.get("consumePassively", True))
-        self.table: dict[MessageQueue, Entry] = {}
+        self.clock = ManualClock(0)
+        self.scheduler = Scheduler(self.clock)
+        self.store = _wiring.RecordingOffsetStore()
+        self.locks = _wiring.ScriptedLocks()
+        self.requests: list[NewPullRequest] = []
+        #: Queues whose consume lock is held (a listener call in progress).
+        self.busy: set[int] = set()
+        #: Queues the op marked pull-expired; every other queue keeps pulling.
+        self.expired: set[int] = set()
+        self.rebalance = self._rebalance(_client.consumer_config(config))
+        self.rebalance.consume_passively = bool(config.get("consumePassively", True))
+
+    def _rebalance(self, consumer: cc.ConsumerConfig, admin: Any = None) -> _Rebalance:
+        built = _Rebalance(
+            self.scheduler,
+            group=_wiring.GROUP,
+            client_id="c1",
+            config=consumer,
+            profile=self.profile,
+            lock_client=self.locks,
+            offset_store=self.store,
+            admin=admin or _wiring.ScriptedAdmin(),
+            route=lambda _topic: None,
+            consumer_ids=lambda _topic, _group: None,
+            dispatch=self.requests.append,
+            process_queue_factory=self._new_queue,
+        )
+        built.scripted = {}
+        built.consume_lock_free = lambda pq: id(pq) not in self.busy
+        return built
+
+    def _new_queue(self) -> ProcessQueue:
+        return ReferenceProcessQueue(self.clock, self.profile)
+
+    # -- observations ---------------------------------------------------------------------------
+
+    def _queues(self) -> list[tuple[MessageQueue, ProcessQueue]]:
+        return sorted(self.rebalance.process_queues().items(), key=lambda kv: _key(kv[0]))
 
     def _table(self) -> list[dict[str, Any]]:
         return [
             {
                 "mq": _client.mq_json(q),
-                **_client.value_json(e.view),
-                "tryUnlockTimes": e.try_unlock_times,
+                "dropped": pq.dropped,
+                "locked": pq.locked,
+                "pullExpired": pq.is_pull_expired(),
+                "consumeLockFree": id(pq) not in self.busy,
+                "hasTempMessage": pq.has_temp_message(),
+                "tryUnlockTimes": pq.try_unlock_times,
             }
-            for q, e in sorted(self.table.items(), key=lambda kv: _key(kv[0]))
+            for q, pq in self._queues()
         ]
 
-    def _mark(self, marks: rebalance.LockMarks) -> None:
-        for q in marks.locked | marks.unlocked:
-            if q in self.table:
-                entry = self.table[q]
-                entry.view = attrs.evolve(entry.view, locked=q in marks.locked)
+    def _locks(self) -> list[dict[str, Any]]:
+        return [
+            {
+                "mq": _client.mq_json(q),
+                "locked": pq.locked,
+                "lastLockTimestamp": pq.last_lock_timestamp,
+                "lockExpired": pq.is_lock_expired(),
+            }
+            for q, pq in self._queues()
+        ]
+
+    def _persisted(self) -> list[dict[str, Any]]:
+        offsets = self.store.broker.offsets
+        return [{"mq": _client.mq_json(q), "offset": offsets[q]} for q in sorted(offsets, key=_key)]
+
+    def _views(self) -> dict[str, Any]:
+        return {"table": self._table(), "locks": self._locks(), "persisted": self._persisted()}
+
+    def _keep_pulling(self) -> None:
+        """Every queue the op did not mark pull-expired has just pulled (nothing else pulls)."""
+        now = self.clock.now_ms()
+        for _, pq in self._queues():
+            if id(pq) not in self.expired:
+                pq.last_pull_timestamp = now
+
+    def _at(self, now: int | None) -> None:
+        if now is not None:
+            self.clock.jump_to(now)
+        self.scheduler.run_until(self.clock.now_ms())
+        self._keep_pulling()
+
+    # -- ops ------------------------------------------------------------------------------------
 
     def op_update_table(self, args: _client.Args) -> dict[str, Any]:
         """updateProcessQueueTableInRebalance: pass 1 (REBAL-9, 14, 15), pass 2 (REBAL-10 … 12)
         and messageQueueChanged (REBAL-13)."""
         topic = str(args.req("topic"))
         mq_set = _client.mqs(args.req("mqSet")) or []
-        clustering = self.consumer.message_model is cc.MessageModel.CLUSTERING
-        views = {q: e.view for q, e in self.table.items()}
-        plan = rebalance.rebalance_pass1(
-            topic, views, mq_set, self.passive, self.consumer.orderly, clustering
+        self._at(args.int("now", 0))
+        rb = self.rebalance
+        if rb.subscription(topic) is None:
+            rb.subscribe(build_subscription_data(topic, "*"))
+        self.locks.granted, self.locks.refused = (
+            None,
+            set(_client.mqs(args.get("lockRefused", [])) or []),
         )
+        rb.scripted = {_client.mq(o["mq"]): o["offset"] for o in args.get("offsets", [])}
+        self.requests.clear()
+        changes = len(rb.queue_changes)
+        changed = rb.update_process_queue_table_in_rebalance(topic, mq_set)
+        if changed:
+            rb.message_queue_changed(topic, mq_set, mq_set)
+        update = rb.updates[-1]
         removed, kept = [], []
-        for step in plan.steps:
-            # Pass 1 drops the queue before trying to remove it (RocketMQ sets dropped first).
-            entry = self.table[step.mq]
-            entry.view = attrs.evolve(entry.view, dropped=True)
+        for step in update.steps:
             if step.removal.removed:
-                del self.table[step.mq]
                 removed.append(
                     {
                         "mq": _client.mq_json(step.mq),
@@ -99,99 +172,99 @@ class Driver(_client.DriverBase):
                     }
                 )
             else:
-                entry.try_unlock_times += int(step.removal.inc_try_unlock_times)
                 kept.append({"mq": _client.mq_json(step.mq), "reason": step.reason.value})
-        refused = {_key(q) for q in _client.mqs(args.get("lockRefused", [])) or []}
-        offsets = {_key(_client.mq(o["mq"])): o["offset"] for o in args.get("offsets", [])}
-        added, skipped, requests = [], [], []
-        for q in rebalance.pass2_candidates(set(self.table), mq_set):
-            outcome = rebalance.new_queue(
-                self.profile,
-                self.consumer.orderly,
-                _key(q) not in refused,
-                offsets.get(_key(q), 0),
-            )
+        added, skipped = [], []
+        for q, verdict in update.new_queues:
             row = {
                 "mq": _client.mq_json(q),
-                "outcome": outcome.outcome.value,
-                "pullRequestOffset": outcome.pull_request_offset,
+                "outcome": verdict.outcome.value,
+                "pullRequestOffset": verdict.pull_request_offset,
             }
-            if outcome.outcome is rebalance.NewQueueOutcome.ADDED:
-                locked = (
-                    rebalance.new_process_queue_locked_v47()
-                    if self.profile is Profile.V4_7
-                    else rebalance.new_process_queue_locked_v49()
-                )
-                self.table[q] = Entry(rebalance.QueueView(locked=locked))
-                added.append(row)
-                requests.append({"mq": row["mq"], "nextOffset": outcome.pull_request_offset})
-            else:
-                skipped.append(row)
-        changed = plan.changed or bool(added)
-        queue_changed = None
-        if changed:
-            change = rebalance.message_queue_changed(
-                args.int("now", 0), len(self.table), self.consumer
-            )
-            queue_changed = _client.value_json(change)
+            (added if verdict.outcome is NewQueueOutcome.ADDED else skipped).append(row)
+        plans = rb.queue_changes[changes:]
+        self._keep_pulling()
         return {
             "removed": _client.sorted_by_mq(removed),
             "kept": _client.sorted_by_mq(kept),
             "added": added,
             "skipped": skipped,
-            "pullRequests": _client.sorted_by_mq(rebalance.dispatch_pull_requests(requests)),
+            "pullRequests": _client.sorted_by_mq(
+                [
+                    {"mq": _client.mq_json(r.message_queue), "nextOffset": r.next_offset}
+                    for r in self.requests
+                ]
+            ),
             "changed": changed,
-            "queueChanged": queue_changed,
-            "table": self._table(),
+            "queueChanged": _client.value_json(plans[-1]) if plans else None,
+            **self._views(),
         }
 
     def op_set_queue(self, args: _client.Args) -> dict[str, Any]:
-        """Set what a ProcessQueue shows rebalance (an entry is created when missing)."""
+        """Set what a ProcessQueue shows rebalance (an entry is created when missing); with
+        `committedOffset`, the consumer's offset of the queue in memory."""
         q = _client.mq(args.req("mq"))
-        entry = self.table.setdefault(q, Entry(rebalance.QueueView()))
-        changes = {
-            f: args.bool(c)
-            for f, c in zip(
-                ("dropped", "locked", "pull_expired", "consume_lock_free", "has_temp_message"),
-                _VIEW_FIELDS,
-                strict=True,
-            )
-            if c in args.raw
-        }
-        entry.view = attrs.evolve(entry.view, **changes)
-        return {"table": self._table()}
+        pq = self.rebalance.process_queues().get(q)
+        if pq is None:
+            pq = self._new_queue()
+            self.rebalance.put_process_queue(q, pq)
+        if "dropped" in args.raw:
+            pq.dropped = args.bool("dropped")
+        if "locked" in args.raw:
+            pq.locked = args.bool("locked")
+        if "pullExpired" in args.raw:
+            if args.bool("pullExpired"):
+                self.expired.add(id(pq))
+                pq.last_pull_timestamp = _LONG_AGO
+            else:
+                self.expired.discard(id(pq))
+                pq.last_pull_timestamp = self.clock.now_ms()
+        if "consumeLockFree" in args.raw:
+            (self.busy.discard if args.bool("consumeLockFree") else self.busy.add)(id(pq))
+        if "hasTempMessage" in args.raw:
+            if args.bool("hasTempMessage") and not pq.has_temp_message():
+                pq.put_messages([_cached(q)])
+            elif not args.bool("hasTempMessage"):
+                pq.clear()
+        if "committedOffset" in args.raw:
+            self.store.update_offset(q, args.int("committedOffset"), False)
+        return {"table": self._table(), "locks": self._locks()}
 
     def op_remove_process_queue(self, args: _client.Args) -> dict[str, Any]:
         """removeProcessQueue (REBAL-16)."""
         q = _client.mq(args.req("mq"))
-        steps = rebalance.remove_process_queue(q in self.table)
-        self.table.pop(q, None)
-        return {"steps": list(steps), "table": self._table()}
+        steps = rebalance.remove_process_queue(q in self.rebalance.process_queues())
+        self.rebalance.remove_process_queue(q)
+        return {"steps": list(steps), **self._views()}
 
     def op_lock(self, args: _client.Args) -> dict[str, Any]:
         """lock(mq) (REBAL-19)."""
-        granted = _client.mqs(args.req("granted"))
-        ok, marks = rebalance.lock_one(_client.mq(args.req("mq")), granted, set(self.table))
-        self._mark(marks)
-        return {"result": ok, "table": self._table()}
+        self._at(args.get("now"))
+        self.locks.answer(_client.mqs(args.req("granted")))
+        ok = self.rebalance.lock(_client.mq(args.req("mq")))
+        return {"result": ok, "table": self._table(), "locks": self._locks()}
 
     def op_lock_all(self, args: _client.Args) -> dict[str, Any]:
-        """lockAll for one broker (REBAL-20)."""
-        marks = rebalance.lock_all_marks(
-            _client.mqs(args.req("requested")) or [],
-            _client.mqs(args.req("granted")),
-            set(self.table),
-        )
-        self._mark(marks)
-        return {"table": self._table()}
+        """lockAll (REBAL-20): the table's queues, per broker."""
+        self._at(args.get("now"))
+        self.locks.answer(_client.mqs(args.req("granted")))
+        self.rebalance.lock_all()
+        return {"table": self._table(), "locks": self._locks()}
 
     def op_unlock(self, args: _client.Args) -> dict[str, Any]:
         """unlock(mq) / unlockAll (REBAL-21)."""
-        marks = rebalance.unlock_marks(
-            args.bool("all"), _client.mqs(args.req("requested")) or [], args.bool("raised", False)
-        )
-        self._mark(marks)
-        return {"table": self._table()}
+        self.locks.raises = args.bool("raised", False)
+        if args.bool("all"):
+            self.rebalance.unlock_all(False)
+        else:
+            for q in _client.mqs(args.req("requested")) or []:
+                self.rebalance.unlock(q, False)
+        self.locks.raises = False
+        return {"table": self._table(), "locks": self._locks()}
+
+    def op_advance_clock(self, args: _client.Args) -> dict[str, Any]:
+        """Let time pass: delayed unlocks run, lock leases age."""
+        self._at(self.clock.now_ms() + args.int("ms"))
+        return {"now": self.clock.now_ms(), **self._views()}
 
     def op_lease_timeline(self, args: _client.Args) -> dict[str, Any]:
         """The three lease moments after a successful lock (REBAL-22)."""
@@ -202,26 +275,45 @@ class Driver(_client.DriverBase):
 
     def op_destroy(self, args: _client.Args) -> dict[str, Any]:
         """destroy at shutdown (REBAL-23)."""
-        dropped = rebalance.destroy(list(self.table))
-        self.table.clear()
-        return {"dropped": _client.mqs_json(dropped), "table": self._table()}
+        before = self._queues()
+        self.rebalance.destroy()
+        dropped = [q for q, pq in before if pq.dropped]
+        return {"dropped": _client.mqs_json(dropped), **self._views()}
 
     def op_compute_pull_from_where(self, args: _client.Args) -> dict[str, Any]:
-        """computePullFromWhere(WithException) (REBAL-17) with REBAL-18's default timestamp."""
+        """computePullFromWhere(WithException) (REBAL-17) with REBAL-18's default timestamp, on
+        a rebalance constructed at `constructionMs` whose offset store reads `lastOffset`."""
         stamp = args.get("consumeTimestamp")
-        if stamp is None:
-            stamp = cc.default_consume_timestamp(args.int("constructionMs", 0))
-        how = args.enum("consumeFromWhere", cc.ConsumeFromWhere)
-        admin = _Admin(args.get("maxOffset"), args.get("searchOffset"))
+        consumer = cc.ConsumerConfig(
+            consume_from_where=args.enum("consumeFromWhere", cc.ConsumeFromWhere),
+            consume_timestamp=stamp,
+        )
+        self.clock.jump_to(args.int("constructionMs", 0))
+        built = self._rebalance(
+            consumer, _wiring.ScriptedAdmin(args.get("maxOffset"), args.get("searchOffset"))
+        )
+        built.offset_store = _FixedRead(args.int("lastOffset"))
         try:
-            offset = pull_from_where.compute_pull_from_where_for(
-                self.profile,
-                how,
-                _client.mq(args.req("mq")),
-                args.int("lastOffset"),
-                admin,
-                cc.parse_consume_timestamp(stamp),
-            )
+            offset = built.compute_pull_from_where(_client.mq(args.req("mq")))
         except MQClientError:
-            return {"exception": MQClientError.java_exception, "consumeTimestamp": stamp}
-        return {"offset": offset, "consumeTimestamp": stamp}
+            return {
+                "exception": MQClientError.java_exception,
+                "consumeTimestamp": built.consume_timestamp,
+            }
+        return {"offset": offset, "consumeTimestamp": built.consume_timestamp}
+
+
+class _FixedRead(_wiring.RecordingOffsetStore):
+    """An offset store whose readOffset answers one scripted value."""
+
+    def __init__(self, value: int) -> None:
+        super().__init__()
+        self.value = value
+
+    def read_offset(self, mq: Any, read_type: Any) -> int:
+        return self.value
+
+
+def _cached(q: MessageQueue) -> StoredMessage:
+    """A message for a queue that must cache something (hasTempMessage)."""
+    return _client.message({"queueOffset": 0}, q.topic, q.queue_id)
