@@ -25,7 +25,7 @@ from pullspec.spec import client_send_back as sb
 from pullspec.spec import consume_lifecycle as life
 from pullspec.spec import consume_orderly as co
 from pullspec.spec.consume_concurrently import reset_retry_and_namespace
-from pullspec.spec.consume_orderly import Gate, LoopExit, ResultAction
+from pullspec.spec.consume_orderly import Gate, ResultAction
 from pullspec.spec.consume_types import (
     TRY_LOCK_LATER_AT_GATE_MILLIS,
     ConsumeOrderlyContext,
@@ -356,7 +356,7 @@ class ReferenceConsumeOrderlyService:
             batch,
         )
         if step.exit is not None:
-            if step.exit is LoopExit.EMPTY_TAKE:
+            if not co.consuming_after_exit(True, step.exit):
                 pq.take_messages(batch)  # the empty take is what clears `consuming` (ORDER-16)
             if step.try_lock_later_ms is not None:
                 self._try_lock_later(pq, mq, step.try_lock_later_ms)

@@ -44,6 +44,7 @@ from pullspec.spec.pull_actions import (
     Immediately,
     Pull,
     PullDecision,
+    keeps_circulating,
 )
 from pullspec.spec.pull_decision import ConsumerState, ProcessQueueSnapshot, decide_pull
 from pullspec.spec.pull_request import (
@@ -57,7 +58,13 @@ from pullspec.spec.pull_request import (
     pull_message_request_header,
     pull_status_for_response_code,
 )
-from pullspec.spec.pull_result import PullResult, PullResultHandling, on_exception, on_success
+from pullspec.spec.pull_result import (
+    PullResult,
+    PullResultHandling,
+    on_exception,
+    on_success,
+    stores_despite_drop,
+)
 from pullspec.spec.pull_route import (
     check_filter_type_supported,
     find_broker_address_in_subscribe,
@@ -140,6 +147,9 @@ class PullAttempt:
     action: Pull | Delay | Drop
     #: The whole decision (flow-control log, first-lock correction, …).
     decision: PullDecision | None = None
+    #: PULLQ-8: the request lives on after this attempt (a pull sent, or a delay scheduled on a
+    #: pull service that is not stopped); False means only a rebalance can revive the queue.
+    circulates: bool = True
 
 
 @attrs.frozen
@@ -330,7 +340,10 @@ class ReferencePushConsumer:
         self.counters = decision.counters
         if decision.flow_control_log is not None and not decision.flow_control_log.suppressed:
             self.log.append(("warn", f"flow control {decision.flow_control_log}"))
-        self.attempts.append(PullAttempt(now, mq, pr.next_offset, decision.action, decision))
+        circulates = keeps_circulating(decision.action, self.pull_service.stopped)
+        self.attempts.append(
+            PullAttempt(now, mq, pr.next_offset, decision.action, decision, circulates)
+        )
         action = decision.action
         if isinstance(action, Delay):
             self.execute_pull_request_later(pr, action.ms)
@@ -461,7 +474,8 @@ class ReferencePushConsumer:
         if handling.pull_from_which_node is not None:
             self.pull_from_which_node[mq] = handling.pull_from_which_node
         pr.next_offset = handling.next_offset
-        if handling.messages:
+        # RESULT-15: the callback does not look at pq.dropped before putting
+        if handling.messages and stores_despite_drop(pq.dropped):
             dispatch = pq.put_messages(handling.messages)
             self.consume_service.submit_consume_request(handling.messages, pq, mq, dispatch)
         if handling.offset_update is not None:
