@@ -17,6 +17,7 @@ from types import MappingProxyType
 import attrs
 
 from pullspec.reference.process_queue import ReferenceProcessQueue
+from pullspec.reference.pull_service import PullRequest
 from pullspec.reference.scheduler import Scheduler
 from pullspec.spec import allocate as al
 from pullspec.spec import rebalance as rb
@@ -59,6 +60,12 @@ class NewPullRequest:
     message_queue: MessageQueue
     process_queue: ProcessQueue
     next_offset: int
+
+    def pull_request(self) -> PullRequest:
+        """The PullRequest dispatchPullRequest hands the pull service (REBAL-12)."""
+        return PullRequest(
+            self.consumer_group, self.message_queue, self.process_queue, self.next_offset
+        )
 
 
 class ReferenceRebalancePushImpl:

@@ -15,7 +15,7 @@ from pullspec.reference.areas import _vocab as _client
 from pullspec.reference.areas import _wiring
 from pullspec.reference.offset_store import ReferenceRemoteOffsetStore
 from pullspec.reference.pull_harness import ScriptedConsumeService
-from pullspec.reference.pull_service import PullMessageService, PullRequest
+from pullspec.reference.pull_service import PullMessageService
 from pullspec.reference.push_consumer import ReferencePushConsumer
 from pullspec.reference.rebalance import NewPullRequest, ReferenceRebalancePushImpl
 from pullspec.reference.remoting import OnException, OnResponse
@@ -207,14 +207,7 @@ class Driver(_client.DriverBase):
         self.push.config = config
 
     def _dispatch(self, request: NewPullRequest) -> None:
-        self.push.execute_pull_request_immediately(
-            PullRequest(
-                request.consumer_group,
-                request.message_queue,
-                request.process_queue,
-                request.next_offset,
-            )
-        )
+        self.push.execute_pull_request_immediately(request.pull_request())
 
     def _listener(self, msgs: Sequence[StoredMessage], mq: MessageQueue) -> bool:
         return not any((mq.queue_id, m.queue_offset) in self.holding for m in msgs)
