@@ -19,7 +19,7 @@ from typing import Any
 import attrs
 import click
 
-from pullspec.conformance import export, vectors
+from pullspec.conformance import client_vectors, export, vectors
 from pullspec.conformance.machines import (
     DEFAULT_EXAMPLES,
     DEFAULT_STEPS,
@@ -34,7 +34,7 @@ from pullspec.conformance.observe import (
     rule_sort_key,
     verdict_of,
 )
-from pullspec.conformance.ops import MACHINE_AREAS, OP_RULES
+from pullspec.conformance.ops import CLIENT_AREAS, MACHINE_AREAS, OP_RULES
 from pullspec.spec import rules
 from pullspec.spec.errors import PullspecError
 from pullspec.spec.profiles import Profile
@@ -157,6 +157,8 @@ def run_conformance(
     report = ConformReport(impl, profile, seed, {a: Interface(a) for a in wanted})
     try:
         cases = [c for c in export.generate(profile, seed) if c["area"] in wanted]
+        # The client areas' reference-generated cases (vectors/reference-*, computed afresh).
+        cases += client_vectors.cases_for([a for a in wanted if a in CLIENT_AREAS], profile)
         cases += [c for d in vector_dirs for c in vectors.load_cases(d, wanted)]
         progress(f"vectors: {len(cases)} cases")
         for case in cases:

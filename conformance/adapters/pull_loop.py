@@ -12,7 +12,8 @@ a body of `bodySize` zero bytes). A pull at offset o answers FOUND with the mess
 (at most the pull's maxMsgNums, nextBeginOffset after the last); a pull at the end of the queue
 is held until a message arrives in that queue (then FOUND) or 15 000 ms pass (then NO_NEW_MSG at
 the same offset); a pull below 0 or past the end answers OFFSET_ILLEGAL with nextBeginOffset the
-end. Answers arrive at once (no latency). It stores the group's consumer offsets
+end; a pull of a queue id the topic does not have answers SYSTEM_ERROR (a `put` there is an
+INVALID_ARGUMENT error). Answers arrive at once (no latency). It stores the group's consumer offsets
 (QUERY_CONSUMER_OFFSET answers QUERY_NOT_FOUND until one is stored); `maxOffset` is the end of the
 queue, `searchOffset` 0. The listener consumes every message at once and successfully, except the
 offsets the case holds, which stay waiting (in their process queue) until released; each consumed

@@ -25,6 +25,7 @@ from pullspec.spec.client_errors import MQBrokerError
 from pullspec.spec.clock import ManualClock
 from pullspec.spec.code import PullResponse
 from pullspec.spec.consumer_config import ConsumerConfig
+from pullspec.spec.errors import InvalidArgumentError
 from pullspec.spec.filter import build_subscription_data
 from pullspec.spec.message import MessageQueue, StoredMessage
 from pullspec.spec.profiles import Profile
@@ -55,9 +56,9 @@ class _Held:
 class ScriptedBroker:
     """The broker of topic T: per queue a list of messages (offsets from 0), answering a pull
     at offset o with FOUND (the messages from o, at most maxMsgNums), holding a pull at the end
-    of the queue until a message arrives or HOLD_MS pass (then NO_NEW_MSG), and answering an
-    offset below 0 or past the end with OFFSET_ILLEGAL (nextBeginOffset: the end); every answer
-    arrives as an event at once. It keeps the group's consumer offsets (QUERY_CONSUMER_OFFSET /
+    of the queue until a message arrives or HOLD_MS pass (then NO_NEW_MSG), answering an offset
+    below 0 or past the end with OFFSET_ILLEGAL (nextBeginOffset: the end) and a queue id it does
+    not have with SYSTEM_ERROR; every answer arrives as an event at once. It keeps the group's consumer offsets (QUERY_CONSUMER_OFFSET /
     UPDATE_CONSUMER_OFFSET) and is the pull path's network (PullRemoting)."""
 
     def __init__(self, scheduler: Scheduler, queues: int) -> None:
@@ -91,7 +92,9 @@ class ScriptedBroker:
         self.pulls.append((self.scheduler.clock.now_ms(), queue, offset))
         stored = self.messages.get(queue)
         if stored is None:
-            answer = PullResponse(code=ResponseCode.PULL_NOT_FOUND, next_begin_offset=offset)
+            # A queue id the topic does not have: SYSTEM_ERROR, an MQBrokerException client side.
+            remark = f"queueId[{queue}] is illegal"
+            answer = PullResponse(code=ResponseCode.SYSTEM_ERROR, remark=remark)
             self.scheduler.call_soon(lambda: on_response(answer), "pull answer")
             return
         if offset == len(stored):
@@ -136,8 +139,13 @@ class ScriptedBroker:
     # -- the case's ops -------------------------------------------------------------------------
 
     def put(self, queue: int, count: int, tags: str | None, body_size: int) -> None:
-        """Append `count` messages to `queue`; its held pulls are answered at once."""
-        stored = self.messages.setdefault(queue, [])
+        """Append `count` messages to `queue` (one the topic has); its held pulls are answered at
+        once."""
+        if queue not in self.messages:
+            raise InvalidArgumentError(
+                "queueId", queue, f"the topic has {len(self.messages)} queues"
+            )
+        stored = self.messages[queue]
         for _ in range(count):
             raw = {"queueOffset": len(stored), "bodySize": body_size}
             if tags is not None:

@@ -60,10 +60,10 @@ class Driver(_client.DriverBase):
         self.store = _wiring.RecordingOffsetStore()
         self.locks = _wiring.ScriptedLocks()
         self.requests: list[NewPullRequest] = []
-        #: Queues whose consume lock is held (a listener call in progress).
-        self.busy: set[int] = set()
+        #: Queues whose consume lock is held (a listener call in progress), by identity.
+        self.busy: set[ProcessQueue] = set()
         #: Queues the op marked pull-expired; every other queue keeps pulling.
-        self.expired: set[int] = set()
+        self.expired: set[ProcessQueue] = set()
         self.rebalance = self._rebalance(_client.consumer_config(config))
         self.rebalance.consume_passively = bool(config.get("consumePassively", True))
 
@@ -83,7 +83,7 @@ class Driver(_client.DriverBase):
             process_queue_factory=self._new_queue,
         )
         built.scripted = {}
-        built.consume_lock_free = lambda pq: id(pq) not in self.busy
+        built.consume_lock_free = lambda pq: pq not in self.busy
         return built
 
     def _new_queue(self) -> ProcessQueue:
@@ -101,7 +101,7 @@ class Driver(_client.DriverBase):
                 "dropped": pq.dropped,
                 "locked": pq.locked,
                 "pullExpired": pq.is_pull_expired(),
-                "consumeLockFree": id(pq) not in self.busy,
+                "consumeLockFree": pq not in self.busy,
                 "hasTempMessage": pq.has_temp_message(),
                 "tryUnlockTimes": pq.try_unlock_times,
             }
@@ -130,7 +130,7 @@ class Driver(_client.DriverBase):
         """Every queue the op did not mark pull-expired has just pulled (nothing else pulls)."""
         now = self.clock.now_ms()
         for _, pq in self._queues():
-            if id(pq) not in self.expired:
+            if pq not in self.expired:
                 pq.last_pull_timestamp = now
 
     def _at(self, now: int | None) -> None:
@@ -213,13 +213,13 @@ class Driver(_client.DriverBase):
             pq.locked = args.bool("locked")
         if "pullExpired" in args.raw:
             if args.bool("pullExpired"):
-                self.expired.add(id(pq))
+                self.expired.add(pq)
                 pq.last_pull_timestamp = _LONG_AGO
             else:
-                self.expired.discard(id(pq))
+                self.expired.discard(pq)
                 pq.last_pull_timestamp = self.clock.now_ms()
         if "consumeLockFree" in args.raw:
-            (self.busy.discard if args.bool("consumeLockFree") else self.busy.add)(id(pq))
+            (self.busy.discard if args.bool("consumeLockFree") else self.busy.add)(pq)
         if "hasTempMessage" in args.raw:
             if args.bool("hasTempMessage") and not pq.has_temp_message():
                 pq.put_messages([_cached(q)])
