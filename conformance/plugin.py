@@ -5,9 +5,11 @@
 
 `<candidate>` is anything `pullspec conform --impl` takes: `reference`, `fast`,
 `module:factory`, an entry of `pullspec.implementations`, or `cmd:<command>`. With the option,
-ten items join the run: `pullspec-vectors[<area>]` (the vectors exported from the reference,
-plus any --pullspec-vectors) and `pullspec-machine[<area>]` (the lockstep machine) for every
-area; an area the candidate does not implement is skipped. Without the option the plugin does
+two items per area join the run — the broker-side areas and the client areas
+(`conformance.ops.MACHINE_AREAS`): `pullspec-vectors[<area>]` (the vectors exported from the
+reference or, for a client area, its reference-generated cases, plus any --pullspec-vectors)
+and `pullspec-machine[<area>]` (the lockstep machine); an area the candidate does not implement
+is skipped. Without the option the plugin does
 nothing. The `pullspec_candidate` fixture gives tests of one's own the resolved candidate.
 
 Registered through the `pytest11` entry point `pullspec` (or `-p pullspec.conformance.plugin`).
@@ -22,10 +24,10 @@ from typing import Any
 
 import pytest
 
-from pullspec.conformance import export, vectors
+from pullspec.conformance import client_vectors, export, vectors
 from pullspec.conformance.machines import DEFAULT_EXAMPLES, DEFAULT_STEPS, run_machine
 from pullspec.conformance.observe import Verdict, resolve_candidate, verdict_of
-from pullspec.conformance.ops import AREAS
+from pullspec.conformance.ops import CLIENT_AREAS, MACHINE_AREAS
 from pullspec.spec.profiles import Profile
 
 _CANDIDATE = pytest.StashKey[Any]()
@@ -56,7 +58,7 @@ def _candidate(config: pytest.Config) -> Any:
 
 @functools.cache
 def _exported(profile: Profile, seed: int) -> tuple[dict[str, Any], ...]:
-    return tuple(export.generate(profile, seed))
+    return (*export.generate(profile, seed), *client_vectors.cases_for(CLIENT_AREAS, profile))
 
 
 class ConformanceItem(pytest.Item):
@@ -119,7 +121,7 @@ def pytest_collection_modifyitems(
     if not config.getoption("pullspec_impl"):
         return
     for kind in ("vectors", "machine"):
-        for area in AREAS:
+        for area in MACHINE_AREAS:
             items.append(
                 ConformanceItem.from_parent(
                     session, name=f"pullspec-{kind}[{area}]", kind=kind, area=area

@@ -115,8 +115,8 @@ class Context:
     #: offset_store: whether the store is the local file one (BROADCASTING).
     local: bool = False
     #: Client areas: the seeded case steps still to run, and the once-only ops already run.
-    script: list[Op] = attrs.Factory(list)
-    started: set[str] = attrs.Factory(set)
+    script: list[Op] = attrs.field(factory=list, eq=False)
+    started: set[str] = attrs.field(factory=set, eq=False)
     #: ((state_fields, state length), the offsets' positions), computed on the first state.
     _positions: tuple[tuple[tuple[str, ...], int], tuple[int, ...]] | None = attrs.field(
         default=None, init=False, repr=False, eq=False
