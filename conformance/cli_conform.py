@@ -192,7 +192,12 @@ def run_conformance(
                 report.covered.update(machine.covered)
         if simulation:
             progress("machine: simulation")
-            report.simulation = run_simulation(candidate, impl=impl, profile=profile)
+            why = getattr(candidate, "simulation_unsupported", None)
+            report.simulation = (
+                SimulationReport(impl, Verdict.UNSUPPORTED, detail=str(why))
+                if why
+                else run_simulation(candidate, impl=impl, profile=profile)
+            )
     finally:
         close = getattr(candidate, "close", None)
         if callable(close):
@@ -211,7 +216,7 @@ def _print_report(report: ConformReport) -> None:
         counts = ", ".join(f"{n} {v.lower()}" for v, n in sorted(face.cases.items()))
         machine = face.machine
         m = f"machine {machine.verdict.value} ({machine.ops} ops)" if machine else "machine -"
-        click.echo(f"  {area:<14} {face.verdict.value:<11} vectors: {counts or '-'}; {m}")
+        click.echo(f"  {area:<26} {face.verdict.value:<11} vectors: {counts or '-'}; {m}")
         for failure in face.failures:
             click.echo(
                 f"    {failure['verdict']} {failure['id']} step {failure['step']} {failure['op']}: {failure['field']} expected {failure['expected']!r} actual {failure['actual']!r}"
@@ -222,7 +227,7 @@ def _print_report(report: ConformReport) -> None:
     sim = report.simulation
     if sim is not None:
         click.echo(
-            f"  {'simulation':<14} {sim.verdict.value:<11} seeds {list(sim.seeds)} x "
+            f"  {'simulation':<26} {sim.verdict.value:<11} seeds {list(sim.seeds)} x "
             f"{sim.steps} steps, {sim.events} events"
         )
         if sim.divergence is not None:

@@ -20,7 +20,13 @@ from typing import Any
 import attrs
 
 from pullspec.conformance.ops_client import CLIENT_OP_RULES
-from pullspec.spec.errors import ErrorKind, InvalidArgumentError, PullspecError, require_str
+from pullspec.spec.errors import (
+    JAVA_EXCEPTION_KINDS,
+    ErrorKind,
+    InvalidArgumentError,
+    PullspecError,
+    require_str,
+)
 
 #: The vector areas, in the order the suite runs them.
 AREAS: tuple[str, ...] = ("store", "pull_code", "process_queue", "lock_manager", "send_back")
@@ -213,13 +219,11 @@ STATUS_RULES: Mapping[str, tuple[str, ...]] = {
 }
 _STATUS_DECIDED = frozenset({"nextBeginOffset", "code", "status"})
 
-#: Java exception names the recorded vectors and the adapters report, by error kind.
-JAVA_EXCEPTIONS: Mapping[str, ErrorKind] = {
-    "NoSuchElementException": ErrorKind.NO_SUCH_ELEMENT,
-    "NumberFormatException": ErrorKind.INVALID_ARGUMENT,
-    "IllegalArgumentException": ErrorKind.ILLEGAL_CAPACITY,
-    "NullPointerException": ErrorKind.NULL_POINTER,
-}
+#: Java exception names the recorded vectors and the adapters report, by error kind (the one
+#: table of spec.errors: each exception has one kind, everywhere).
+JAVA_EXCEPTIONS: Mapping[str, ErrorKind] = JAVA_EXCEPTION_KINDS
+#: Kind names an older adapter may still send, and the kind each now is.
+LEGACY_KINDS: Mapping[str, ErrorKind] = {"ILLEGAL_CAPACITY": ErrorKind.INVALID_ARGUMENT}
 
 
 def error_kind(value: object) -> ErrorKind:
@@ -229,6 +233,8 @@ def error_kind(value: object) -> ErrorKind:
     text = require_str("error", value)
     if text in JAVA_EXCEPTIONS:
         return JAVA_EXCEPTIONS[text]
+    if text in LEGACY_KINDS:
+        return LEGACY_KINDS[text]
     try:
         return ErrorKind(text)
     except ValueError:

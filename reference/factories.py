@@ -40,8 +40,10 @@ def process_queue(clock: Clock, profile: Profile) -> Any:
     return ReferenceProcessQueue(clock=clock, profile=profile)
 
 
-def lock_manager(clock: Clock, lock_max_live_time_ms: int = 60_000) -> Any:
-    """A fresh ReferenceLockManager."""
+def lock_manager(
+    clock: Clock, lock_max_live_time_ms: int = 60_000, profile: Profile = Profile.V4_9
+) -> Any:
+    """A fresh ReferenceLockManager (the same in both profiles)."""
     from pullspec.reference.lock_manager import ReferenceLockManager
 
     return ReferenceLockManager(clock=clock, lock_max_live_time_ms=lock_max_live_time_ms)
