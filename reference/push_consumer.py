@@ -104,10 +104,10 @@ class PullRemoting(Protocol):
         self,
         addr: str,
         header: PullMessageRequestHeader,
-        timeout_millis: int,
+        timeout_ms: int,
         on_response: OnResponse,
         on_exception: OnException,
-    ) -> None:
+    ) -> object:
         """Send the pull; exactly one callback runs later (or it raises at once)."""
         ...
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from pullspec.reference.areas._vocab import (  # noqa: F401 - re-exported for the drivers here
+from pullspec.reference.areas._vocab import (
     Args,
     DriverBase,
     action_json,
@@ -43,6 +43,28 @@ from pullspec.spec.profiles import Profile
 
 #: The base of the broker-side reference drivers kept in conformance.adapters.
 ReferenceDriver = DriverBase
+
+__all__ = [
+    "Args",
+    "DriverBase",
+    "Forwarding",
+    "ReferenceDriver",
+    "action_json",
+    "broker_addrs",
+    "camel",
+    "consumer_config",
+    "enum_of",
+    "message",
+    "message_json",
+    "mq",
+    "mq_json",
+    "mqs",
+    "mqs_json",
+    "open_driver",
+    "sorted_by_mq",
+    "subscription",
+    "value_json",
+]
 
 
 class Forwarding:

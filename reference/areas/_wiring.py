@@ -17,10 +17,18 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from pullspec.reference.offset_store import ReferenceRemoteOffsetStore
+import attrs
+
+from pullspec.reference.consume_concurrently import ReferenceConsumeConcurrentlyService
+from pullspec.reference.consume_orderly import ReferenceConsumeOrderlyService
+from pullspec.reference.offset_store import (
+    ReferenceLocalFileOffsetStore,
+    ReferenceRemoteOffsetStore,
+)
 from pullspec.reference.process_queue import ReferenceProcessQueue
 from pullspec.reference.pull_service import PullMessageService, PullRequest
 from pullspec.reference.push_consumer import ReferencePushConsumer, ServiceState
+from pullspec.reference.rebalance import ReferenceRebalancePushImpl
 from pullspec.reference.remoting import OnException, OnResponse
 from pullspec.reference.scheduler import Scheduler
 from pullspec.spec.broker_addrs import BrokerAddrs
@@ -34,6 +42,27 @@ from pullspec.spec.protocols import ProcessQueue
 from pullspec.spec.pull_request import PullMessageRequestHeader
 from pullspec.spec.pull_route import V4_1_0_SNAPSHOT
 from pullspec.spec.status import ResponseCode
+
+
+@attrs.frozen
+class Classes:
+    """The reference classes the drivers build: a driver's `classes` (a mutant of the bank
+    replaces one with a copy that breaks one rule, conformance.mutants)."""
+
+    push_consumer: type[ReferencePushConsumer] = ReferencePushConsumer
+    rebalance: type[ReferenceRebalancePushImpl] = ReferenceRebalancePushImpl
+    process_queue: type[ReferenceProcessQueue] = ReferenceProcessQueue
+    pull_service: type[PullMessageService] = PullMessageService
+    concurrent_service: type[ReferenceConsumeConcurrentlyService] = (
+        ReferenceConsumeConcurrentlyService
+    )
+    orderly_service: type[ReferenceConsumeOrderlyService] = ReferenceConsumeOrderlyService
+    remote_offset_store: type[ReferenceRemoteOffsetStore] = ReferenceRemoteOffsetStore
+    local_offset_store: type[ReferenceLocalFileOffsetStore] = ReferenceLocalFileOffsetStore
+
+
+#: The reference's own classes.
+REFERENCE = Classes()
 
 #: The queue of a one-queue case (topic T on broker b).
 QUEUE = MessageQueue("T", "b", 0)
@@ -225,12 +254,13 @@ class ScriptedRemoting:
         self,
         addr: str,
         header: PullMessageRequestHeader,
-        timeout_millis: int,
+        timeout_ms: int,
         on_response: OnResponse,
         on_exception: OnException,
-    ) -> None:
+    ) -> object:
         """Record the pull; it stays in flight."""
         self.pulls.append((addr, header, on_response, on_exception))
+        return None
 
 
 class ScriptedAdmin:
@@ -297,15 +327,21 @@ class ScriptedLocks:
 class PushConsumerRig:
     """A running ReferencePushConsumer of group G over the stand-ins above, its clock at 0."""
 
-    def __init__(self, config: ConsumerConfig, profile: Profile, group: str = GROUP) -> None:
+    def __init__(
+        self,
+        config: ConsumerConfig,
+        profile: Profile,
+        group: str = GROUP,
+        classes: Classes = REFERENCE,
+    ) -> None:
         self.clock = ManualClock(0)
         self.scheduler = Scheduler(self.clock)
-        self.pull_service = PullMessageService(self.scheduler)
+        self.pull_service = classes.pull_service(self.scheduler)
         self.remoting = ScriptedRemoting()
         self.offset_store = RecordingOffsetStore()
         self.consume_service = RecordingConsumeService()
         self.hooks = ScriptedHooks()
-        self.consumer = ReferencePushConsumer(
+        self.consumer = classes.push_consumer(
             group,
             config,
             profile,

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from pullspec.reference.areas import _vocab as _client
 from pullspec.reference.areas import _wiring
-from pullspec.reference.process_queue import ReferenceProcessQueue
 from pullspec.reference.rebalance import ReferenceRebalancePushImpl
 from pullspec.reference.rebalance_service import ReferenceRebalanceService
 from pullspec.reference.scheduler import Scheduler
@@ -39,6 +38,8 @@ class Driver(_client.DriverBase):
     """The reference driver: spec.allocate."""
 
     area = AREA
+    #: The reference classes this driver builds (a mutant replaces one).
+    classes: ClassVar[_wiring.Classes] = _wiring.REFERENCE
 
     def op_allocate(self, args: _client.Args) -> dict[str, Any]:
         """One strategy call (REBAL-6, REBAL-7, REBAL-8)."""
@@ -58,7 +59,7 @@ class Driver(_client.DriverBase):
             message_model=args.enum("messageModel", MessageModel, MessageModel.CLUSTERING)
         )
         scheduler = Scheduler(ManualClock(0))
-        return ReferenceRebalancePushImpl(
+        return self.classes.rebalance(
             scheduler,
             group=str(args.get("consumerGroup", "G")),
             client_id=str(args.get("currentCid", "c")),
@@ -89,7 +90,7 @@ class Driver(_client.DriverBase):
             rebalance.subscribe(build_subscription_data(topic, "*"))
         queues = {}
         for q in _client.mqs(args.get("tableMqs", [])) or []:
-            queues[q] = ReferenceProcessQueue(rebalance.scheduler.clock, self.profile)
+            queues[q] = self.classes.process_queue(rebalance.scheduler.clock, self.profile)
             rebalance.put_process_queue(q, queues[q])
         asked: list[str] = []
 

@@ -8,7 +8,7 @@ whose listener consumes everything."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import attrs
 
@@ -82,6 +82,8 @@ class Driver(_client.DriverBase):
     """The reference driver: a ReferenceConsumeConcurrentlyService and its ProcessQueue."""
 
     area = AREA
+    #: The reference classes this driver builds (a mutant replaces one).
+    classes: ClassVar[_wiring.Classes] = _wiring.REFERENCE
 
     def __init__(self, config: dict[str, Any], profile: Profile) -> None:
         super().__init__(config, profile)
@@ -96,7 +98,7 @@ class Driver(_client.DriverBase):
         self.service = self._service(Scheduler(self.clock))
 
     def _service(self, scheduler: Scheduler) -> ReferenceConsumeConcurrentlyService:
-        return ReferenceConsumeConcurrentlyService(
+        return self.classes.concurrent_service(
             scheduler,
             group=self.group,
             config=self.consumer,
@@ -178,7 +180,7 @@ class Driver(_client.DriverBase):
     def _scratch_run(self, msgs: list[StoredMessage], listener: Any, rt: int = 0) -> None:
         """One ConsumeRequest.run on a scratch service and queue, dropped by the listener so
         that its result is discarded (CONC-4's last check)."""
-        scratch = ReferenceProcessQueue(self.clock, self.profile)
+        scratch = self.classes.process_queue(self.clock, self.profile)
         scratch.put_messages(msgs)
         service = self._service(Scheduler(ManualClock(self.clock.now_ms())))
         service.consume_time = lambda _msgs: rt
@@ -218,7 +220,7 @@ class Driver(_client.DriverBase):
         self.pq.race = args.bool("dropped", False)
         try:
             service.process_consume_result(
-                args.enum("status", ConsumeConcurrentlyStatus), context, msgs, self.pq, QUEUE
+                args.enum("status", ConsumeConcurrentlyStatus), context, tuple(msgs), self.pq, QUEUE
             )
         finally:
             if self.pq.race:

@@ -7,7 +7,7 @@ says, send-backs go to a recording client and offsets to a recording store."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from pullspec.reference.areas import _vocab as _client
 from pullspec.reference.areas import _wiring
@@ -80,6 +80,8 @@ class Driver(_client.DriverBase):
     """The reference driver: a ReferenceConsumeOrderlyService stepped stage by stage."""
 
     area = AREA
+    #: The reference classes this driver builds (a mutant replaces one).
+    classes: ClassVar[_wiring.Classes] = _wiring.REFERENCE
 
     def __init__(self, config: dict[str, Any], profile: Profile) -> None:
         super().__init__(config, profile)
@@ -95,7 +97,7 @@ class Driver(_client.DriverBase):
         self.request = OrderlyRequest(self.pq, QUEUE, self.service.monitor_of(QUEUE))
 
     def _service(self, scheduler: Scheduler) -> ReferenceConsumeOrderlyService:
-        return ReferenceConsumeOrderlyService(
+        return self.classes.orderly_service(
             scheduler,
             group=self.group,
             config=self.consumer,

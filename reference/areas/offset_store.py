@@ -6,7 +6,7 @@ import shutil
 import tempfile
 import weakref
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from pullspec.reference.areas import _vocab as _client
 from pullspec.reference.areas import _wiring
@@ -40,6 +40,8 @@ class Driver(_client.DriverBase):
     """The reference driver: reference.offset_store's remote or local store."""
 
     area = AREA
+    #: The reference classes this driver builds (a mutant replaces one).
+    classes: ClassVar[_wiring.Classes] = _wiring.REFERENCE
 
     def __init__(self, config: dict[str, Any], profile: Profile) -> None:
         super().__init__(config, profile)
@@ -52,12 +54,12 @@ class Driver(_client.DriverBase):
             base = tempfile.mkdtemp(prefix="pullspec-offsets-")
             # The directory goes with the driver: a case never leaves files behind.
             weakref.finalize(self, shutil.rmtree, base, True)
-            self.local = ReferenceLocalFileOffsetStore.for_group(
+            self.local = self.classes.local_offset_store.for_group(
                 base, str(config.get("clientId", "c1")), str(config.get("consumerGroup", "G"))
             )
             self.store = self.local
         else:
-            self.store = ReferenceRemoteOffsetStore(
+            self.store = self.classes.remote_offset_store(
                 self.broker, str(config.get("consumerGroup", "G"))
             )
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, ClassVar
 
 from pullspec.reference.areas import _vocab as _client
-from pullspec.reference.process_queue import ReferenceProcessQueue
+from pullspec.reference.areas import _wiring
 from pullspec.spec import process_queue as spec_pq
 from pullspec.spec.clock import ManualClock
 from pullspec.spec.message import PROPERTY_CONSUME_START_TIME, StoredMessage
@@ -24,11 +24,13 @@ class Driver(_client.DriverBase):
     """The reference driver: reference.process_queue.ReferenceProcessQueue."""
 
     area = AREA
+    #: The reference classes this driver builds (a mutant replaces one).
+    classes: ClassVar[_wiring.Classes] = _wiring.REFERENCE
 
     def __init__(self, config: dict[str, Any], profile: Profile) -> None:
         super().__init__(config, profile)
         self.clock = ManualClock(int(config.get("clockStart", 0)))
-        self.pq = ReferenceProcessQueue(self.clock, profile)
+        self.pq = self.classes.process_queue(self.clock, profile)
 
     def _state(self) -> dict[str, Any]:
         return {

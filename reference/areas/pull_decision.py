@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 from pullspec.reference.areas import _vocab as _client
 from pullspec.reference.areas import _wiring
 from pullspec.reference.offset_store import ReferenceRemoteOffsetStore
-from pullspec.reference.pull_service import PullMessageService
 from pullspec.reference.push_consumer import ServiceState
-from pullspec.reference.rebalance import ReferenceRebalancePushImpl
 from pullspec.spec import consumer_config as cc
 from pullspec.spec import pull_actions
 from pullspec.spec.broker_addrs import BrokerAddrs
@@ -33,10 +31,14 @@ class Driver(_client.DriverBase):
     """One PullRequest of a running ReferencePushConsumer; each `attempt` is its pullMessage."""
 
     area = AREA
+    #: The reference classes this driver builds (a mutant replaces one).
+    classes: ClassVar[_wiring.Classes] = _wiring.REFERENCE
 
     def __init__(self, config: dict[str, Any], profile: Profile) -> None:
         super().__init__(config, profile)
-        self.rig = _wiring.PushConsumerRig(_client.consumer_config(config), profile)
+        self.rig = _wiring.PushConsumerRig(
+            _client.consumer_config(config), profile, classes=self.classes
+        )
         # The broker of the request's queue is known, so a pull that passes the checks is sent.
         self.rig.remoting.addrs[_wiring.QUEUE.broker_name] = BrokerAddrs([(0, _BROKER_ADDR)])
         self.rig.request.next_offset = int(config.get("nextOffset", 0))
@@ -46,7 +48,7 @@ class Driver(_client.DriverBase):
         )
         # The rebalance's computePullFromWhere(WithException) when the broker query fails: the
         # offset store holds nothing and the max-offset query throws (REBAL-17).
-        self.failing = ReferenceRebalancePushImpl(
+        self.failing = self.classes.rebalance(
             self.rig.scheduler,
             group=_wiring.GROUP,
             client_id="c",
@@ -85,7 +87,7 @@ class Driver(_client.DriverBase):
         """One pullMessage of the request (PULLQ-9) and whether it keeps circulating."""
         rig = self.rig
         # A fresh pull service per attempt: `circulates` is about this attempt only.
-        rig.pull_service = rig.consumer.pull_service = PullMessageService(rig.scheduler)
+        rig.pull_service = rig.consumer.pull_service = self.classes.pull_service(rig.scheduler)
         rig.remoting.pulls.clear()
         if args.bool("serviceStopped", False):
             rig.pull_service.shutdown()

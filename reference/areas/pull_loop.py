@@ -6,18 +6,16 @@ consumes every message but those the case holds (`ScriptedConsumeService`)."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import attrs
 
 from pullspec.reference.areas import _vocab as _client
 from pullspec.reference.areas import _wiring
-from pullspec.reference.offset_store import ReferenceRemoteOffsetStore
 from pullspec.reference.pull_harness import ScriptedConsumeService
-from pullspec.reference.pull_service import PullMessageService
-from pullspec.reference.push_consumer import ReferencePushConsumer
-from pullspec.reference.rebalance import NewPullRequest, ReferenceRebalancePushImpl
+from pullspec.reference.rebalance import NewPullRequest
 from pullspec.reference.remoting import OnException, OnResponse
 from pullspec.reference.scheduler import Scheduler
 from pullspec.spec.broker_addrs import BrokerAddrs
@@ -84,10 +82,10 @@ class ScriptedBroker:
         self,
         addr: str,
         header: PullMessageRequestHeader,
-        timeout_millis: int,
+        timeout_ms: int,
         on_response: OnResponse,
         on_exception: OnException,
-    ) -> None:
+    ) -> object:
         queue, offset = header.queue_id, header.queue_offset
         self.pulls.append((self.scheduler.clock.now_ms(), queue, offset))
         stored = self.messages.get(queue)
@@ -95,16 +93,15 @@ class ScriptedBroker:
             # A queue id the topic does not have: SYSTEM_ERROR, an MQBrokerException client side.
             remark = f"queueId[{queue}] is illegal"
             answer = PullResponse(code=ResponseCode.SYSTEM_ERROR, remark=remark)
-            self.scheduler.call_soon(lambda: on_response(answer), "pull answer")
-            return
+            return self.scheduler.call_soon(lambda: on_response(answer), "pull answer")
         if offset == len(stored):
             held = _Held(header, on_response, 0)
             held.handle = self.scheduler.call_later(
                 HOLD_MS, lambda: self._timeout(queue, held), "pull held"
             )
             self.held.setdefault(queue, []).append(held)
-            return
-        self.scheduler.call_soon(lambda: on_response(self._answer(header)), "pull answer")
+            return held.handle
+        return self.scheduler.call_soon(lambda: on_response(self._answer(header)), "pull answer")
 
     def _answer(self, header: PullMessageRequestHeader) -> PullResponse:
         stored = self.messages[header.queue_id]
@@ -147,14 +144,14 @@ class ScriptedBroker:
             )
         stored = self.messages[queue]
         for _ in range(count):
-            raw = {"queueOffset": len(stored), "bodySize": body_size}
+            raw: dict[str, Any] = {"queueOffset": len(stored), "bodySize": body_size}
             if tags is not None:
                 raw["tags"] = tags
             stored.append(_client.message(raw, TOPIC, queue))
         for held in self.held.pop(queue, []):
             self.scheduler.cancel(held.handle)
             answer = self._answer(held.header)
-            self.scheduler.call_soon(lambda h=held, a=answer: h.on_response(a), "pull answer")
+            self.scheduler.call_soon(functools.partial(held.on_response, answer), "pull answer")
 
     def max_offset(self, mq: MessageQueue) -> int:
         """MQAdminImpl.maxOffset."""
@@ -169,6 +166,8 @@ class Driver(_client.DriverBase):
     """One push consumer of group G over the scripted broker."""
 
     area = AREA
+    #: The reference classes this driver builds (a mutant replaces one).
+    classes: ClassVar[_wiring.Classes] = _wiring.REFERENCE
 
     def __init__(self, config: dict[str, Any], profile: Profile) -> None:
         super().__init__(config, profile)
@@ -176,11 +175,11 @@ class Driver(_client.DriverBase):
         self.scheduler = Scheduler(self.clock)
         self.broker = ScriptedBroker(self.scheduler, int(config.get("queues", 1)))
         consumer = _client.consumer_config(config)
-        self.store = ReferenceRemoteOffsetStore(self.broker.offsets, _wiring.GROUP)
+        self.store = self.classes.remote_offset_store(self.broker.offsets, _wiring.GROUP)
         self.holding: set[tuple[int, int]] = set()
         self.consume = ScriptedConsumeService(self.scheduler, self.store, self._listener)
         self.assigned: list[MessageQueue] = []
-        self.rebalance = ReferenceRebalancePushImpl(
+        self.rebalance = self.classes.rebalance(
             self.scheduler,
             group=_wiring.GROUP,
             client_id=CLIENT_ID,
@@ -196,9 +195,10 @@ class Driver(_client.DriverBase):
             # AllocateMessageQueueByConfig: the queues the case assigns, whatever the route.
             strategy=lambda _group, _cid, _mqs, _cids: list(self.assigned),
             dispatch=self._dispatch,
+            process_queue_factory=lambda: self.classes.process_queue(self.clock, profile),
         )
         self.rebalance.subscribe(build_subscription_data(TOPIC, "*"))
-        self.push = ReferencePushConsumer(
+        self.push = self.classes.push_consumer(
             _wiring.GROUP,
             consumer,
             profile,
@@ -207,7 +207,7 @@ class Driver(_client.DriverBase):
             self.store,
             self.consume,
             self.rebalance,
-            pull_service=PullMessageService(self.scheduler),
+            pull_service=self.classes.pull_service(self.scheduler),
         )
         self.rebalance.config_changed = self._config_changed
 

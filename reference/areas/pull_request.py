@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from pullspec.reference.areas import _vocab as _client
 from pullspec.reference.areas import _wiring
@@ -20,6 +20,8 @@ class Driver(_client.DriverBase):
     network that knows the op's broker map, version and filter servers, and never answers."""
 
     area = AREA
+    #: The reference classes this driver builds (a mutant replaces one).
+    classes: ClassVar[_wiring.Classes] = _wiring.REFERENCE
 
     def __init__(self, config: dict[str, Any], profile: Profile) -> None:
         super().__init__(config, profile)
@@ -31,7 +33,7 @@ class Driver(_client.DriverBase):
         queue = _client.mq(args.req("mq"))
         sub = _client.subscription(args.req("subscription"), queue.topic)
         assert sub is not None
-        rig = _wiring.PushConsumerRig(self.consumer, self.profile, self.group)
+        rig = _wiring.PushConsumerRig(self.consumer, self.profile, self.group, self.classes)
         lookup = (
             _client.subscription(args.raw["lookupSubscription"], queue.topic)
             if "lookupSubscription" in args.raw

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from pullspec.reference.areas import _vocab as _client
 from pullspec.reference.areas import _wiring
@@ -27,6 +27,8 @@ class Driver(_client.DriverBase):
     ReferencePushConsumer (its process queue, consume service and offset store stand-ins)."""
 
     area = AREA
+    #: The reference classes this driver builds (a mutant replaces one).
+    classes: ClassVar[_wiring.Classes] = _wiring.REFERENCE
 
     def __init__(self, config: dict[str, Any], profile: Profile) -> None:
         super().__init__(config, profile)
@@ -47,7 +49,7 @@ class Driver(_client.DriverBase):
             )
         sub = _client.subscription(args.get("subscription") or {})
         assert sub is not None
-        rig = _wiring.PushConsumerRig(self.consumer, self.profile)
+        rig = _wiring.PushConsumerRig(self.consumer, self.profile, classes=self.classes)
         dropped = args.bool("dropped", False)
         rig.pq.read({"msgCount": args.int("msgCount", 0), "dropped": dropped})
         rig.request.next_offset = args.int("prevRequestOffset")
@@ -100,7 +102,7 @@ class Driver(_client.DriverBase):
             if error.get("kind") == MQBrokerError.java_exception
             else _PullError(error.get("kind"))
         )
-        rig = _wiring.PushConsumerRig(self.consumer, self.profile)
+        rig = _wiring.PushConsumerRig(self.consumer, self.profile, classes=self.classes)
         rig.request = PullRequest(
             _wiring.GROUP, MessageQueue(str(args.req("topic")), "b", 0), rig.pq, 0
         )

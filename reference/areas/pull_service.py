@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from pullspec.reference.areas import _vocab as _client
-from pullspec.reference.process_queue import ReferenceProcessQueue
-from pullspec.reference.pull_service import PullMessageService, PullRequest
+from pullspec.reference.areas import _wiring
+from pullspec.reference.pull_service import PullRequest
 from pullspec.reference.scheduler import Scheduler
 from pullspec.spec import pull_service
 from pullspec.spec.clock import ManualClock
@@ -43,12 +43,14 @@ class Driver(_client.DriverBase):
     """The reference driver: reference.pull_service.PullMessageService on a manual scheduler."""
 
     area = AREA
+    #: The reference classes this driver builds (a mutant replaces one).
+    classes: ClassVar[_wiring.Classes] = _wiring.REFERENCE
 
     def __init__(self, config: dict[str, Any], profile: Profile) -> None:
         super().__init__(config, profile)
         self.clock = ManualClock(0)
         self.scheduler = Scheduler(self.clock)
-        self.service = PullMessageService(self.scheduler)
+        self.service = self.classes.pull_service(self.scheduler)
         self.dispatched: list[dict[str, Any]] = []
         self.tasks_run: list[dict[str, Any]] = []
 
@@ -56,7 +58,7 @@ class Driver(_client.DriverBase):
         return PullRequest(
             value["group"],
             MessageQueue("T", "b", value["queueId"]),
-            ReferenceProcessQueue(self.clock, self.profile),
+            self.classes.process_queue(self.clock, self.profile),
             value["nextOffset"],
         )
 

@@ -6,12 +6,11 @@ and search offsets are 0)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from pullspec.reference.areas import _vocab as _client
 from pullspec.reference.areas import _wiring
-from pullspec.reference.process_queue import ReferenceProcessQueue
-from pullspec.reference.rebalance import NewPullRequest, ReferenceRebalancePushImpl
+from pullspec.reference.rebalance import NewPullRequest
 from pullspec.reference.scheduler import Scheduler
 from pullspec.spec import consumer_config as cc
 from pullspec.spec import rebalance
@@ -29,8 +28,8 @@ AREA = "rebalance"
 _LONG_AGO = -(10**15)
 
 
-class _Rebalance(ReferenceRebalancePushImpl):
-    """The reference rebalance whose computePullFromWhere answers the op's offsets where it
+class _Scripted:
+    """Mixed into the rebalance class: computePullFromWhere answers the op's offsets where it
     gives one (None: it throws) and otherwise computes as usual."""
 
     scripted: dict[MessageQueue, int | None]
@@ -41,7 +40,8 @@ class _Rebalance(ReferenceRebalancePushImpl):
             if answer is None:
                 raise MQClientError(f"computePullFromWhere of {mq} failed")
             return answer
-        return super().compute_pull_from_where(mq)
+        computed: int = super().compute_pull_from_where(mq)  # type: ignore[misc]
+        return computed
 
 
 def _key(q: MessageQueue) -> tuple[str, str, int]:
@@ -52,6 +52,8 @@ class Driver(_client.DriverBase):
     """The reference driver: a ReferenceRebalancePushImpl and its ProcessQueues."""
 
     area = AREA
+    #: The reference classes this driver builds (a mutant replaces one).
+    classes: ClassVar[_wiring.Classes] = _wiring.REFERENCE
 
     def __init__(self, config: dict[str, Any], profile: Profile) -> None:
         super().__init__(config, profile)
@@ -67,8 +69,9 @@ class Driver(_client.DriverBase):
         self.rebalance = self._rebalance(_client.consumer_config(config))
         self.rebalance.consume_passively = bool(config.get("consumePassively", True))
 
-    def _rebalance(self, consumer: cc.ConsumerConfig, admin: Any = None) -> _Rebalance:
-        built = _Rebalance(
+    def _rebalance(self, consumer: cc.ConsumerConfig, admin: Any = None) -> Any:
+        scripted = type("ScriptedRebalance", (_Scripted, self.classes.rebalance), {})
+        built = scripted(
             self.scheduler,
             group=_wiring.GROUP,
             client_id="c1",
@@ -87,7 +90,7 @@ class Driver(_client.DriverBase):
         return built
 
     def _new_queue(self) -> ProcessQueue:
-        return ReferenceProcessQueue(self.clock, self.profile)
+        return self.classes.process_queue(self.clock, self.profile)
 
     # -- observations ---------------------------------------------------------------------------
 
@@ -161,7 +164,8 @@ class Driver(_client.DriverBase):
         if changed:
             rb.message_queue_changed(topic, mq_set, mq_set)
         update = rb.updates[-1]
-        removed, kept = [], []
+        removed: list[dict[str, Any]] = []
+        kept: list[dict[str, Any]] = []
         for step in update.steps:
             if step.removal.removed:
                 removed.append(
@@ -173,7 +177,8 @@ class Driver(_client.DriverBase):
                 )
             else:
                 kept.append({"mq": _client.mq_json(step.mq), "reason": step.reason.value})
-        added, skipped = [], []
+        added: list[dict[str, Any]] = []
+        skipped: list[dict[str, Any]] = []
         for q, verdict in update.new_queues:
             row = {
                 "mq": _client.mq_json(q),
