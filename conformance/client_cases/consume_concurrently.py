@@ -182,9 +182,23 @@ def _edges() -> list[Case]:
 
 def consume_concurrently_random(rng: random.Random, i: int) -> list[Case]:
     """Random batches, statuses, ack indexes and send-back outcomes."""
-    config = {"messageModel": rng.choice(["CLUSTERING", "CLUSTERING", "BROADCASTING"])}
+    timeout = rng.choice([1, 15])
+    config = {
+        "messageModel": rng.choice(["CLUSTERING", "CLUSTERING", "BROADCASTING"]),
+        "consumeTimeout": timeout,
+    }
     steps = []
     next_offset = 0
+    if rng.random() < 0.5:
+        # The consume-timeout sweep (CONC-13, PQ-18) over messages stuck since around 0.
+        steps.append(s("start"))
+        stuck = [
+            {"queueOffset": o, "consumeStartTime": rng.choice([0, 1, 60_000])} for o in range(3)
+        ]
+        steps.append(s("put_messages", msgs=stuck))
+        next_offset = 3
+        for _ in range(2):
+            steps.append(s("advance_clock", ms=rng.choice([timeout * 60_000, 1, 60_000])))
     for _ in range(8):
         size = rng.randrange(1, 5)
         offsets = list(range(next_offset, next_offset + size))

@@ -87,9 +87,11 @@ def process_queue_maintenance_edges() -> list[Case]:
 
 
 def process_queue_maintenance_random(rng: random.Random, i: int) -> list[Case]:
-    """Puts with and without CONSUME_START_TIME, time passing, sweeps, clears, drops."""
+    """Puts with and without CONSUME_START_TIME (around the timeout boundaries), time passing,
+    sweeps, clears, drops."""
     steps: list[tuple[str, dict[str, Any]]] = []
     offset = 0
+    start = now = rng.choice([0, 20 * MINUTE])
     for _ in range(20):
         kind = rng.choice(["put", "put", "advance", "clean", "clean", "clear", "drop", "inc"])
         if kind == "put":
@@ -97,14 +99,16 @@ def process_queue_maintenance_random(rng: random.Random, i: int) -> list[Case]:
             for _ in range(rng.randrange(1, 4)):
                 more: dict[str, Any] = {"bodySize": rng.randrange(0, 9)}
                 if rng.random() < 0.8:
-                    more["consumeStartTime"] = rng.choice([0, 10 * MINUTE, 16 * MINUTE])
+                    # Started just at, just over or well within a timeout of 1 or 15 minutes.
+                    ago = rng.choice([0, MINUTE, MINUTE + 1, 15 * MINUTE, 15 * MINUTE + 1])
+                    more["consumeStartTime"] = max(now - ago, 0)
                 msgs.append(msg(offset, **more))
                 offset += rng.choice([1, 1, 3])
             steps.append(s("put_messages", msgs=msgs))
         elif kind == "advance":
-            steps.append(
-                s("advance_clock", ms=rng.choice([1, MINUTE, 15 * MINUTE, 15 * MINUTE + 1]))
-            )
+            ms = rng.choice([1, MINUTE, 15 * MINUTE, 15 * MINUTE + 1])
+            now += ms
+            steps.append(s("advance_clock", ms=ms))
         elif kind == "clean":
             fails = [o for o in range(offset) if rng.random() < 0.1]
             steps.append(
@@ -121,8 +125,7 @@ def process_queue_maintenance_random(rng: random.Random, i: int) -> list[Case]:
             steps.append(s("set_dropped", dropped=rng.random() < 0.5))
         else:
             steps.append(s("inc_try_unlock_times"))
-    config = {"clockStart": rng.choice([0, 1_000_000])}
-    return [Case("process_queue_maintenance", str(i), config, tuple(steps))]
+    return [Case("process_queue_maintenance", str(i), {"clockStart": start}, tuple(steps))]
 
 
 #: This area's edge cases and seeded random traces (see conformance.client_cases).

@@ -178,6 +178,10 @@ def rebalance_random(rng: random.Random, i: int) -> list[Case]:
                     hasTempMessage=rng.random() < 0.5,
                 )
             )
+        if rng.random() < 0.2:
+            steps.append(
+                s("set_queue", mq=mq(rng.randrange(0, 6)), committedOffset=rng.randrange(0, 9))
+            )
         queues = sorted(rng.sample(range(6), rng.randrange(0, 7)))
         steps.append(
             _update(
@@ -187,6 +191,17 @@ def rebalance_random(rng: random.Random, i: int) -> list[Case]:
                 offsets=[{"mq": mq(q), "offset": rng.choice([0, 5, -1, None])} for q in queues],
             )
         )
+        if rng.random() < 0.4:
+            granted = [mq(q) for q in queues if rng.random() < 0.6]
+            steps.append(
+                s(
+                    "lock_all",
+                    requested=[mq(q) for q in queues],
+                    granted=granted,
+                    now=t * 20000 + 10000,
+                )
+            )
+            steps.append(s("advance_clock", ms=rng.choice([1, 5000, 9999])))
     return [Case("rebalance", str(i), config, tuple(steps))]
 
 
