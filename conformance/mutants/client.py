@@ -68,7 +68,7 @@ def _forked(module: str, cls: str, replace: Mapping[str, Any]) -> Callable[[], t
     """A copy of reference class `module.cls` whose methods see spec forks `replace`."""
 
     def make() -> type:
-        base = getattr(importlib.import_module(module), cls)
+        base: type = getattr(importlib.import_module(module), cls)
         return mutate(base, replace)
 
     return make
