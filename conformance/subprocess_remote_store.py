@@ -237,7 +237,8 @@ class RemoteStore:
         )
 
     def delete_expired_files(self) -> int:
-        """Forward `delete_expired` (the count of deleted files does not travel: 0)."""
+        """Forward `delete_expired`, one forced clean round (docs/protocol.md, `store`); the
+        count of deleted files does not travel: 0."""
         raise_observed(self._learn(self._s.call("delete_expired", {})))
         return 0
 
