@@ -230,6 +230,7 @@ def fast_api(facts: Facts) -> str:
 
 # -- registry ------------------------------------------------------------------------------------
 
+
 def client_vocabulary(facts: Facts) -> str:
     """One subsection per client area: its vocabulary, from the area adapter's docstring (the
     same text vectors/README.md carries)."""
