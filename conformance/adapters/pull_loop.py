@@ -25,7 +25,7 @@ case names (AllocateMessageQueueByConfig) out of the broker's queues.
 |---|---|---|
 | `put` | `queueId`, `count`, `tags` (null: none), `bodySize` (default 1) | the observation |
 | `set_offset` | `queueId`, `offset` (null: none) | the broker's stored consumer offset, then the observation |
-| `start` | – | the consumer starts (offsets load, pull thread, persistConsumerOffset every 5 s after 10 s): the observation |
+| `start` | – | the consumer starts (offsets load, pull thread, persistConsumerOffset every 5 s after 10 s): the observation; a second start: `exception` MQClientException and the observation |
 | `rebalance` | `queueIds` | one doRebalance assigning those queues: the observation |
 | `hold` | `queueId`, `offsets` | the listener leaves these offsets unconsumed from now on: the observation |
 | `release` | `queueId`, `offsets` (null: all held of the queue) | the listener consumes them: the observation |

@@ -19,7 +19,7 @@ from pullspec.reference.rebalance import NewPullRequest
 from pullspec.reference.remoting import OnException, OnResponse
 from pullspec.reference.scheduler import Scheduler
 from pullspec.spec.broker_addrs import BrokerAddrs
-from pullspec.spec.client_errors import MQBrokerError
+from pullspec.spec.client_errors import MQBrokerError, MQClientError
 from pullspec.spec.clock import ManualClock
 from pullspec.spec.code import PullResponse
 from pullspec.spec.consumer_config import ConsumerConfig
@@ -291,8 +291,13 @@ class Driver(_client.DriverBase):
         return self._step(write)
 
     def op_start(self, args: _client.Args) -> dict[str, Any]:
-        """The consumer starts: offsets load, the pull thread starts, persistence is scheduled."""
-        return self._step(self.push.start)
+        """The consumer starts: offsets load, the pull thread starts, persistence is scheduled;
+        a second start throws MQClientException (observed as `exception`)."""
+        marks = (len(self.broker.pulls), len(self.push.attempts), len(self.consume.consumed))
+        try:
+            return self._step(self.push.start)
+        except MQClientError:
+            return {"exception": MQClientError.java_exception, **self._observe(*marks)}
 
     def op_rebalance(self, args: _client.Args) -> dict[str, Any]:
         """A rebalance that assigns this consumer exactly the queues `queueIds`."""
