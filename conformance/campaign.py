@@ -46,7 +46,7 @@ from pullspec.spec.profiles import Profile
 #: conformance.campaign_spark derives the Spark and pyarrow schemas from this table.
 COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("seed", "BIGINT", "The seed the trace was drawn from."),
-    ("area", "STRING", "The interface: store, pull_code, process_queue, lock_manager, send_back."),
+    ("area", "STRING", "The interface: one of conformance.ops.MACHINE_AREAS, or simulation."),
     ("profile", "STRING", "The RocketMQ profile the reference followed (4.7 or 4.9)."),
     ("impl", "STRING", "The candidate, as --impl named it."),
     ("ops", "INT", "Ops applied to both sides and compared (the divergent op included)."),

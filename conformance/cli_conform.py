@@ -19,7 +19,7 @@ from typing import Any
 import attrs
 import click
 
-from pullspec.conformance import export, vectors
+from pullspec.conformance import client_vectors, export, vectors
 from pullspec.conformance.cli_common import (
     Progress,
     allow_unsupported_option,
@@ -44,7 +44,7 @@ from pullspec.conformance.observe import (
     rule_sort_key,
     verdict_of,
 )
-from pullspec.conformance.ops import MACHINE_AREAS, OP_RULES
+from pullspec.conformance.ops import CLIENT_AREAS, MACHINE_AREAS, OP_RULES
 from pullspec.spec import rules
 from pullspec.spec.errors import PullspecError
 from pullspec.spec.profiles import Profile
@@ -179,6 +179,8 @@ def run_conformance(
     report = ConformReport(impl, profile, seed, {a: Interface(a) for a in wanted})
     try:
         exported = [c for c in export.generate(profile, seed) if c["area"] in wanted]
+        # The client areas' reference-generated cases (vectors/reference-*, computed afresh).
+        exported += client_vectors.cases_for([a for a in wanted if a in CLIENT_AREAS], profile)
         cases = [(c, Path(".")) for c in exported] + extra
         total = len(cases) + examples * (len(wanted) * machines + simulation)
         done = 0
@@ -217,7 +219,12 @@ def run_conformance(
                 report.covered.update(machine.covered)
         if simulation:
             progress(done, total, "machine simulation")
-            report.simulation = run_simulation(candidate, impl=impl, profile=profile)
+            why = getattr(candidate, "simulation_unsupported", None)
+            report.simulation = (
+                SimulationReport(impl, Verdict.UNSUPPORTED, detail=str(why))
+                if why
+                else run_simulation(candidate, impl=impl, profile=profile)
+            )
         progress(total, total, "done")
     finally:
         close_candidate(candidate)
@@ -235,7 +242,7 @@ def _print_report(report: ConformReport) -> None:
         counts = ", ".join(f"{n} {v.lower()}" for v, n in sorted(face.cases.items()))
         machine = face.machine
         m = f"machine {machine.verdict.value} ({machine.ops} ops)" if machine else "machine -"
-        click.echo(f"  {area:<14} {face.verdict.value:<11} vectors: {counts or '-'}; {m}")
+        click.echo(f"  {area:<26} {face.verdict.value:<11} vectors: {counts or '-'}; {m}")
         for failure in face.failures:
             click.echo(
                 f"    {failure['verdict']} {failure['id']} step {failure['step']} {failure['op']}: {failure['field']} expected {failure['expected']!r} actual {failure['actual']!r}"
@@ -246,7 +253,7 @@ def _print_report(report: ConformReport) -> None:
     sim = report.simulation
     if sim is not None:
         click.echo(
-            f"  {'simulation':<14} {sim.verdict.value:<11} seeds {list(sim.seeds)} x "
+            f"  {'simulation':<26} {sim.verdict.value:<11} seeds {list(sim.seeds)} x "
             f"{sim.steps} steps, {sim.events} events"
         )
         if sim.divergence is not None:

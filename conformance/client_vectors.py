@@ -25,7 +25,7 @@ from __future__ import annotations
 import inspect
 import json
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import CodeType, FrameType
@@ -102,6 +102,14 @@ def run(case: Case, profile: Profile, seed: int) -> dict[str, Any]:
         "config": case.config,
         "steps": steps,
     }
+
+
+def cases_for(
+    areas: Collection[str], profile: Profile, seed: int = DEFAULT_SEED
+) -> list[dict[str, Any]]:
+    """The reference-generated vector cases of `areas` for `profile`, computed now (what
+    `pullspec conform` runs for the client areas, without the rule tracing)."""
+    return [run(case, profile, seed) for case in all_cases(seed) if case.area in areas]
 
 
 def generate(profile: Profile, seed: int = DEFAULT_SEED) -> list[tuple[dict[str, Any], list[str]]]:

@@ -230,6 +230,22 @@ def fast_api(facts: Facts) -> str:
 
 # -- registry ------------------------------------------------------------------------------------
 
+
+def client_vocabulary(facts: Facts) -> str:
+    """One subsection per client area: its vocabulary, from the area adapter's docstring (the
+    same text vectors/README.md carries)."""
+    import inspect
+
+    from pullspec.conformance.ops import CLIENT_AREAS
+
+    parts = []
+    for area in CLIENT_AREAS:
+        doc = inspect.getdoc(vectors.adapter(area)) or ""
+        text = doc.removeprefix(f"Adapter for area `{area}`: ")
+        parts += [f"### `{area}`", "", text[:1].upper() + text[1:], ""]
+    return "\n".join(parts).rstrip() + "\n"
+
+
 FRAGMENTS: dict[str, Callable[[Facts, str], str]] = {
     "offset-table": lambda facts, _: offset_table(facts),
     "delay-table": lambda facts, _: delay_table(facts),
@@ -237,6 +253,7 @@ FRAGMENTS: dict[str, Callable[[Facts, str], str]] = {
     "command": command_status,
     "impl-cmd": lambda facts, _: impl_cmd_status(facts),
     "diagram": lambda _, name: docs_diagrams.diagram(name),
+    "client-vocabulary": lambda facts, _: client_vocabulary(facts),
 }
 
 

@@ -25,12 +25,17 @@ from pullspec.conformance.ops import Op
 from pullspec.spec.errors import ErrorKind, PullspecError
 from pullspec.spec.profiles import Profile
 
+#: How many instances the adapter keeps (the oldest is forgotten first).
+LIVE_INSTANCES = 16
+
 
 def _reply(request: dict[str, Any], sessions: dict[int, Session], candidate: Any) -> dict[str, Any]:
     rid = request.get("id")
     if request.get("op") == "create":
-        # The suite never interleaves instances, so only the newest one is kept.
-        sessions.clear()
+        # The suite interleaves at most a few instances (the simulation's master and slave
+        # stores): the newest LIVE_INSTANCES are kept.
+        while len(sessions) >= LIVE_INSTANCES:
+            del sessions[next(iter(sessions))]
         profile = Profile.parse(str(request.get("profile", "4.9")))
         sessions[int(rid or 0)] = Session(
             candidate, str(request.get("area")), request.get("config") or {}, profile, Path(".")

@@ -5,9 +5,11 @@
 
 `<candidate>` is anything `pullspec conform --impl` takes: `reference`, `fast`,
 `module:factory`, an entry of `pullspec.implementations`, or `cmd:<command>`. With the option,
-ten items join the run: `pullspec-vectors[<area>]` (the vectors exported from the reference,
-plus any --pullspec-vectors) and `pullspec-machine[<area>]` (the lockstep machine) for every
-area; an area the candidate does not implement is skipped. Without the option the plugin does
+two items per area join the run — the broker-side areas and the client areas
+(`conformance.ops.MACHINE_AREAS`): `pullspec-vectors[<area>]` (the vectors exported from the
+reference or, for a client area, its reference-generated cases, plus any --pullspec-vectors)
+and `pullspec-machine[<area>]` (the lockstep machine); an area the candidate does not implement
+is skipped. Without the option the plugin does
 nothing. The `pullspec_candidate` fixture gives tests of one's own the resolved candidate.
 
 Registered through the `pytest11` entry point `pullspec` (or `-p pullspec.conformance.plugin`).
@@ -84,9 +86,10 @@ def _candidate(config: pytest.Config) -> Any:
 
 @functools.cache
 def _exported(profile: Profile, seed: int) -> tuple[dict[str, Any], ...]:
-    from pullspec.conformance import export
+    from pullspec.conformance import client_vectors, export
+    from pullspec.conformance.ops import CLIENT_AREAS
 
-    return tuple(export.generate(profile, seed))
+    return (*export.generate(profile, seed), *client_vectors.cases_for(CLIENT_AREAS, profile))
 
 
 class ConformanceItem(pytest.Item):
@@ -149,10 +152,10 @@ def pytest_collection_modifyitems(
     """Add the suite's items (first, so that -k and -m select among them too)."""
     if not config.getoption("pullspec_impl"):
         return
-    from pullspec.conformance.ops import AREAS
+    from pullspec.conformance.ops import MACHINE_AREAS
 
     for kind in ("vectors", "machine"):
-        for area in AREAS:
+        for area in MACHINE_AREAS:
             items.append(
                 ConformanceItem.from_parent(
                     session, name=f"pullspec-{kind}[{area}]", kind=kind, area=area

@@ -51,15 +51,18 @@ _VERSION_NAMES = {ordinal: name for name, ordinal in MQ_VERSION_ORDINALS.items()
 
 
 def store_config_json(config: StoreConfig) -> dict[str, Any]:
-    """A StoreConfig in the vectors' MessageStoreConfig keys (UnsupportedError if inexpressible)."""
+    """A StoreConfig in the vectors' MessageStoreConfig keys: the broker role and every setting
+    that differs from RocketMQ's default (a default is left out, so an adapter never sees a
+    1 GiB commit-log size it did not ask for); UnsupportedError if a setting has no key."""
     out: dict[str, Any] = {"brokerRole": config.broker_role.value}
     default = StoreConfig()
     for field in attrs.fields(StoreConfig):
         value = getattr(config, field.name)
-        if field.name in _FIELD_KEYS:
-            out[_FIELD_KEYS[field.name]] = value
-        elif field.name != "broker_role" and value != getattr(default, field.name):
+        if field.name == "broker_role" or value == getattr(default, field.name):
+            continue
+        if field.name not in _FIELD_KEYS:
             raise UnsupportedError(f"StoreConfig.{field.name} has no vector key")
+        out[_FIELD_KEYS[field.name]] = value
     return out
 
 
@@ -130,6 +133,13 @@ class RemoteGetMessageResult(GetMessageResult):
 
     offsets: tuple[int, ...] = ()
     total_size: int = 0
+
+    def __getattribute__(self, name: str) -> Any:
+        # The records themselves never cross the protocol: a caller that needs them (the
+        # whole-system simulation's broker) cannot run on a subprocess store.
+        if name == "messages" and object.__getattribute__(self, "offsets"):
+            raise UnsupportedError("a subprocess store answers offsets, not the records")
+        return object.__getattribute__(self, name)
 
     @property
     def buffer_total_size(self) -> int:
@@ -227,25 +237,44 @@ class RemoteStore:
         )
 
     def delete_expired_files(self) -> int:
-        """Forward `delete_expired` (the count of deleted files does not travel: 0)."""
+        """Forward `delete_expired`, one forced clean round (docs/protocol.md, `store`); the
+        count of deleted files does not travel: 0."""
         raise_observed(self._learn(self._s.call("delete_expired", {})))
         return 0
 
     def _cached(self, key: str, *path: str) -> int:
-        value: Any = self._seen.get(key)
-        for p in path:
-            value = value.get(p) if isinstance(value, dict) else None
-        if not isinstance(value, int):
+        value = self._lookup(key, *path)
+        if value is None and self._s.area in ("store", "pull_code"):
+            # Nothing observed it yet (a read before any write): a set_role to the role it
+            # already has changes nothing and answers the offsets.
+            args = {"brokerRole": self._role.value, "offsetCheckInSlave": self._check}
+            raise_observed(self._learn(self._s.call("set_role", args)))
+            value = self._lookup(key, *path)
+        if value is None:
             raise UnsupportedError(f"{key} {'.'.join(path)} was not observed yet")
         return value
 
+    def _lookup(self, key: str, *path: str) -> int | None:
+        value: Any = self._seen.get(key)
+        for p in path:
+            value = value.get(p) if isinstance(value, dict) else None
+        return value if isinstance(value, int) else None
+
+    def _queue(self, queue_id: int, bound: str) -> int:
+        """A queue's offset as last observed; `queues` lists 0, 1 and every queue a put named,
+        so a queue it does not list has no entry (0)."""
+        self._cached("commitLogMaxOffset")  # observe once, if nothing has yet
+        if str(queue_id) not in (self._seen.get("queues") or {}):
+            return 0
+        return self._cached("queues", str(queue_id), bound)
+
     def get_min_offset_in_queue(self, topic: str, queue_id: int) -> int:
         """The queue's min offset as last observed."""
-        return self._cached("queues", str(queue_id), "minOffset")
+        return self._queue(queue_id, "minOffset")
 
     def get_max_offset_in_queue(self, topic: str, queue_id: int) -> int:
         """The queue's max offset as last observed."""
-        return self._cached("queues", str(queue_id), "maxOffset")
+        return self._queue(queue_id, "maxOffset")
 
     def get_min_phy_offset(self) -> int:
         """The commit-log min offset as last observed."""

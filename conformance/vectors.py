@@ -30,7 +30,7 @@ from pullspec.spec.profiles import Profile
 AREAS: tuple[str, ...] = (
     *("store", "pull_code", "process_queue", "lock_manager", "send_back"),
     # Areas with reference-generated vectors only (vectors/reference-*, conformance.client_vectors).
-    *("pull_decision", "pull_service", "pull_request", "pull_result", "offset_store"),
+    *("pull_loop", "pull_decision", "pull_service", "pull_request", "pull_result", "offset_store"),
     *("allocate", "rebalance", "consume_concurrently", "consume_orderly"),
     *("process_queue_maintenance", "broker_pull", "schedule", "store_layout", "invariants"),
 )

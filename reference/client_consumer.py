@@ -31,7 +31,6 @@ from pullspec.reference.offset_store import (
     ReferenceLocalFileOffsetStore,
     ReferenceRemoteOffsetStore,
 )
-from pullspec.reference.pull_service import PullRequest
 from pullspec.reference.push_consumer import ReferencePushConsumer
 from pullspec.reference.rebalance import NewPullRequest, ReferenceRebalancePushImpl
 from pullspec.reference.remoting import ReferenceRemoting
@@ -150,14 +149,7 @@ class ClientConsumer:
 
     def _dispatch(self, request: NewPullRequest) -> None:
         # dispatchPullRequest (REBAL-12): executePullRequestImmediately on the pull service
-        self.push.execute_pull_request_immediately(
-            PullRequest(
-                request.consumer_group,
-                request.message_queue,
-                request.process_queue,
-                request.next_offset,
-            )
-        )
+        self.push.execute_pull_request_immediately(request.pull_request())
 
     def _config_changed(self, config: ConsumerConfig) -> None:
         self.config = config

@@ -73,6 +73,35 @@ class ConsumeRecord:
     return_type: ConsumeReturnType
 
 
+@attrs.frozen
+class Submission:
+    """One ConsumeRequest handed to the pool (`later` False) or to the scheduler for 5 s later
+    (`later` True: the pool rejected it, or its send-back failed), as a test sees it."""
+
+    at: int
+    offsets: tuple[int, ...]
+    later: bool
+
+
+@attrs.frozen
+class SendBackRecord:
+    """One DefaultMQPushConsumerImpl.sendMessageBack: the message and target as called, and
+    the RPC header and fallback it planned (CONC-11)."""
+
+    msg: StoredMessage
+    delay_level: int
+    broker_name: str | None
+    plan: sb.SendBackPlan
+
+
+@attrs.frozen
+class ResultRecord:
+    """One processConsumeResult: the ack it computed (None: nothing to do) and its plan."""
+
+    ack: cc.AckResult | None
+    plan: cc.ConsumeResultPlan | None
+
+
 def _write_back(pq: ProcessQueue, msgs: Sequence[StoredMessage]) -> None:
     """Make the cached objects carry the changes Java makes to the shared MessageExt."""
     cached = set(pq.cached_offsets)
@@ -116,6 +145,14 @@ class ReferenceConsumeConcurrentlyService:
         self.core_pool_size = config.consume_thread_min
         #: Every listener call, in order.
         self.records: list[ConsumeRecord] = []
+        #: Every request submitted, every send-back planned, every result processed, and the
+        #: shutdown steps taken, in order (tests and the conformance drivers read them).
+        self.submissions: list[Submission] = []
+        self.send_backs: list[SendBackRecord] = []
+        self.results: list[ResultRecord] = []
+        self.shutdown_steps: list[ShutdownStep] = []
+        #: Whether consumeExecutor accepts one more request (its queue is unbounded: always).
+        self.pool_accepts: Callable[[], bool] = lambda: True
         #: (level, message) for what RocketMQ logs; tests read it.
         self.log: list[tuple[str, str]] = []
         self._queued: set[int] = set()
@@ -141,6 +178,7 @@ class ReferenceConsumeConcurrentlyService:
         """Stop the scheduler, then the pool, then the cleaner (CONC-14); with no wait, queued
         ConsumeRequests are dropped (shutdownNow)."""
         for step in life.concurrent_shutdown_steps():
+            self.shutdown_steps.append(step)
             if step is ShutdownStep.SCHEDULER:
                 self._cancel(self._delayed)
             elif step is ShutdownStep.CONSUME_POOL and await_terminate_millis <= 0:
@@ -169,16 +207,41 @@ class ReferenceConsumeConcurrentlyService:
         message_queue: MessageQueue,
         dispatch_to_consume: bool,
     ) -> None:
-        """submitConsumeRequest (CONC-2): one request per batch; after shutdown the pool rejects
-        and the resubmission scheduler is gone too, so RejectedExecutionError reaches the caller."""
-        rejected_at = 0 if self._stopped else None
-        plan = cc.split_for_submit(msgs, self.config.consume_message_batch_max_size, rejected_at)
-        for chunk in plan.submitted:
+        """submitConsumeRequest (CONC-2): one request per batch; the batch the pool rejects,
+        with every message after it, is submitted again 5 s later (CONC-3). After shutdown
+        the resubmission scheduler is gone too, so RejectedExecutionError reaches the caller."""
+        size = self.config.consume_message_batch_max_size
+        rejected_at = None
+        for i, chunk in enumerate(cc.split_for_submit(msgs, size, None).submitted):
+            if self._stopped or not self.pool_accepts():
+                rejected_at = i
+                break
             self._enqueue(chunk, process_queue, message_queue)
-        if plan.later is not None:
+        if rejected_at is not None:
+            later = cc.split_for_submit(msgs, size, rejected_at).later
+            assert later is not None
+            self._resubmit_rejected(later, process_queue, message_queue)
+
+    def _resubmit_rejected(self, msgs: cc.Batch, pq: ProcessQueue, mq: MessageQueue) -> None:
+        """submitConsumeRequestLater(consumeRequest): the same request to the pool in 5 s."""
+        if self._stopped:
             raise RejectedExecutionError("consume service shut down: request rejected")
+        plan = cc.resubmit_plan(cc.Resubmission.REJECTED)
+        now = self.scheduler.clock.now_ms()
+        self.submissions.append(Submission(now, tuple(m.queue_offset for m in msgs), True))
+        handle = 0
+
+        def resubmit() -> None:
+            self._delayed.discard(handle)
+            if self.pool_accepts():
+                self._enqueue(msgs, pq, mq)
+
+        handle = self.scheduler.call_later(plan.delay_ms, resubmit, f"resubmit {mq.queue_id}")
+        self._delayed.add(handle)
 
     def _enqueue(self, msgs: cc.Batch, pq: ProcessQueue, mq: MessageQueue) -> None:
+        now = self.scheduler.clock.now_ms()
+        self.submissions.append(Submission(now, tuple(m.queue_offset for m in msgs), False))
         handle = 0
 
         def run() -> None:
@@ -190,6 +253,8 @@ class ReferenceConsumeConcurrentlyService:
 
     def _later(self, msgs: cc.Batch, pq: ProcessQueue, mq: MessageQueue) -> None:
         plan = cc.resubmit_plan(cc.Resubmission.SEND_BACK_FAILED)
+        now = self.scheduler.clock.now_ms()
+        self.submissions.append(Submission(now, tuple(m.queue_offset for m in msgs), True))
         handle = 0
 
         def resubmit() -> None:
@@ -200,6 +265,10 @@ class ReferenceConsumeConcurrentlyService:
         self._delayed.add(handle)
 
     # -- ConsumeRequest.run (CONC-4 … CONC-9) -----------------------------------------------------
+
+    def consume(self, msgs: Sequence[StoredMessage], pq: ProcessQueue, mq: MessageQueue) -> None:
+        """ConsumeRequest.run of `msgs` now, in the caller's event (what a pool thread runs)."""
+        self._run(tuple(msgs), pq, mq)
 
     def _run(self, msgs: cc.Batch, pq: ProcessQueue, mq: MessageQueue) -> None:
         # CONC-4 step 1: a dropped queue keeps its messages and commits nothing
@@ -232,9 +301,13 @@ class ReferenceConsumeConcurrentlyService:
                 ("warn", f"processQueue is dropped without process consume result {mq}")
             )
             return
-        self._process_consume_result(final, context, msgs, pq, mq)
+        try:
+            self.process_consume_result(final, context, msgs, pq, mq)
+        except IndexOutOfBoundsError as exc:
+            # Thrown in the consume thread and lost: the messages stay cached, nothing commits
+            self.log.append(("error", f"processConsumeResult: {exc}"))
 
-    def _process_consume_result(
+    def process_consume_result(
         self,
         status: ConsumeConcurrentlyStatus,
         context: ConsumeConcurrentlyContext,
@@ -242,13 +315,12 @@ class ReferenceConsumeConcurrentlyService:
         pq: ProcessQueue,
         mq: MessageQueue,
     ) -> None:
-        try:
-            ack = cc.ack_result(status, context.ack_index, len(msgs))
-        except IndexOutOfBoundsError as exc:
-            # Thrown in the consume thread and lost: the messages stay cached, nothing commits
-            self.log.append(("error", f"processConsumeResult: {exc}"))
-            return
+        """processConsumeResult (CONC-6 … CONC-9) of a request of `msgs`; the context is the one
+        the listener saw (ackIndex, delayLevelWhenNextConsume)."""
+        msgs = tuple(msgs)
+        ack = cc.ack_result(status, context.ack_index, len(msgs))
         if ack is None:
+            self.results.append(ResultRecord(None, None))
             return
         if self.config.message_model is MessageModel.BROADCASTING:
             for i in ack.failed:
@@ -266,6 +338,7 @@ class ReferenceConsumeConcurrentlyService:
             if plan.retry_later:
                 _write_back(pq, plan.retry_later)
                 self._later(plan.retry_later, pq, mq)
+        self.results.append(ResultRecord(ack, plan))
         offset = pq.remove_messages(plan.remove)
         update = cc.offset_after_remove(offset, pq.dropped)
         if update is not None:
@@ -298,6 +371,7 @@ class ReferenceConsumeConcurrentlyService:
             self.namespace,
         )
         after = attrs.evolve(msg, topic=plan.topic_after)
+        self.send_backs.append(SendBackRecord(msg, delay_level, broker_name, plan))
         try:
             self.send_back.send_message_back(
                 msg, delay_level, broker_name, plan.header.max_reconsume_times

@@ -2,7 +2,9 @@
 scheduler.
 
 A ConsumeRequest is a chain of events: `_run` (entry, monitor), `_gate` (ORDER-4), `_iterate`
-(one pass of ORDER-5) and `_finish` (after the listener call, ORDER-8 … ORDER-11). A listener
+(one pass of ORDER-5: `take`, then `consume_taken`) and `_finish` (after the listener call,
+ORDER-8 … ORDER-11); `enter`, `take` and `consume_taken` are also the seams the conformance
+driver steps one at a time. A listener
 call lasts `consume_time(msgs)` virtual milliseconds (0 by default); meanwhile the queue's
 monitor (ORDER-2) and its ProcessQueue's consume lock are held, so a second request of the same
 queue waits for the monitor and the rebalance's zero-wait consume-lock try (REBAL-14) fails.
@@ -23,7 +25,7 @@ from pullspec.spec import client_send_back as sb
 from pullspec.spec import consume_lifecycle as life
 from pullspec.spec import consume_orderly as co
 from pullspec.spec.consume_concurrently import reset_retry_and_namespace
-from pullspec.spec.consume_orderly import Gate, LoopExit, ResultAction
+from pullspec.spec.consume_orderly import Gate, ResultAction
 from pullspec.spec.consume_types import (
     TRY_LOCK_LATER_AT_GATE_MILLIS,
     ConsumeOrderlyContext,
@@ -79,11 +81,27 @@ class OrderlyConsumeRecord:
 
 
 @attrs.define(eq=False)
-class _Request:
+class OrderlyRequest:
+    """One ConsumeRequest of a queue: its monitor and when its loop began."""
+
     pq: ProcessQueue
     mq: MessageQueue
     monitor: int = -1
     begin_time: int = 0
+
+
+@attrs.frozen
+class OrderlyResult:
+    """One processConsumeResult: the messages as it left them, its plan, and the offset commit
+    answered (−1 when it did not commit)."""
+
+    msgs: tuple[StoredMessage, ...]
+    plan: co.OrderlyResultPlan
+    commit_offset: int
+
+
+#: What a listener call's end does next: continue the loop (True) or end the request.
+Then = Callable[[bool], None]
 
 
 class ReferenceConsumeOrderlyService:
@@ -119,11 +137,16 @@ class ReferenceConsumeOrderlyService:
         self.consume_time: ConsumeTime = consume_time or (lambda _msgs: 0)
         #: Every listener call, in the order the calls ended.
         self.records: list[OrderlyConsumeRecord] = []
+        #: Every processConsumeResult, every ConsumeRequest submitted (its time) and the
+        #: shutdown steps taken, in order (tests and the conformance drivers read them).
+        self.results: list[OrderlyResult] = []
+        self.submitted: list[int] = []
+        self.shutdown_steps: list[ShutdownStep] = []
         #: (level, message) for what RocketMQ logs; tests read it.
         self.log: list[tuple[str, str]] = []
         self._monitor_ids: dict[MessageQueue, int] = {}
-        self._holders: dict[int, _Request | None] = {}
-        self._waiters: dict[int, collections.deque[_Request]] = {}
+        self._holders: dict[int, OrderlyRequest | None] = {}
+        self._waiters: dict[int, collections.deque[OrderlyRequest]] = {}
         #: id(pq) → (mq, pq, start) of each listener call in progress (consume lock held).
         self._in_flight: dict[int, tuple[MessageQueue, ProcessQueue, int]] = {}
         self._queued: set[int] = set()
@@ -158,6 +181,7 @@ class ReferenceConsumeOrderlyService:
         """ORDER-17: stop, shut the scheduler and the pool (queued requests dropped without a
         wait), then in CLUSTERING unlock everything; calls in progress still finish."""
         for step in life.orderly_shutdown_steps(self.config.message_model):
+            self.shutdown_steps.append(step)
             if step is ShutdownStep.STOP:
                 self._stopped = True
             elif step is ShutdownStep.SCHEDULER:
@@ -222,6 +246,7 @@ class ReferenceConsumeOrderlyService:
 
         handle = self.scheduler.call_soon(run, f"consume-orderly {message_queue.queue_id}")
         self._queued.add(handle)
+        self.submitted.append(self.scheduler.clock.now_ms())
 
     def _submit_later(self, pq: ProcessQueue, mq: MessageQueue, suspend_ms: int) -> None:
         delay = co.suspend_delay(suspend_ms, self.config.suspend_current_queue_time_millis)
@@ -247,22 +272,42 @@ class ReferenceConsumeOrderlyService:
 
     # -- ConsumeRequest.run (ORDER-2 … ORDER-11, ORDER-16) ---------------------------------------
 
+    def monitor_of(self, mq: MessageQueue) -> int:
+        """messageQueueLock.fetchLockObject(mq): the queue's monitor, created on first use."""
+        self._monitor_ids, monitor = co.fetch_lock_object(self._monitor_ids, mq)
+        return monitor
+
+    def _gate_of(self, pq: ProcessQueue) -> Gate:
+        model = self.config.message_model
+        return co.run_gate(False, model, pq.locked, pq.is_lock_expired(), pq.dropped)
+
+    def enter(self, pq: ProcessQueue, mq: MessageQueue) -> Gate:
+        """ConsumeRequest.run's entry without its loop (ORDER-2, ORDER-4): RETURN_DROPPED for a
+        dropped queue, else — holding the queue's monitor — LOOP, or TRY_LOCK_LATER with the
+        lock retry scheduled (or RETURN_DROPPED when the queue was dropped meanwhile)."""
+        if pq.dropped:
+            return Gate.RETURN_DROPPED
+        self.monitor_of(mq)
+        gate = self._gate_of(pq)
+        if gate is Gate.TRY_LOCK_LATER:
+            self._try_lock_later(pq, mq, TRY_LOCK_LATER_AT_GATE_MILLIS)
+        return gate
+
     def _run(self, pq: ProcessQueue, mq: MessageQueue) -> None:
         if pq.dropped:
             self.log.append(
                 ("warn", f"run, the message queue not be able to consume, dropped {mq}")
             )
             return
-        self._monitor_ids, monitor = co.fetch_lock_object(self._monitor_ids, mq)
-        request = _Request(pq, mq, monitor)
+        request = OrderlyRequest(pq, mq, self.monitor_of(mq))
         # Verify the monitor is free; otherwise wait for it like a blocked thread
-        if self._holders.get(monitor) is not None:
-            self._waiters.setdefault(monitor, collections.deque()).append(request)
+        if self._holders.get(request.monitor) is not None:
+            self._waiters.setdefault(request.monitor, collections.deque()).append(request)
             return
-        self._holders[monitor] = request
+        self._holders[request.monitor] = request
         self._gate(request)
 
-    def _release(self, request: _Request) -> None:
+    def _release(self, request: OrderlyRequest) -> None:
         waiting = self._waiters.get(request.monitor)
         if waiting:
             nxt = waiting.popleft()
@@ -271,10 +316,9 @@ class ReferenceConsumeOrderlyService:
         else:
             self._holders[request.monitor] = None
 
-    def _gate(self, request: _Request) -> None:
+    def _gate(self, request: OrderlyRequest) -> None:
         pq, mq = request.pq, request.mq
-        model = self.config.message_model
-        gate = co.run_gate(False, model, pq.locked, pq.is_lock_expired(), pq.dropped)
+        gate = self._gate_of(pq)
         if gate is Gate.LOOP:
             request.begin_time = self.scheduler.clock.now_ms()
             self._iterate(request)
@@ -283,7 +327,22 @@ class ReferenceConsumeOrderlyService:
             self._try_lock_later(pq, mq, TRY_LOCK_LATER_AT_GATE_MILLIS)
         self._release(request)
 
-    def _iterate(self, request: _Request) -> None:
+    def _iterate(self, request: OrderlyRequest) -> None:
+        step, taken = self.take(request)
+        if step.exit is not None:
+            self._release(request)
+            return
+        self.consume_taken(request, taken, lambda go: self._continue(request, go))
+
+    def _continue(self, request: OrderlyRequest, go: bool) -> None:
+        if go:
+            self._iterate(request)
+        else:
+            self._release(request)
+
+    def take(self, request: OrderlyRequest) -> tuple[co.LoopStep, tuple[StoredMessage, ...]]:
+        """One loop iteration's checks and take (ORDER-5, ORDER-6, ORDER-16): the verdict and
+        the messages taken (none when the iteration exits; its retry is then scheduled)."""
         pq, mq = request.pq, request.mq
         batch, _stamps = co.take_size(self.config.consume_message_batch_max_size)
         step = co.loop_step(
@@ -297,16 +356,23 @@ class ReferenceConsumeOrderlyService:
             batch,
         )
         if step.exit is not None:
-            if step.exit is LoopExit.EMPTY_TAKE:
+            if not co.consuming_after_exit(True, step.exit):
                 pq.take_messages(batch)  # the empty take is what clears `consuming` (ORDER-16)
             if step.try_lock_later_ms is not None:
                 self._try_lock_later(pq, mq, step.try_lock_later_ms)
             if step.submit_later_ms is not None:
                 self._submit_later(pq, mq, step.submit_later_ms)
-            self._release(request)
-            return
-        taken = tuple(pq.take_messages(batch))
-        msgs = reset_retry_and_namespace(taken, self.group, self.namespace)
+            return step, ()
+        return step, tuple(pq.take_messages(batch))
+
+    def consume_taken(
+        self, request: OrderlyRequest, taken: Sequence[StoredMessage], then: Then
+    ) -> None:
+        """The listener call on `taken` under the consume lock and, when it ends,
+        processConsumeResult (ORDER-7 … ORDER-15); `then(continueConsume)` follows (not when
+        the queue was dropped under the consume lock, which ends the request)."""
+        pq, mq = request.pq, request.mq
+        msgs = reset_retry_and_namespace(tuple(taken), self.group, self.namespace)
         context = co.listener_context(mq, pq.dropped)
         if context is None:
             self.log.append(("warn", f"consumeMessage, the message queue is dropped {mq}"))
@@ -325,7 +391,7 @@ class ReferenceConsumeOrderlyService:
             raise InvalidTypeError("listener status", status, "ConsumeOrderlyStatus")
 
         def finish() -> None:
-            self._finish(request, msgs, context, status, has_exception, start)
+            then(self._finish(request, msgs, context, status, has_exception, start))
 
         duration = self.consume_time(msgs)
         if duration > 0:
@@ -335,13 +401,13 @@ class ReferenceConsumeOrderlyService:
 
     def _finish(
         self,
-        request: _Request,
+        request: OrderlyRequest,
         msgs: tuple[StoredMessage, ...],
         context: ConsumeOrderlyContext,
         status: object,
         has_exception: bool,
         start: int,
-    ) -> None:
+    ) -> bool:
         pq, mq = request.pq, request.mq
         self._in_flight.pop(id(pq), None)
         now = self.scheduler.clock.now_ms()
@@ -352,17 +418,14 @@ class ReferenceConsumeOrderlyService:
         offsets = tuple(m.queue_offset for m in msgs)
         times = tuple(m.reconsume_times for m in msgs)
         self.records.append(OrderlyConsumeRecord(mq, start, now, offsets, times, final, kind))
-        if self._process_consume_result(msgs, final, context, request):
-            self._iterate(request)
-        else:
-            self._release(request)
+        return self._process_consume_result(msgs, final, context, request)
 
     def _process_consume_result(
         self,
         msgs: tuple[StoredMessage, ...],
         status: ConsumeOrderlyStatus,
         context: ConsumeOrderlyContext,
-        request: _Request,
+        request: OrderlyRequest,
     ) -> bool:
         pq, mq = request.pq, request.mq
         suspends, again = False, msgs
@@ -381,6 +444,7 @@ class ReferenceConsumeOrderlyService:
             pq.rollback()
         elif plan.action is ResultAction.CONSUME_AGAIN:
             pq.make_messages_to_consume_again(again)
+        self.results.append(OrderlyResult(again, plan, commit_offset))
         if plan.submit_later_ms is not None:
             self._submit_later(pq, mq, plan.submit_later_ms)
         update = co.orderly_offset_update(commit_offset, pq.dropped)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from pullspec.spec.clock import Clock
@@ -39,8 +40,10 @@ def process_queue(clock: Clock, profile: Profile) -> Any:
     return ReferenceProcessQueue(clock=clock, profile=profile)
 
 
-def lock_manager(clock: Clock, lock_max_live_time_ms: int = 60_000) -> Any:
-    """A fresh ReferenceLockManager."""
+def lock_manager(
+    clock: Clock, lock_max_live_time_ms: int = 60_000, profile: Profile = Profile.V4_9
+) -> Any:
+    """A fresh ReferenceLockManager (the same in both profiles)."""
     from pullspec.reference.lock_manager import ReferenceLockManager
 
     return ReferenceLockManager(clock=clock, lock_max_live_time_ms=lock_max_live_time_ms)
@@ -56,3 +59,30 @@ def send_back(store_config: StoreConfig, group_config: Any, profile: Profile, cl
         profile=profile,
         clock=clock,
     )
+
+
+# -- the client areas: drivers of the reference's own client classes (reference.areas) ---------
+
+
+def _area(name: str) -> Any:
+    def factory(config: Mapping[str, Any], profile: Profile) -> Any:
+        from pullspec.reference.areas import driver
+
+        return driver(name, config, profile)
+
+    factory.__name__ = factory.__qualname__ = name
+    factory.__doc__ = f"A fresh reference driver of the `{name}` area (reference.areas.{name})."
+    return factory
+
+
+pull_loop = _area("pull_loop")
+pull_decision = _area("pull_decision")
+pull_result = _area("pull_result")
+pull_request = _area("pull_request")
+pull_service = _area("pull_service")
+offset_store = _area("offset_store")
+allocate = _area("allocate")
+rebalance = _area("rebalance")
+consume_concurrently = _area("consume_concurrently")
+consume_orderly = _area("consume_orderly")
+process_queue_maintenance = _area("process_queue_maintenance")

@@ -12,15 +12,16 @@ PullRequest, the ProcessQueue, the offset store and the pull service.
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Protocol, runtime_checkable
 
 import attrs
 
 from pullspec.reference.pull_harness import ScriptedConsumeService, StaticAssignment
 from pullspec.reference.pull_service import PullMessageService, PullRequest
-from pullspec.reference.remoting import ReferenceRemoting
+from pullspec.reference.remoting import OnException, OnResponse
 from pullspec.reference.scheduler import Scheduler
+from pullspec.spec.broker_addrs import BrokerAddrs
 from pullspec.spec.client_errors import MQClientError
 from pullspec.spec.code import PullResponse
 from pullspec.spec.consumer_config import (
@@ -42,6 +43,8 @@ from pullspec.spec.pull_actions import (
     FlowControlCounters,
     Immediately,
     Pull,
+    PullDecision,
+    keeps_circulating,
 )
 from pullspec.spec.pull_decision import ConsumerState, ProcessQueueSnapshot, decide_pull
 from pullspec.spec.pull_request import (
@@ -55,7 +58,13 @@ from pullspec.spec.pull_request import (
     pull_message_request_header,
     pull_status_for_response_code,
 )
-from pullspec.spec.pull_result import PullResult, on_exception, on_success
+from pullspec.spec.pull_result import (
+    PullResult,
+    PullResultHandling,
+    on_exception,
+    on_success,
+    stores_despite_drop,
+)
 from pullspec.spec.pull_route import (
     check_filter_type_supported,
     find_broker_address_in_subscribe,
@@ -71,6 +80,36 @@ class ServiceState(enum.Enum):
     CREATE_JUST = "CREATE_JUST"
     RUNNING = "RUNNING"
     SHUTDOWN_ALREADY = "SHUTDOWN_ALREADY"
+
+
+@runtime_checkable
+class PullRemoting(Protocol):
+    """What the pull path needs of the network (ReferenceRemoting implements it; the conformance
+    drivers script it): the route's broker map, the broker's version, its filter servers and the
+    asynchronous pull."""
+
+    def broker_addrs(self, broker_name: str) -> BrokerAddrs:
+        """BrokerData.brokerAddrs of `broker_name` (REQ-6)."""
+        ...
+
+    def broker_version(self, addr: str) -> int:
+        """The MQVersion ordinal of the broker at `addr` (REQ-7)."""
+        ...
+
+    def filter_servers(self, topic: str, broker_addr: str) -> list[str] | None:
+        """The route's filter servers of `broker_addr` for `topic` (REQ-10), None when none."""
+        ...
+
+    def pull_message_async(
+        self,
+        addr: str,
+        header: PullMessageRequestHeader,
+        timeout_ms: int,
+        on_response: OnResponse,
+        on_exception: OnException,
+    ) -> object:
+        """Send the pull; exactly one callback runs later (or it raises at once)."""
+        ...
 
 
 @runtime_checkable
@@ -106,6 +145,11 @@ class PullAttempt:
     mq: MessageQueue
     next_offset: int
     action: Pull | Delay | Drop
+    #: The whole decision (flow-control log, first-lock correction, …).
+    decision: PullDecision | None = None
+    #: PULLQ-8: the request lives on after this attempt (a pull sent, or a delay scheduled on a
+    #: pull service that is not stopped); False means only a rebalance can revive the queue.
+    circulates: bool = True
 
 
 @attrs.frozen
@@ -118,6 +162,8 @@ class PullOutcome:
     status: PullStatus | None
     next_offset: int
     reenqueue: Immediately | Delay | None
+    #: What onSuccess decided (None for an exception): the fields no effect shows.
+    handling: PullResultHandling | None = None
 
 
 def _require(name: str, value: object, kind: type) -> None:
@@ -134,7 +180,7 @@ class ReferencePushConsumer:
         config: ConsumerConfig,
         profile: Profile,
         scheduler: Scheduler,
-        remoting: ReferenceRemoting,
+        remoting: PullRemoting,
         offset_store: OffsetStore,
         consume_service: ConsumeMessageService,
         rebalance_hooks: RebalanceHooks,
@@ -146,7 +192,7 @@ class ReferencePushConsumer:
         for name, value, kind in (
             ("config", config, ConsumerConfig),
             ("scheduler", scheduler, Scheduler),
-            ("remoting", remoting, ReferenceRemoting),
+            ("remoting", remoting, PullRemoting),
             ("offset_store", offset_store, OffsetStore),
             ("consume_service", consume_service, ConsumeMessageService),
             ("rebalance_hooks", rebalance_hooks, RebalanceHooks),
@@ -176,6 +222,13 @@ class ReferencePushConsumer:
         self.outcomes: list[PullOutcome] = []
         #: (level, message) for what RocketMQ logs; tests read it.
         self.log: list[tuple[str, str]] = []
+        #: The queues each persistConsumerOffset handed persistAll (None: it did not run).
+        self.persist_rounds: list[Collection[MessageQueue] | None] = []
+        #: PullAPIWrapper.randomNum (a non-negative random int) choosing a filter server (REQ-10).
+        self.random_num: Callable[[], int] = lambda: 0
+        #: findBrokerAddressInSubscribe's onlyThisBroker: pullKernelImpl always passes false; the
+        #: pull_request area's drivers set it to drive REQ-6's other branch.
+        self.only_this_broker = False
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -236,6 +289,7 @@ class ReferencePushConsumer:
         targets = persist_consumer_offset_targets(
             self.running, self.rebalance_hooks.process_queues().keys()
         )
+        self.persist_rounds.append(targets)
         if targets is None:
             self.log.append(("error", f"group: {self.group} persistConsumerOffset exception"))
             return
@@ -286,13 +340,39 @@ class ReferencePushConsumer:
         self.counters = decision.counters
         if decision.flow_control_log is not None and not decision.flow_control_log.suppressed:
             self.log.append(("warn", f"flow control {decision.flow_control_log}"))
-        self.attempts.append(PullAttempt(now, mq, pr.next_offset, decision.action))
+        circulates = keeps_circulating(decision.action, self.pull_service.stopped)
+        self.attempts.append(
+            PullAttempt(now, mq, pr.next_offset, decision.action, decision, circulates)
+        )
         action = decision.action
         if isinstance(action, Delay):
             self.execute_pull_request_later(pr, action.ms)
         elif isinstance(action, Pull):
             assert subscription is not None
             self._pull(pr, pq, capture_pull_callback(now, subscription))
+
+    # -- seams: one step of the pull path, as the conformance drivers call it ------------------
+
+    def send_pull(self, pull_request: PullRequest, subscription: SubscriptionData) -> None:
+        """pullKernelImpl for `pull_request` now, the callback capturing `subscription` (what
+        pullMessage does once its checks pass)."""
+        _require("pull_request", pull_request, PullRequest)
+        now = self.scheduler.clock.now_ms()
+        context = capture_pull_callback(now, subscription)
+        self._pull(pull_request, pull_request.process_queue, context)
+
+    def process_pull_result(
+        self, pull_request: PullRequest, result: PullResult | None, subscription: SubscriptionData
+    ) -> None:
+        """PullCallback.onSuccess(result) of a pull sent now with `subscription` captured."""
+        _require("pull_request", pull_request, PullRequest)
+        context = capture_pull_callback(self.scheduler.clock.now_ms(), subscription)
+        self._on_success(pull_request, pull_request.process_queue, context, result)
+
+    def process_pull_exception(self, pull_request: PullRequest, error: BaseException) -> None:
+        """PullCallback.onException(error)."""
+        _require("pull_request", pull_request, PullRequest)
+        self._on_exception(pull_request, error)
 
     # -- REQ ---------------------------------------------------------------------------------
 
@@ -334,7 +414,9 @@ class ReferencePushConsumer:
         # REQ-6: look up, refresh the route (the registry is the route here) and look up again.
         for _ in range(2):
             addrs = self.remoting.broker_addrs(mq.broker_name)
-            found = find_broker_address_in_subscribe(addrs, broker_id, False, self.profile)
+            found = find_broker_address_in_subscribe(
+                addrs, broker_id, self.only_this_broker, self.profile
+            )
             if found is not None:
                 break
         if found is None:
@@ -342,8 +424,12 @@ class ReferencePushConsumer:
         version = self.remoting.broker_version(found.broker_addr)
         check_filter_type_supported(call.expression_type, version, mq.broker_name)
         header = pull_message_request_header(self.group, call, found, self.profile)
-        # The reference network has no filter servers (class filtering is not modelled).
-        return pull_target_address(header.sys_flag, found.broker_addr, mq.topic, None, 0), header
+        # REQ-10 looks at the caller's flag (before the slave rewrite) for the class filter.
+        servers = self.remoting.filter_servers(mq.topic, found.broker_addr)
+        target = pull_target_address(
+            call.sys_flag, found.broker_addr, mq.topic, servers, self.random_num()
+        )
+        return target, header
 
     # -- RESULT ------------------------------------------------------------------------------
 
@@ -373,16 +459,23 @@ class ReferencePushConsumer:
             self._on_exception(pr, exc)
 
     def _on_success(
-        self, pr: PullRequest, pq: ProcessQueue, context: PullCallbackContext, result: PullResult
+        self,
+        pr: PullRequest,
+        pq: ProcessQueue,
+        context: PullCallbackContext,
+        result: PullResult | None,
     ) -> None:
         mq = pr.message_queue
         handling = on_success(
             result, pr.next_offset, context.subscription_data, pq.msg_count, self.config
         )
+        if result is None:  # RESULT-12: nothing at all happens; the request dies
+            return
         if handling.pull_from_which_node is not None:
             self.pull_from_which_node[mq] = handling.pull_from_which_node
         pr.next_offset = handling.next_offset
-        if handling.messages:
+        # RESULT-15: the callback does not look at pq.dropped before putting
+        if handling.messages and stores_despite_drop(pq.dropped):
             dispatch = pq.put_messages(handling.messages)
             self.consume_service.submit_consume_request(handling.messages, pq, mq, dispatch)
         if handling.offset_update is not None:
@@ -400,6 +493,7 @@ class ReferencePushConsumer:
                 result.pull_status,
                 pr.next_offset,
                 handling.reenqueue,
+                handling,
             )
         )
         if isinstance(handling.reenqueue, Immediately):

@@ -17,12 +17,18 @@ from types import MappingProxyType
 import attrs
 
 from pullspec.reference.process_queue import ReferenceProcessQueue
+from pullspec.reference.pull_service import PullRequest
 from pullspec.reference.scheduler import Scheduler
 from pullspec.spec import allocate as al
 from pullspec.spec import rebalance as rb
 from pullspec.spec.client_errors import MQClientError
 from pullspec.spec.consume_types import BrokerLockClient
-from pullspec.spec.consumer_config import ConsumerConfig, MessageModel, ReadOffsetType
+from pullspec.spec.consumer_config import (
+    ConsumerConfig,
+    MessageModel,
+    ReadOffsetType,
+    default_consume_timestamp,
+)
 from pullspec.spec.consumer_config import parse_consume_timestamp as parse_timestamp
 from pullspec.spec.errors import InvalidTypeError, NullPointerError
 from pullspec.spec.filter import SubscriptionData
@@ -35,6 +41,18 @@ from pullspec.spec.rebalance import LockMarks, NewQueueOutcome, QueueView
 
 
 @attrs.frozen
+class TableUpdate:
+    """What one updateProcessQueueTableInRebalance did: pass 1's steps (each queue it dropped,
+    why, and whether it left the table), pass 2's verdict on each newly assigned queue, and
+    whether the table changed. Tests and the conformance drivers read `updates`."""
+
+    topic: str
+    steps: tuple[rb.Pass1Step, ...]
+    new_queues: tuple[tuple[MessageQueue, rb.NewQueue], ...]
+    changed: bool
+
+
+@attrs.frozen
 class NewPullRequest:
     """A PullRequest rebalance creates for a newly added queue (REBAL-10, REBAL-12)."""
 
@@ -42,6 +60,12 @@ class NewPullRequest:
     message_queue: MessageQueue
     process_queue: ProcessQueue
     next_offset: int
+
+    def pull_request(self) -> PullRequest:
+        """The PullRequest dispatchPullRequest hands the pull service (REBAL-12)."""
+        return PullRequest(
+            self.consumer_group, self.message_queue, self.process_queue, self.next_offset
+        )
 
 
 class ReferenceRebalancePushImpl:
@@ -84,6 +108,9 @@ class ReferenceRebalancePushImpl:
         self.process_queue_factory: Callable[[], ProcessQueue] = process_queue_factory or (
             lambda: ReferenceProcessQueue(scheduler.clock, self.profile)
         )
+        #: consumeType() == CONSUME_PASSIVELY: true for the push consumer; a pull consumer's
+        #: rebalance (false) keeps pull-expired queues (REBAL-9).
+        self.consume_passively = True
         #: The orderly service's answer to pq.consumeLock.tryLock (REBAL-14); free by default.
         self.consume_lock_free: Callable[[ProcessQueue], bool] = lambda _pq: True
         #: sendHeartbeatToAllBrokerWithLock, run by messageQueueChanged (REBAL-13); the client
@@ -92,19 +119,21 @@ class ReferenceRebalancePushImpl:
         #: Told the rewritten config when FLOW-14 changes the per-queue thresholds, so the pull
         #: path (which holds its own copy) applies them too.
         self.config_changed: Callable[[ConsumerConfig], None] = lambda _config: None
-        self.consume_timestamp_ms = self._consume_timestamp()
+        #: consumeTimestamp: the configured one, else construction time − 30 min at second
+        #: precision (REBAL-18), parsed when computePullFromWhere needs it.
+        self.consume_timestamp = config.consume_timestamp or default_consume_timestamp(
+            scheduler.clock.now_ms()
+        )
+        self.consume_timestamp_ms = parse_timestamp(self.consume_timestamp)
+        #: Every table update and every messageQueueChanged plan, in order.
+        self.updates: list[TableUpdate] = []
+        self.queue_changes: list[rb.QueueChangedPlan] = []
         self.subscription_inner: dict[str, SubscriptionData] = {}
         self.paused = False
         self.heartbeats = 0
         #: (level, message) for what RocketMQ logs; tests read it.
         self.log: list[tuple[str, str]] = []
         self._table: dict[MessageQueue, ProcessQueue] = {}
-
-    def _consume_timestamp(self) -> int:
-        # REBAL-18: the default is the construction time minus 30 minutes
-        if self.config.consume_timestamp is not None:
-            return parse_timestamp(self.config.consume_timestamp)
-        return self.scheduler.clock.now_ms() - 30 * 60 * 1000
 
     @property
     def orderly(self) -> bool:
@@ -159,8 +188,9 @@ class ReferenceRebalancePushImpl:
                     self.log.append(("warn", f"rebalanceByTopic Exception {topic}: {exc!r}"))
         self.truncate_message_queue_not_my_topic()
 
-    def rebalance_by_topic(self, topic: str) -> None:
-        """rebalanceByTopic: allocate (REBAL-4/5), update the table, report a change."""
+    def rebalance_by_topic(self, topic: str) -> frozenset[MessageQueue] | None:
+        """rebalanceByTopic: allocate (REBAL-4/5), update the table, report a change; answers
+        the allocation (None when the route or the consumer list is unknown)."""
         mq_set = self.route(topic)
         if not self.clustering:
             allocated = al.broadcasting_allocation(mq_set)
@@ -174,9 +204,10 @@ class ReferenceRebalancePushImpl:
             )
         if allocated is None:
             self.log.append(("warn", f"doRebalance, {self.group}, {topic}: no allocation"))
-            return
+            return None
         if self.update_process_queue_table_in_rebalance(topic, allocated):
             self.message_queue_changed(topic, mq_set or frozenset(), allocated)
+        return frozenset(allocated)
 
     def truncate_message_queue_not_my_topic(self) -> None:
         """REBAL-3: drop the ProcessQueues of unsubscribed topics, nothing else."""
@@ -201,7 +232,9 @@ class ReferenceRebalancePushImpl:
             for mq, pq in self._table.items()
             if mq.topic == topic
         }
-        plan = rb.rebalance_pass1(topic, views, mq_set, True, self.orderly, self.clustering)
+        plan = rb.rebalance_pass1(
+            topic, views, mq_set, self.consume_passively, self.orderly, self.clustering
+        )
         for step in plan.steps:
             pq = self._table[step.mq]
             pq.dropped = True
@@ -213,20 +246,23 @@ class ReferenceRebalancePushImpl:
                 )
         changed = plan.changed
         requests: list[NewPullRequest] = []
+        verdicts: list[tuple[MessageQueue, rb.NewQueue]] = []
         for mq in rb.pass2_candidates(self._table.keys(), mq_set):
-            request = self._add(mq)
+            request, verdict = self._add(mq)
+            verdicts.append((mq, verdict))
             if request is not None:
                 requests.append(request)
                 changed = True
+        self.updates.append(TableUpdate(topic, plan.steps, tuple(verdicts), changed))
         for request in rb.dispatch_pull_requests(requests):
             self.dispatch(request)
         return changed
 
-    def _add(self, mq: MessageQueue) -> NewPullRequest | None:
+    def _add(self, mq: MessageQueue) -> tuple[NewPullRequest | None, rb.NewQueue]:
         lock_ok = self.lock(mq) if self.orderly else True
         if self.orderly and not lock_ok:
             self.log.append(("warn", f"add a new mq failed, {mq}, because lock failed"))
-            return None
+            return None, rb.new_queue(self.profile, True, False, None)
         self.offset_store.remove_offset(mq)  # removeDirtyOffset (OFFSET-13)
         pq = self.process_queue_factory()
         early = (
@@ -243,11 +279,11 @@ class ReferenceRebalancePushImpl:
         decision = rb.new_queue(self.profile, self.orderly, lock_ok, next_offset)
         if decision.outcome is not NewQueueOutcome.ADDED:
             self.log.append(("warn", f"add new mq failed, {mq}: {decision.outcome.value}"))
-            return None
+            return None, decision
         self._table[mq] = pq
         assert decision.pull_request_offset is not None
         self.log.append(("info", f"doRebalance, add a new mq, {mq}"))
-        return NewPullRequest(self.group, mq, pq, decision.pull_request_offset)
+        return NewPullRequest(self.group, mq, pq, decision.pull_request_offset), decision
 
     def _apply_removal(self, mq: MessageQueue, pq: ProcessQueue, removal: rb.Removal) -> None:
         self.offset_store.persist(mq)
@@ -294,6 +330,7 @@ class ReferenceRebalancePushImpl:
         plan = rb.message_queue_changed(
             self.scheduler.clock.now_ms(), len(self._table), self.config
         )
+        self.queue_changes.append(plan)
         self.subscription_inner[topic] = attrs.evolve(sub, sub_version=plan.sub_version)
         if plan.queue_thresholds is not None:
             self.config = self.config.with_queue_thresholds(*plan.queue_thresholds)
@@ -357,6 +394,10 @@ class ReferenceRebalancePushImpl:
             if self.lock_client.has_master(broker):
                 raised = self._unlock_rpc(broker, mqs, oneway)
                 self._apply(rb.unlock_marks(True, [q for q in mqs if q in self._table], raised))
+
+    def put_process_queue(self, mq: MessageQueue, pq: ProcessQueue) -> None:
+        """Install `pq` as the table entry of `mq` (how a driver or a test sets a table up)."""
+        self._table[mq] = pq
 
     def destroy(self) -> None:
         """destroy (REBAL-23): every ProcessQueue dropped, the table cleared."""

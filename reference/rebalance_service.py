@@ -63,6 +63,10 @@ class ReferenceRebalanceService:
         self.log: list[tuple[str, str]] = []
         self._pending: int | None = None
         self._last_end: int | None = None
+        self._running = False
+        #: When wakeup() came during a run: the next wait then returns at once (waitForRunning
+        #: finds hasNotified set).
+        self._woken_at: int | None = None
 
     def _schedule(self, at: int) -> None:
         if self._pending is not None:
@@ -75,8 +79,11 @@ class ReferenceRebalanceService:
         self._schedule(al.next_rebalance_at(self._last_end, None))
 
     def rebalance_immediately(self) -> None:
-        """wakeup(): the next run happens now."""
+        """wakeup(): the next run happens now, or right after the run in progress."""
         now = self.scheduler.clock.now_ms()
+        if self._running:
+            self._woken_at = now if self._woken_at is None else self._woken_at
+            return
         self._schedule(
             al.next_rebalance_at(self._last_end if self._last_end is not None else now, now)
         )
@@ -90,10 +97,15 @@ class ReferenceRebalanceService:
     def _run(self) -> None:
         self._pending = None
         self.runs.append(self.scheduler.clock.now_ms())
-        for do_rebalance in self.consumers:
-            try:
-                do_rebalance()
-            except Exception as exc:
-                self.log.append(("error", f"doRebalance exception: {exc!r}"))
+        self._running = True
+        try:
+            for do_rebalance in self.consumers:
+                try:
+                    do_rebalance()
+                except Exception as exc:
+                    self.log.append(("error", f"doRebalance exception: {exc!r}"))
+        finally:
+            self._running = False
         self._last_end = self.scheduler.clock.now_ms()
-        self._schedule(al.next_rebalance_at(self._last_end, None))
+        woken, self._woken_at = self._woken_at, None
+        self._schedule(al.next_rebalance_at(self._last_end, woken))

@@ -216,6 +216,11 @@ class ReferenceRemoting:
         """The MQVersion ordinal the broker at `addr` reports (REQ-7)."""
         return self._endpoint(addr).version
 
+    def filter_servers(self, topic: str, broker_addr: str) -> list[str] | None:
+        """The route's filter servers of `broker_addr` (REQ-10): class filtering is not modelled,
+        so there are none."""
+        return None
+
     def set_broker_down(self, addr: str, down: bool) -> None:
         """Take the broker at `addr` off the network (True) or bring it back (False)."""
         self._endpoint(addr).down = _bool("down", down)

@@ -63,6 +63,14 @@ class Scheduler:
             e[2] for e in sorted(self._queue, key=lambda e: e[:2]) if e[1] not in self._cancelled
         ]
 
+    def pending_at(self) -> list[tuple[int, str]]:
+        """(due time, name) of every live scheduled task, in run order."""
+        return [
+            (e[0], e[2])
+            for e in sorted(self._queue, key=lambda e: e[:2])
+            if e[1] not in self._cancelled
+        ]
+
     def _drop_cancelled(self) -> None:
         while self._queue and self._queue[0][1] in self._cancelled:
             self._cancelled.discard(heapq.heappop(self._queue)[1])

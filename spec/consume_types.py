@@ -258,7 +258,7 @@ class RejectedExecutionError(PullspecError):
     """Java's RejectedExecutionException: a consume service that was shut down refuses a
     ConsumeRequest (CONC-2/3, ORDER-3) and the caller (the pull callback) sees it."""
 
-    kind = ErrorKind.UNSUPPORTED
+    kind = ErrorKind.REJECTED_EXECUTION
     java_exception = "RejectedExecutionException"
 
     def __init__(self, what: str) -> None:

@@ -1,7 +1,10 @@
 """The typed errors of pullspec: every failure the spec defines, each with a closed `ErrorKind`.
 
 An implementation signals a RocketMQ exception (or a rejected input) by raising one of these.
-The conformance suite compares only the `kind`, never the message text.
+The conformance suite compares only the `kind`, never the message text. An error that stands for
+a Java exception takes its kind from that exception, the same everywhere (`JAVA_EXCEPTION_KINDS`):
+e.g. every IllegalArgumentException — an allocation's bad arguments, 4.9's "Illegal Capacity"
+of a negative maxMsgNums — is INVALID_ARGUMENT.
 """
 
 from __future__ import annotations
@@ -18,11 +21,22 @@ class ErrorKind(enum.Enum):
     ILLEGAL_TOPIC = "ILLEGAL_TOPIC"
     MESSAGE_ILLEGAL = "MESSAGE_ILLEGAL"
     NO_SUCH_ELEMENT = "NO_SUCH_ELEMENT"
-    ILLEGAL_CAPACITY = "ILLEGAL_CAPACITY"
     NULL_POINTER = "NULL_POINTER"
+    REJECTED_EXECUTION = "REJECTED_EXECUTION"
     CORRUPT_STORE = "CORRUPT_STORE"
     READ_ONLY = "READ_ONLY"
     UNSUPPORTED = "UNSUPPORTED"
+
+
+#: The kind of each Java exception a spec error can stand for: one kind per exception.
+JAVA_EXCEPTION_KINDS: dict[str, ErrorKind] = {
+    "IllegalArgumentException": ErrorKind.INVALID_ARGUMENT,
+    "NumberFormatException": ErrorKind.INVALID_ARGUMENT,
+    "IndexOutOfBoundsException": ErrorKind.INVALID_ARGUMENT,
+    "NoSuchElementException": ErrorKind.NO_SUCH_ELEMENT,
+    "NullPointerException": ErrorKind.NULL_POINTER,
+    "RejectedExecutionException": ErrorKind.REJECTED_EXECUTION,
+}
 
 
 class PullspecError(Exception):
@@ -91,9 +105,10 @@ class NumberFormatError(InvalidArgumentError):
 
 
 class IllegalCapacityError(PullspecError, ValueError):
-    """4.9's getMessage with a negative maxMsgNums once a window exists ("Illegal Capacity")."""
+    """4.9's getMessage with a negative maxMsgNums once a window exists: Java's ArrayList throws
+    IllegalArgumentException("Illegal Capacity"), an INVALID_ARGUMENT like any other."""
 
-    kind = ErrorKind.ILLEGAL_CAPACITY
+    kind = ErrorKind.INVALID_ARGUMENT
     java_exception = "IllegalArgumentException"
 
     def __init__(self, max_msg_nums: int) -> None:

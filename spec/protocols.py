@@ -89,7 +89,10 @@ class MessageStore(Protocol):
         ...
 
     def delete_expired_files(self) -> int:
-        """Run one clean round: delete expired commit-log files, correct the consume queues."""
+        """Run one forced clean round: from the oldest, delete every commit-log file last written
+        more than fileReservedTime hours ago (stopping at the first that is not, never the
+        newest, at most deleteFilesBatchMax), then drop the consume-queue entries below the new
+        commit-log minimum; answer how many files went."""
         ...
 
 

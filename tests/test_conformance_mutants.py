@@ -12,6 +12,7 @@ from pullspec.conformance import candidates, vectors
 from pullspec.conformance.mutants import Mutant, bank, get
 from pullspec.conformance.mutants.runner import kill, suite_cases
 from pullspec.conformance.observe import Verdict, verdict_of
+from pullspec.conformance.ops import CLIENT_AREAS, MACHINE_AREAS
 from pullspec.spec import rules
 from pullspec.spec.profiles import Profile
 
@@ -25,7 +26,15 @@ def test_the_bank_holds_at_least_25_distinct_documented_mutants() -> None:
     for m in BANK:
         assert m.rule in known, m.name
         assert m.doc.endswith("."), m.name
-        assert set(m.areas) <= {"store", "pull_code", "process_queue", "lock_manager", "send_back"}
+        assert set(m.areas) <= set(MACHINE_AREAS)
+
+
+def test_each_bug_of_issue_16_and_each_client_rule_area_has_a_mutant() -> None:
+    client = {m.rule.partition("-")[0] for m in BANK if set(m.areas) & set(CLIENT_AREAS)}
+    assert {"PULLQ", "FLOW", "REQ", "RESULT", "OFFSET", "CONC", "ORDER", "REBAL", "PQ"} <= client
+    bugs = {"pq-span-from-count", "clean-expire-in-seconds", "lock-keeps-old-timestamp"}
+    bugs |= {"pull-expired-not-recreated", "removal-persists-max-offset"}
+    assert bugs <= {m.name for m in BANK}
 
 
 @pytest.mark.parametrize("mutant", BANK, ids=[m.name for m in BANK])
@@ -36,7 +45,11 @@ def test_each_mutant_is_killed(mutant: Mutant) -> None:
 
 
 @pytest.mark.parametrize(
-    "name", ["eof-blank-without-8", "lease-inclusive", "dlq-threshold-off-by-one"]
+    "name",
+    [
+        *("eof-blank-without-8", "lease-inclusive", "dlq-threshold-off-by-one"),
+        *("pq-span-from-count", "lock-keeps-old-timestamp", "pq18-expired-at-timeout"),
+    ],
 )
 def test_machines_alone_kill_boundary_mutants(name: str) -> None:
     result = kill(get(name), Profile.V4_9, vectors=False, examples=200, steps=25)

@@ -15,10 +15,10 @@ from click.testing import CliRunner
 import pullspec.fast.factories as fast
 import pullspec.reference.factories as reference
 from pullspec.conformance import vectors
-from pullspec.conformance.adapters.offset_store import Reference as ReferenceDriver
 from pullspec.conformance.cli import main
 from pullspec.conformance.machines import run_machine
 from pullspec.conformance.observe import DivergenceKind, Verdict, verdict_of
+from pullspec.reference.areas.offset_store import Driver as ReferenceDriver
 from pullspec.reference.offset_store import ReferenceRemoteOffsetStore
 from pullspec.spec.message import MessageQueue
 from pullspec.spec.profiles import Profile

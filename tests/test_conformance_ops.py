@@ -17,7 +17,12 @@ from pullspec.conformance.ops import (
     rules_for,
 )
 from pullspec.spec import rules
-from pullspec.spec.errors import ErrorKind, InvalidArgumentError
+from pullspec.spec.errors import (
+    JAVA_EXCEPTION_KINDS,
+    ErrorKind,
+    InvalidArgumentError,
+    PullspecError,
+)
 from pullspec.spec.profiles import Profile
 
 
@@ -40,14 +45,32 @@ def test_observation_splits_result_error_and_state_and_joins_them_back() -> None
 @pytest.mark.parametrize(
     ("value", "kind"),
     [
-        ("ILLEGAL_CAPACITY", ErrorKind.ILLEGAL_CAPACITY),
-        ("IllegalArgumentException", ErrorKind.ILLEGAL_CAPACITY),
+        ("ILLEGAL_CAPACITY", ErrorKind.INVALID_ARGUMENT),
+        ("IllegalArgumentException", ErrorKind.INVALID_ARGUMENT),
+        ("IndexOutOfBoundsException", ErrorKind.INVALID_ARGUMENT),
+        ("RejectedExecutionException", ErrorKind.REJECTED_EXECUTION),
         ("NullPointerException", ErrorKind.NULL_POINTER),
         ("NumberFormatException", ErrorKind.INVALID_ARGUMENT),
     ],
 )
 def test_error_values_map_to_the_closed_kinds(value: str, kind: ErrorKind) -> None:
     assert kind == error_kind(value)
+
+
+def _subclasses(cls: type[PullspecError]) -> list[type[PullspecError]]:
+    return [c for sub in cls.__subclasses__() for c in (sub, *_subclasses(sub))]
+
+
+def test_an_error_standing_for_a_java_exception_has_that_exception_s_kind() -> None:
+    import pullspec.spec.consume_types  # noqa: F401 - defines errors of its own
+
+    standing = [c for c in _subclasses(PullspecError) if c.java_exception is not None]
+    assert {"IllegalCapacityError", "IndexOutOfBoundsError", "RejectedExecutionError"} <= {
+        c.__name__ for c in standing
+    }
+    assert [] == [
+        c.__name__ for c in standing if JAVA_EXCEPTION_KINDS[c.java_exception or ""] is not c.kind
+    ]
 
 
 def test_an_error_outside_the_closed_set_is_refused() -> None:
@@ -101,7 +124,7 @@ def test_a_session_turns_a_raised_spec_error_into_an_error_observation() -> None
     seen = session.apply(
         Op("get_message", {"queueId": 0, "offset": 0, "maxMsgNums": -1, "subscription": None})
     )
-    assert Observation(error=ErrorKind.ILLEGAL_CAPACITY) == seen
+    assert Observation(error=ErrorKind.INVALID_ARGUMENT) == seen
 
 
 def test_every_area_has_ops_and_state_fields() -> None:

@@ -161,7 +161,7 @@ def test_negative_max_msg_nums_per_profile() -> None:
     assert (S.FOUND, 1, [0]) == outcome(old.get_message("G", "T", 0, 0, -1))
     with pytest.raises(IllegalCapacityError) as info:
         new.get_message("G", "T", 0, 0, -1)
-    assert (ErrorKind.ILLEGAL_CAPACITY, -1) == (info.value.kind, info.value.max_msg_nums)
+    assert (ErrorKind.INVALID_ARGUMENT, -1) == (info.value.kind, info.value.max_msg_nums)
     assert (S.OFFSET_OVERFLOW_ONE, 3, []) == outcome(new.get_message("G", "T", 0, 3, -1))
 
 

@@ -1,108 +1,70 @@
-"""Shared plumbing of the reference-generated areas (pull_decision, offset_store, broker_pull, …).
+"""Shared plumbing of the areas whose vectors are generated from the reference (the client areas
+pull_decision, offset_store, rebalance, …, and the broker-side broker_pull, schedule, …).
 
-Those areas have no RocketMQ-recorded vectors: their cases are generated from the reference
-(`conformance.client_vectors`). Each area module is thin: `create` opens a *driver* — an object
-with ``apply(op, args) -> observation`` — and `apply` forwards to it. A driver comes from, in
-order:
+Each area module is thin: `create` opens a *driver* — an object with
+``apply(op, args) -> observation`` (`conformance.candidates.AreaDriver`) — and `apply` forwards
+to it. A driver comes from, in order:
 
-1. the candidate's own factory named after the area (``candidate.pull_decision(config,
-   profile)``), for a Python implementation that wants to check itself;
-2. a `cmd:` candidate, which receives the area's ops over the JSON Lines protocol unchanged;
-3. the reference candidate, whose driver maps each op to the reference model or the spec
-   function that states the rule (a subclass of `ReferenceDriver` in the area module).
+1. a `cmd:` candidate, which receives the area's ops over the JSON Lines protocol unchanged;
+2. the candidate's own factory named after the area (``candidate.pull_decision(config,
+   profile)``): the reference's (`reference.factories`) drive the reference's own classes
+   (`reference.areas`), any other Python implementation provides its own;
+3. for the broker-side areas only, a driver of the reference broker kept beside the adapter.
 
-Anything else is UNSUPPORTED. The helpers below turn the vectors' camelCase JSON into spec
-values and back, so that every area spells queues, messages, delays and configs the same way.
+Anything else is UNSUPPORTED. The JSON ↔ spec helpers the drivers share live with the reference
+(`reference.areas._vocab`) and are re-exported here for the broker-side drivers.
 """
 
 from __future__ import annotations
 
-import enum
-import json
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any, ClassVar, Protocol, TypeVar
+from collections.abc import Callable
+from typing import Any
 
-import attrs
-
-from pullspec.spec.allocate import message_queue_key
-from pullspec.spec.broker_addrs import BrokerAddrs
-from pullspec.spec.consumer_config import (
-    ConsumeFromWhere,
-    ConsumeMode,
-    ConsumerConfig,
-    MessageModel,
+from pullspec.reference.areas._vocab import (
+    Args,
+    DriverBase,
+    action_json,
+    broker_addrs,
+    camel,
+    consumer_config,
+    enum_of,
+    message,
+    message_json,
+    mq,
+    mq_json,
+    mqs,
+    mqs_json,
+    sorted_by_mq,
+    subscription,
+    value_json,
 )
-from pullspec.spec.errors import InvalidArgumentError, PullspecError, UnsupportedError
-from pullspec.spec.filter import SubscriptionData, build_subscription_data, java_string_hash
-from pullspec.spec.message import PROPERTY_TAGS, MessageQueue, StoredMessage
+from pullspec.spec.errors import PullspecError, UnsupportedError
 from pullspec.spec.profiles import Profile
-from pullspec.spec.pull_actions import Delay, Drop, Immediately, Pull
 
-E = TypeVar("E", bound=enum.Enum)
+#: The base of the broker-side reference drivers kept in conformance.adapters.
+ReferenceDriver = DriverBase
 
-
-class Driver(Protocol):
-    """One case's instance of an area: runs ops and answers observations."""
-
-    def apply(self, op: str, args: dict[str, Any]) -> dict[str, Any]:
-        """Run one op; answer its observation in the vectors' camelCase vocabulary."""
-        ...
-
-
-class Args:
-    """A step's arguments with typed, named access (a missing required key is a vector bug)."""
-
-    def __init__(self, op: str, raw: Mapping[str, Any]) -> None:
-        self.op = op
-        self.raw = dict(raw)
-
-    def get(self, key: str, default: Any = None) -> Any:
-        """The value of `key`, or `default` when absent."""
-        return self.raw.get(key, default)
-
-    def req(self, key: str) -> Any:
-        """The value of `key`, which must be present."""
-        if key not in self.raw:
-            raise InvalidArgumentError(key, None, f"op {self.op} needs argument {key}")
-        return self.raw[key]
-
-    def int(self, key: str, default: int | None = None) -> int:
-        """An integer argument (bools are refused: JSON true is not 1 here)."""
-        value = self.req(key) if default is None else self.raw.get(key, default)
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise InvalidArgumentError(key, value, "expected an integer")
-        return value
-
-    def bool(self, key: str, default: bool | None = None) -> bool:
-        """A boolean argument."""
-        value = self.req(key) if default is None else self.raw.get(key, default)
-        if not isinstance(value, bool):
-            raise InvalidArgumentError(key, value, "expected true or false")
-        return value
-
-    def enum(self, key: str, kind: type[E], default: E | None = None) -> E:
-        """An enum argument spelt by its value."""
-        if default is not None and key not in self.raw:
-            return default
-        return enum_of(kind, self.req(key), key)
-
-
-class ReferenceDriver:
-    """Base of the reference drivers: op ``x`` runs method ``op_x(args)``."""
-
-    #: The area this driver serves (for messages).
-    area: ClassVar[str] = "?"
-
-    def __init__(self, config: Mapping[str, Any], profile: Profile) -> None:
-        self.config = dict(config)
-        self.profile = profile
-
-    def apply(self, op: str, args: dict[str, Any]) -> dict[str, Any]:
-        """Dispatch `op` to its method; an op without one is UNSUPPORTED."""
-        method: Callable[[Args], dict[str, Any]] | None = getattr(self, f"op_{op}", None)
-        if method is None:
-            raise UnsupportedError(f"{self.area} op {op}")
-        return method(Args(op, args))
+__all__ = [
+    "Args",
+    "DriverBase",
+    "Forwarding",
+    "ReferenceDriver",
+    "action_json",
+    "broker_addrs",
+    "camel",
+    "consumer_config",
+    "enum_of",
+    "message",
+    "message_json",
+    "mq",
+    "mq_json",
+    "mqs",
+    "mqs_json",
+    "open_driver",
+    "sorted_by_mq",
+    "subscription",
+    "value_json",
+]
 
 
 class Forwarding:
@@ -132,189 +94,14 @@ def open_driver(
     area: str,
     config: dict[str, Any],
     profile: Profile,
-    reference: Callable[[dict[str, Any], Profile], Driver],
-) -> Driver:
+    reference: Callable[[dict[str, Any], Profile], Any] | None = None,
+) -> Any:
     """The driver of one case (see the module docstring for the order)."""
     if all(hasattr(candidate, name) for name in ("create", "call", "check")):
         return Forwarding(candidate, area, config, profile)
     factory = getattr(candidate, area, None)
     if callable(factory):
-        driver: Driver = factory(config, profile)
-        return driver
-    if getattr(candidate, "NAME", None) == "reference":
+        return factory(config, profile)
+    if reference is not None and getattr(candidate, "NAME", None) == "reference":
         return reference(config, profile)
     raise UnsupportedError(f"the candidate has no {area} driver")
-
-
-# -- JSON ↔ spec values ----------------------------------------------------------------------
-
-
-def enum_of(kind: type[E], value: object, name: str = "value") -> E:
-    """The member of `kind` whose value (or name) is `value`."""
-    for member in kind:
-        if value in (member.value, member.name):
-            return member
-    raise InvalidArgumentError(name, value, f"expected one of {[m.value for m in kind]}")
-
-
-def mq(value: Mapping[str, Any]) -> MessageQueue:
-    """A MessageQueue from ``{"topic", "brokerName", "queueId"}``."""
-    if not isinstance(value, Mapping):
-        raise InvalidArgumentError("mq", value, "expected {topic, brokerName, queueId}")
-    return MessageQueue(value["topic"], value["brokerName"], value["queueId"])
-
-
-def mqs(values: Iterable[Mapping[str, Any]] | None) -> list[MessageQueue] | None:
-    """A list of MessageQueues, or None for JSON null."""
-    return None if values is None else [mq(v) for v in values]
-
-
-def mq_json(value: MessageQueue) -> dict[str, Any]:
-    """The JSON of a MessageQueue."""
-    return {"topic": value.topic, "brokerName": value.broker_name, "queueId": value.queue_id}
-
-
-def mqs_json(values: Iterable[MessageQueue] | None, ordered: bool = False) -> list[Any] | None:
-    """The JSON of queues; a set's are sorted (topic, broker, id) so the answer is stable."""
-    if values is None:
-        return None
-    items = list(values)
-    if not ordered:
-        items.sort(key=lambda q: (q.topic, q.broker_name, q.queue_id))
-    return [mq_json(q) for q in items]
-
-
-def sorted_by_mq(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Rows about queues (each with an `mq` in the vectors' JSON) that RocketMQ produces from a
-    hash map or a hash set — a set in the vocabulary — written in MessageQueue.compareTo order
-    (topic, brokerName, queueId), then by their other fields so the answer is stable.
-
-    Example: ``sorted_by_mq([{"mq": mq_json(q2)}, {"mq": mq_json(q1)}])`` lists q1 first when
-    q1 < q2.
-    """
-    return sorted(
-        rows,
-        key=lambda r: (message_queue_key(mq(r["mq"])), json.dumps(r, sort_keys=True)),
-    )
-
-
-def broker_addrs(value: Iterable[Any]) -> BrokerAddrs:
-    """BrokerData.brokerAddrs from ``[[brokerId, addr], …]``: the pairs are put in the listed
-    order into a HashMap<Long, String>, which iterates in its own order (`spec.broker_addrs`)."""
-    if isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
-        raise InvalidArgumentError("brokerAddrs", value, "expected [[brokerId, addr], …]")
-    return BrokerAddrs(tuple(pair) if isinstance(pair, list) else pair for pair in value)
-
-
-def message(value: Mapping[str, Any], topic: str = "T", queue_id: int = 0) -> StoredMessage:
-    """A consumer-side message from ``{"queueOffset", "tags"?, "reconsumeTimes"?, "properties"?,
-    "topic"?, "queueId"?, "bodySize"?, "commitLogOffset"?}``; the commit-log offset defaults to
-    100 × the queue offset and the body to `bodySize` zero bytes (default 1)."""
-    offset = value["queueOffset"]
-    props = dict(value.get("properties") or {})
-    tags = value.get("tags")
-    if tags is not None:
-        props[PROPERTY_TAGS] = tags
-    size = value.get("bodySize", 1)
-    return StoredMessage(
-        topic=value.get("topic", topic),
-        queue_id=value.get("queueId", queue_id),
-        queue_offset=offset,
-        commitlog_offset=value.get("commitLogOffset", offset * 100),
-        size=size,
-        tags_code=java_string_hash(tags) if tags is not None else 0,
-        body=b"\x00" * size,
-        properties=props,
-        reconsume_times=value.get("reconsumeTimes", 0),
-    )
-
-
-def message_json(msg: StoredMessage) -> dict[str, Any]:
-    """What the areas observe of a message: topic, queue, offset, reconsume times, properties."""
-    return {
-        "topic": msg.topic,
-        "queueId": msg.queue_id,
-        "queueOffset": msg.queue_offset,
-        "reconsumeTimes": msg.reconsume_times,
-        "properties": dict(sorted(msg.properties)),
-    }
-
-
-def action_json(action: Pull | Delay | Immediately | Drop | None) -> dict[str, Any] | None:
-    """A PullRequest action: PULL (with the offset), DELAY (ms, reason), IMMEDIATELY or DROP."""
-    if action is None:
-        return None
-    if isinstance(action, Pull):
-        return {"kind": "PULL", "requestOffset": action.request_offset}
-    if isinstance(action, Delay):
-        return {"kind": "DELAY", "delayMs": action.ms, "reason": action.reason.value}
-    if isinstance(action, Immediately):
-        return {"kind": "IMMEDIATELY"}
-    return {"kind": "DROP"}
-
-
-def camel(name: str) -> str:
-    """snake_case → camelCase."""
-    head, *rest = name.split("_")
-    return head + "".join(p[:1].upper() + p[1:] for p in rest)
-
-
-_CONFIG_ENUMS: dict[str, type[enum.Enum]] = {
-    "consume_mode": ConsumeMode,
-    "message_model": MessageModel,
-    "consume_from_where": ConsumeFromWhere,
-}
-
-
-def consumer_config(config: Mapping[str, Any]) -> ConsumerConfig:
-    """The ConsumerConfig a case's config describes, by DefaultMQPushConsumer's camelCase names
-    (unknown keys belong to the area and are ignored)."""
-    kwargs: dict[str, Any] = {}
-    for field in attrs.fields(ConsumerConfig):
-        key = camel(field.name)
-        if key in config:
-            kind = _CONFIG_ENUMS.get(field.name)
-            kwargs[field.name] = enum_of(kind, config[key], key) if kind else config[key]
-    return ConsumerConfig(**kwargs)
-
-
-def subscription(value: Mapping[str, Any] | None, topic: str = "T") -> SubscriptionData | None:
-    """SubscriptionData from ``{"expression", "expressionType"?, "classFilterMode"?,
-    "subVersion"?, "topic"?}`` (FilterAPI.buildSubscriptionData), or None for JSON null."""
-    if value is None:
-        return None
-    built = build_subscription_data(
-        value.get("topic", topic), value.get("expression"), value.get("expressionType")
-    )
-    return attrs.evolve(
-        built,
-        class_filter_mode=value.get("classFilterMode", False),
-        sub_version=value.get("subVersion", 0),
-    )
-
-
-def value_json(value: Any) -> Any:
-    """Plain JSON of a spec value: enums by value, queues and messages as above, attrs classes
-    as camelCase objects, sets sorted."""
-    if isinstance(value, enum.Enum):
-        return value.value
-    if isinstance(value, MessageQueue):
-        return mq_json(value)
-    if isinstance(value, StoredMessage):
-        return message_json(value)
-    if isinstance(value, Pull | Delay | Immediately | Drop):
-        return action_json(value)
-    if attrs.has(type(value)):
-        return {
-            camel(f.name): value_json(getattr(value, f.name)) for f in attrs.fields(type(value))
-        }
-    if isinstance(value, frozenset | set):
-        if all(isinstance(v, MessageQueue) for v in value):
-            return mqs_json(value)
-        # Any other set is compared as a list sorted by its members' JSON text.
-        return sorted((value_json(v) for v in value), key=lambda v: json.dumps(v, sort_keys=True))
-    if isinstance(value, list | tuple):
-        return [value_json(v) for v in value]
-    if isinstance(value, dict):
-        return {str(k): value_json(v) for k, v in value.items()}
-    return value

@@ -16,6 +16,8 @@ STORE_KEYS = {
     "maxTransferBytesOnMessageInDisk": "max_transfer_bytes_on_message_in_disk",
     "maxTransferCountOnMessageInDisk": "max_transfer_count_on_message_in_disk",
     "accessMessageInMemoryMaxRatio": "access_message_in_memory_max_ratio",
+    # StoreUtil.TOTAL_PHYSICAL_MEMORY_SIZE (the JVM reads the machine's RAM; a vector sets it).
+    "totalPhysicalMemorySize": "total_physical_memory_size",
     "fileReservedTime": "file_reserved_time",
     "offsetCheckInSlave": "offset_check_in_slave",
     "maxMessageSize": "max_message_size",

@@ -7,6 +7,7 @@ way the recorder evaluated it, so a candidate only has to expose its raw table.
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
 from typing import Any
 
@@ -42,13 +43,27 @@ class LockManagerHarness:
 
 
 def create(candidate: Any, config: dict[str, Any], profile: Profile, base: Path) -> Any:
-    """A fresh harness around `candidate.lock_manager(clock, lockMaxLiveTimeMs)`."""
+    """A fresh harness around `candidate.lock_manager(clock, lockMaxLiveTimeMs, profile=…)`
+    (a factory without a `profile` parameter is called without it: the lock manager behaves the
+    same in both profiles)."""
     factory = getattr(candidate, "lock_manager", None)
     if factory is None:
         raise UnsupportedError(f"candidate {candidate!r} has no lock_manager factory")
     clock = ManualClock(require_int("clockStart", config["clockStart"]))
-    manager = factory(clock, require_int("lockMaxLiveTimeMs", config["lockMaxLiveTimeMs"]))
+    live = require_int("lockMaxLiveTimeMs", config["lockMaxLiveTimeMs"])
+    if _takes_profile(factory):
+        manager = factory(clock, live, profile=profile)
+    else:
+        manager = factory(clock, live)
     return LockManagerHarness(manager, clock, config)
+
+
+def _takes_profile(factory: Any) -> bool:
+    try:
+        params = inspect.signature(factory).parameters.values()
+    except (TypeError, ValueError):  # a builtin or a C callable: call it the old way
+        return False
+    return any(p.name == "profile" or p.kind is p.VAR_KEYWORD for p in params)
 
 
 def observe_table(h: LockManagerHarness) -> dict[str, dict[str, list[Any]]]:

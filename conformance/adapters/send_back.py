@@ -103,6 +103,8 @@ def apply(case: SendBackCase, op: str, args: dict[str, Any]) -> dict[str, Any]:
                 max_reconsume_times=args.get("maxReconsumeTimes"),
             )
             response = case.processor.send_back(request, request_version=case.request_version)
+        except UnsupportedError:
+            raise  # the candidate cannot run this step: UNSUPPORTED, not an observed error
         except PullspecError as exc:
             return {"error": exc.java_exception or exc.kind.value}
         return {

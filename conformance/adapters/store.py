@@ -36,6 +36,15 @@ class StoreCase:
     clock: ManualClock
     topic: str
     group: str
+    #: The queue ids `queues` reports: 0, 1 and every other queue a put of this case named.
+    queue_keys: tuple[tuple[str, int], ...] = attrs.field(default=(("0", 0), ("1", 1)))
+
+    def wrote(self, queue_ids: Any) -> None:
+        """Note the queues a put named (an id that is not a non-negative int is not listed)."""
+        known = {q for _, q in self.queue_keys}
+        new = {q for q in queue_ids if type(q) is int and q >= 0 and q not in known}
+        if new:
+            self.queue_keys = tuple((str(q), q) for q in sorted(known | new))
 
 
 def create(candidate: Any, config: dict[str, Any], profile: Profile, base: Path) -> StoreCase:
@@ -115,9 +124,6 @@ def _put_json(r: PutMessageResult) -> dict[str, Any]:
     }
 
 
-_QUEUE_KEYS = tuple((str(q), q) for q in QUEUE_IDS)
-
-
 def _offsets(case: StoreCase) -> dict[str, Any]:
     s, topic = case.store, case.topic
     return {
@@ -126,7 +132,7 @@ def _offsets(case: StoreCase) -> dict[str, Any]:
                 "minOffset": s.get_min_offset_in_queue(topic, q),
                 "maxOffset": s.get_max_offset_in_queue(topic, q),
             }
-            for key, q in _QUEUE_KEYS
+            for key, q in case.queue_keys
         },
         "commitLogMinOffset": s.get_min_phy_offset(),
         "commitLogMaxOffset": s.get_max_phy_offset(),
@@ -183,6 +189,7 @@ def apply(case: StoreCase, op: str, args: dict[str, Any]) -> dict[str, Any]:
     case.clock.advance(1)
     if op == "put":
         results = case.store.put_messages([message(case.topic, m) for m in args["msgs"]])
+        case.wrote(m.get("queueId") for m in args["msgs"])
         return {"results": [_put_json(r) for r in results], **_offsets(case)}
     if op == "get_message":
         topic = args.get("topic", case.topic)

@@ -67,7 +67,7 @@ def factories(area: str) -> tuple[EdgeFactory, RandomFactory | None]:
 
 #: The generated areas, in file order.
 AREAS: tuple[str, ...] = (
-    *("pull_decision", "pull_service", "pull_request", "pull_result"),
+    *("pull_loop", "pull_decision", "pull_service", "pull_request", "pull_result"),
     *("offset_store", "allocate", "rebalance"),
     *("consume_concurrently", "consume_orderly", "process_queue_maintenance"),
     *("broker_pull", "schedule", "store_layout", "invariants"),

@@ -24,6 +24,36 @@ def _result(offsets: list[int], status: str, **more: Any) -> tuple[str, dict[str
 
 
 def consume_concurrently_edges() -> list[Case]:
+    return [*_cleaner_edges(), *_edges()]
+
+
+def _cleaner_edges() -> list[Case]:
+    """CONC-13 and PQ-18 as a started service schedules and runs them."""
+    stuck = {"queueOffset": 0, "tags": "A", "consumeStartTime": 0}
+    fresh = {"queueOffset": 1, "tags": "A", "consumeStartTime": 1_000_000}
+    return [
+        _cc(
+            # consumeTimeout 15: the sweep is due every 15 minutes; the message stuck since 0 is
+            # not expired at 900 000 (not more than 15 min) and is sent back (delay level 3) and
+            # uncached at 1 800 000; the one started at 1 000 000 stays.
+            "conc13-pq18-clean-expire-schedule",
+            {"consumeTimeout": 15},
+            s("start"),
+            s("put_messages", msgs=[stuck, fresh]),
+            s("advance_clock", ms=900_000),
+            s("advance_clock", ms=900_000),
+        ),
+        _cc(
+            "conc13-consume-timeout-1",
+            {"consumeTimeout": 1},
+            s("start"),
+            s("put_messages", msgs=[stuck]),
+            s("advance_clock", ms=120_001),
+        ),
+    ]
+
+
+def _edges() -> list[Case]:
     """CONC-1 … CONC-14 (and ORDER-18's cleaner check)."""
     return [
         _cc(
@@ -152,9 +182,23 @@ def consume_concurrently_edges() -> list[Case]:
 
 def consume_concurrently_random(rng: random.Random, i: int) -> list[Case]:
     """Random batches, statuses, ack indexes and send-back outcomes."""
-    config = {"messageModel": rng.choice(["CLUSTERING", "CLUSTERING", "BROADCASTING"])}
+    timeout = rng.choice([1, 15])
+    config = {
+        "messageModel": rng.choice(["CLUSTERING", "CLUSTERING", "BROADCASTING"]),
+        "consumeTimeout": timeout,
+    }
     steps = []
     next_offset = 0
+    if rng.random() < 0.5:
+        # The consume-timeout sweep (CONC-13, PQ-18) over messages stuck since around 0.
+        steps.append(s("start"))
+        stuck = [
+            {"queueOffset": o, "consumeStartTime": rng.choice([0, 1, 60_000])} for o in range(3)
+        ]
+        steps.append(s("put_messages", msgs=stuck))
+        next_offset = 3
+        for _ in range(2):
+            steps.append(s("advance_clock", ms=rng.choice([timeout * 60_000, 1, 60_000])))
     for _ in range(8):
         size = rng.randrange(1, 5)
         offsets = list(range(next_offset, next_offset + size))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 from pullspec.conformance.client_cases import Case, msg, s
@@ -85,6 +86,48 @@ def process_queue_maintenance_edges() -> list[Case]:
     ]
 
 
+def process_queue_maintenance_random(rng: random.Random, i: int) -> list[Case]:
+    """Puts with and without CONSUME_START_TIME (around the timeout boundaries), time passing,
+    sweeps, clears, drops."""
+    steps: list[tuple[str, dict[str, Any]]] = []
+    offset = 0
+    start = now = rng.choice([0, 20 * MINUTE])
+    for _ in range(20):
+        kind = rng.choice(["put", "put", "advance", "clean", "clean", "clear", "drop", "inc"])
+        if kind == "put":
+            msgs = []
+            for _ in range(rng.randrange(1, 4)):
+                more: dict[str, Any] = {"bodySize": rng.randrange(0, 9)}
+                if rng.random() < 0.8:
+                    # Started just at, just over or well within a timeout of 1 or 15 minutes.
+                    ago = rng.choice([0, MINUTE, MINUTE + 1, 15 * MINUTE, 15 * MINUTE + 1])
+                    more["consumeStartTime"] = max(now - ago, 0)
+                msgs.append(msg(offset, **more))
+                offset += rng.choice([1, 1, 3])
+            steps.append(s("put_messages", msgs=msgs))
+        elif kind == "advance":
+            ms = rng.choice([1, MINUTE, 15 * MINUTE, 15 * MINUTE + 1])
+            now += ms
+            steps.append(s("advance_clock", ms=ms))
+        elif kind == "clean":
+            fails = [o for o in range(offset) if rng.random() < 0.1]
+            steps.append(
+                s(
+                    "clean_expired_msg",
+                    consumeTimeout=rng.choice([1, 15]),
+                    consumeOrderly=rng.random() < 0.1,
+                    sendBackFails=fails,
+                )
+            )
+        elif kind == "clear":
+            steps.append(s("clear"))
+        elif kind == "drop":
+            steps.append(s("set_dropped", dropped=rng.random() < 0.5))
+        else:
+            steps.append(s("inc_try_unlock_times"))
+    return [Case("process_queue_maintenance", str(i), {"clockStart": start}, tuple(steps))]
+
+
 #: This area's edge cases and seeded random traces (see conformance.client_cases).
 EDGES = process_queue_maintenance_edges
-RANDOM = None
+RANDOM = process_queue_maintenance_random

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 from pullspec.conformance.client_cases import Case, mq, s
@@ -111,6 +112,43 @@ def pull_request_edges() -> list[Case]:
     ]
 
 
+def pull_request_random(rng: random.Random, i: int) -> list[Case]:
+    """Pulls over random routes, subscriptions, versions and cursors."""
+    config = {
+        "messageModel": rng.choice(["CLUSTERING", "CLUSTERING", "BROADCASTING"]),
+        "postSubscriptionWhenPull": rng.random() < 0.3,
+        "pullBatchSize": rng.choice([1, 32]),
+    }
+    routes = [MASTER_ONLY, MASTER_SLAVE, [[1, "10.0.0.2:10911"]], [[2, "s2:1"], [0, "m:1"]], []]
+    subs = [
+        {"expression": "*", "subVersion": 1},
+        {"expression": "A || B", "subVersion": 7},
+        {"expression": "a > 1", "expressionType": "SQL92", "subVersion": 5},
+        {"expression": "A", "classFilterMode": True, "subVersion": 5},
+    ]
+    steps = []
+    for _ in range(16):
+        if rng.random() < 0.15:
+            flags = {k: rng.random() < 0.5 for k in ("commitOffset", "suspend", "subscription")}
+            flags.update(classFilter=rng.random() < 0.3, slave=rng.random() < 0.3)
+            steps.append(s("build_sys_flag", **flags))
+            continue
+        more: dict[str, Any] = {
+            "nextOffset": rng.randrange(0, 100),
+            "memoryOffset": rng.choice([-1, 0, 5, 40]),
+            "brokerAddrs": rng.choice(routes),
+            "subscription": rng.choice(subs),
+            "brokerVersion": rng.choice([0x7FFFFFFF, 0]),
+        }
+        if rng.random() < 0.5:
+            more["pullFromWhichNode"] = rng.choice([0, 1, 2, 3])
+        if rng.random() < 0.3:
+            more["filterServers"] = rng.choice([[], ["f1:1"], ["f1:1", "f2:2"]])
+            more["randomNum"] = rng.randrange(0, 10)
+        steps.append(_pull(**more))
+    return [Case("pull_request", str(i), config, tuple(steps))]
+
+
 #: This area's edge cases and seeded random traces (see conformance.client_cases).
 EDGES = pull_request_edges
-RANDOM = None
+RANDOM = pull_request_random

@@ -24,6 +24,26 @@ def rebalance_edges() -> list[Case]:
     """REBAL-9 … REBAL-23, REBAL-17, REBAL-18."""
     return [
         _rb(
+            # lockAll at 20 000 stamps lastLockTimestamp 20 000 on the granted queue: it is not
+            # lock-expired 30 000 ms later, and is 30 001 ms later (REBAL-20, PQ-15).
+            "rebal20-lock-timestamp",
+            ORDERLY,
+            _update([0, 1], now=0),
+            s("lock_all", requested=[mq(0), mq(1)], granted=[mq(0)], now=20_000),
+            s("advance_clock", ms=30_000),
+            s("advance_clock", ms=1),
+        ),
+        _rb(
+            # A pull-expired queue is dropped and removed, its committed offset persisted, and —
+            # still assigned — re-created in the same update at that offset (REBAL-9, REBAL-14).
+            "rebal9-pull-expired-recreated",
+            {},
+            _update([0, 1], now=0),
+            s("set_queue", mq=mq(0), committedOffset=5, pullExpired=True),
+            s("set_queue", mq=mq(1), committedOffset=7),
+            _update([0, 1], now=1000),
+        ),
+        _rb(
             "rebal9-13-assign-and-shrink",
             {"pullThresholdForTopic": 100, "pullThresholdSizeForTopic": 50},
             _update([0, 1, 2, 3], now=1000, offsets=[{"mq": mq(2), "offset": 40}]),
@@ -158,6 +178,10 @@ def rebalance_random(rng: random.Random, i: int) -> list[Case]:
                     hasTempMessage=rng.random() < 0.5,
                 )
             )
+        if rng.random() < 0.2:
+            steps.append(
+                s("set_queue", mq=mq(rng.randrange(0, 6)), committedOffset=rng.randrange(0, 9))
+            )
         queues = sorted(rng.sample(range(6), rng.randrange(0, 7)))
         steps.append(
             _update(
@@ -167,6 +191,17 @@ def rebalance_random(rng: random.Random, i: int) -> list[Case]:
                 offsets=[{"mq": mq(q), "offset": rng.choice([0, 5, -1, None])} for q in queues],
             )
         )
+        if rng.random() < 0.4:
+            granted = [mq(q) for q in queues if rng.random() < 0.6]
+            steps.append(
+                s(
+                    "lock_all",
+                    requested=[mq(q) for q in queues],
+                    granted=granted,
+                    now=t * 20000 + 10000,
+                )
+            )
+            steps.append(s("advance_clock", ms=rng.choice([1, 5000, 9999])))
     return [Case("rebalance", str(i), config, tuple(steps))]
 
 

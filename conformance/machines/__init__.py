@@ -15,6 +15,7 @@ from typing import Any
 import attrs
 from hypothesis import HealthCheck, Phase, Verbosity, settings
 from hypothesis import seed as hypothesis_seed
+from hypothesis.errors import Flaky, FlakyFailure
 from hypothesis.stateful import run_state_machine_as_test
 
 from pullspec.conformance.machines import gen
@@ -100,6 +101,15 @@ def run_machine(
         report = tracker.fatal or failure.report
     except CandidateTimeoutError as exc:  # raised outside a guarded call: still the candidate's
         report = MachineReport(area, impl, profile, Verdict.TIMEOUT, seed, detail=str(exc))
+    except (Flaky, FlakyFailure) as exc:
+        # Hypothesis replays a failing example and finds it behaving otherwise: after a TIMEOUT
+        # the later examples stop at once (the subprocess is not trusted again), and a candidate
+        # whose answers change between two runs of the same ops is nondeterministic.
+        report = tracker.fatal or MachineReport(
+            area, impl, profile, Verdict.CRASHED, seed,
+            detail=f"the same ops gave different answers on a replay ({type(exc).__name__}):"
+            " the candidate is not deterministic",
+        )  # fmt: skip
     else:
         report = MachineReport(area, impl, profile, Verdict.PASS, seed)
     if shrink:

@@ -19,7 +19,8 @@ import attrs
 from hypothesis import strategies as st
 
 from pullspec.conformance.adapters.process_queue import DEFAULT_STATE_FIELDS
-from pullspec.conformance.ops import STATE_FIELDS, Observation, Op, check_area
+from pullspec.conformance.machines import client_gen
+from pullspec.conformance.ops import CLIENT_AREAS, STATE_FIELDS, Observation, Op, check_area
 
 T = TypeVar("T")
 
@@ -113,6 +114,9 @@ class Context:
     wrote: list[int] = attrs.Factory(list)
     #: offset_store: whether the store is the local file one (BROADCASTING).
     local: bool = False
+    #: Client areas: the seeded case steps still to run, and the once-only ops already run.
+    script: list[Op] = attrs.field(factory=list, eq=False)
+    started: set[str] = attrs.field(factory=set, eq=False)
     #: ((state_fields, state length), the offsets' positions), computed on the first state.
     _positions: tuple[tuple[tuple[str, ...], int], tuple[int, ...]] | None = attrs.field(
         default=None, init=False, repr=False, eq=False
@@ -183,6 +187,8 @@ def _store_sizes(d: Draw) -> dict[str, Any]:
 
 def config(area: str, d: Draw) -> dict[str, Any]:
     """A fresh case config of `area`, as the shared vectors write it."""
+    if area in CLIENT_AREAS and area != "offset_store":
+        return client_gen.config(area, d)
     if area == "store":
         return {**_store_sizes(d), "brokerRole": "ASYNC_MASTER", "offsetCheckInSlave": False}
     if area == "pull_code":
@@ -427,6 +433,8 @@ def _offset_store_op(d: Draw, ctx: Context) -> Op:
 
 def op(area: str, d: Draw, ctx: Context) -> Op:
     """The next op of `area` given what the reference showed so far."""
+    if area in CLIENT_AREAS and area != "offset_store":
+        return client_gen.op(area, d, ctx)
     if area == "offset_store":
         return _offset_store_op(d, ctx)
     if area in ("store", "pull_code"):

@@ -46,7 +46,7 @@ def _built(name: str) -> Any:
 
 def bank() -> tuple[Mutant, ...]:
     """Every mutant, grouped by area."""
-    areas = ("store", "pull_code", "process_queue", "lock_manager", "send_back")
+    areas = ("store", "pull_code", "process_queue", "lock_manager", "send_back", "client")
     modules = [importlib.import_module(f"pullspec.conformance.mutants.{area}") for area in areas]
     return tuple(m for module in modules for m in module.MUTANTS)
 

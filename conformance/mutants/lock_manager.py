@@ -9,6 +9,7 @@ from typing import Any
 from pullspec.conformance.mutants import Mutant
 from pullspec.conformance.mutants._patch import Candidate, mutate, wrap
 from pullspec.spec.clock import Clock
+from pullspec.spec.profiles import Profile
 
 _LEASE = "pullspec.spec.lease"
 
@@ -19,7 +20,9 @@ def _lease_mutant(name: str, rule: str, doc: str, replace: Mapping[str, Any]) ->
 
         manager_class = mutate(ReferenceLockManager, {_LEASE: replace})
 
-        def lock_manager(clock: Clock, lock_max_live_time_ms: int = 60_000) -> Any:
+        def lock_manager(
+            clock: Clock, lock_max_live_time_ms: int = 60_000, profile: Profile = Profile.V4_9
+        ) -> Any:
             return manager_class(clock, lock_max_live_time_ms)
 
         return Candidate(name, lock_manager=lock_manager)

@@ -16,10 +16,11 @@ from typing import Any
 
 import attrs
 
-from pullspec.conformance import export
+from pullspec.conformance import client_vectors, export
 from pullspec.conformance.machines import run_machine
 from pullspec.conformance.mutants import Mutant
 from pullspec.conformance.observe import Verdict, verdict_of
+from pullspec.conformance.ops import CLIENT_AREAS
 from pullspec.conformance.vectors import load_cases, run_case
 from pullspec.spec.profiles import Profile
 
@@ -58,8 +59,9 @@ class KillResult:
 
 @functools.cache
 def suite_cases(profile: Profile, seed: int = 0) -> tuple[dict[str, Any], ...]:
-    """The exported vectors of `profile` (generated from the reference once per process)."""
-    return tuple(export.generate(profile, seed))
+    """The exported vectors of `profile` and the client areas' reference-generated cases
+    (generated from the reference once per process), as `pullspec conform` runs them."""
+    return (*export.generate(profile, seed), *client_vectors.cases_for(CLIENT_AREAS, profile))
 
 
 def kill(
