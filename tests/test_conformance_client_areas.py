@@ -271,6 +271,6 @@ def test_conform_over_a_subprocess_exits_0_with_the_simulation_unsupported() -> 
     args = ["conform", "--impl", impl, "--area", "pull_loop,rebalance,simulation"]
     result = CliRunner().invoke(main, [*args, "--examples", "3", "--steps", "8", "--json"])
     assert 0 == result.exit_code, result.output
-    report = json.loads(result.output)
+    report = json.loads(result.stdout)
     assert ["PASS", "PASS"] == [i["verdict"] for i in report["interfaces"].values()]
     assert "UNSUPPORTED" == report["simulation"]["verdict"]
