@@ -11,6 +11,7 @@ import numpy.typing as npt
 
 from pullspec.fast.commitlog import LogView
 from pullspec.fast.consumequeue import Block, ConsumeQueue, Window
+from pullspec.fast.damage import decode_checked, refuse_damaged_entry
 from pullspec.fast.gather import I64
 from pullspec.fast.results import FastGetMessageResult, lazy_records
 from pullspec.fast.scan import ScanOutcome, outcome, scan_chunk, tag_mask
@@ -22,7 +23,6 @@ from pullspec.spec.layout import CQ_STORE_UNIT_SIZE
 from pullspec.spec.message import StoredMessage
 from pullspec.spec.profiles import Profile
 from pullspec.spec.protocols import MessageFilter
-from pullspec.spec.record import decode_record
 from pullspec.spec.results import GetMessageResult
 from pullspec.spec.scan import (
     CQEntry,
@@ -187,7 +187,8 @@ class GetPath:
         )
         if scanned is None:
             return self._scan_slow(
-                window.view[window.first : window.first + n],
+                (q, window),
+                n,
                 offset,
                 max_msg_nums,
                 log_view,
@@ -302,11 +303,12 @@ class GetPath:
         if found is None:
             return None
         f, pos = found
-        return decode_record(f.mm, pos, self.profile, self._delay_levels)
+        return decode_checked(f.mm, pos, self.profile, self._delay_levels)
 
     def _scan_slow(
         self,
-        view: npt.NDArray[np.void],
+        where: tuple[ConsumeQueue, Window],
+        n: int,
         offset: int,
         max_msg_nums: int,
         log_view: LogView,
@@ -314,8 +316,11 @@ class GetPath:
         min_offset: int,
         max_offset: int,
     ) -> GetMessageResult:
-        """The entry-by-entry scan, by spec.store.scan_window itself."""
+        """The entry-by-entry scan of the window's first `n` entries, by spec.store.scan_window
+        itself."""
         max_offset_py = log_view[0]
+        window = where[1]
+        view = window.view[window.first : window.first + n]
         entries = EntrySequence(view)
         decoded: dict[int, StoredMessage | None] = {}
 
@@ -328,7 +333,11 @@ class GetPath:
 
         def present(phys: int, size: int) -> bool:
             sizes[phys] = size
-            return self.commit_log.record_at(phys, size, log_view) is not None
+            if self.commit_log.record_at(phys, size, log_view) is not None:
+                return True
+            k = int(np.flatnonzero(view["phys"] == phys)[0])  # only when one is missing
+            refuse_damaged_entry(self.commit_log, log_view, *where, k)
+            return False
 
         def matches_commit_log(phys: int) -> bool:
             return message_filter is None or message_filter.is_matched_by_commit_log(record(phys))

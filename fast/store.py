@@ -15,7 +15,9 @@ from pullspec.fast.batch import MessageBatch
 from pullspec.fast.checkpoint import Checkpoint
 from pullspec.fast.commitlog import CommitLog
 from pullspec.fast.consumequeue import ConsumeQueue
+from pullspec.fast.damage import decode_checked
 from pullspec.fast.getpath import check_pull_arguments
+from pullspec.fast.integrity import QueueFiles, VerifyReport, verify_files
 from pullspec.fast.mapped import fsync_dir, on_ram_filesystem
 from pullspec.fast.multiget import MultiGetPath
 from pullspec.fast.putpath import PutPath
@@ -36,7 +38,6 @@ from pullspec.spec.errors import (
 from pullspec.spec.message import BrokerInnerMessage, StoredMessage
 from pullspec.spec.profiles import Profile
 from pullspec.spec.protocols import MessageFilter
-from pullspec.spec.record import decode_record
 from pullspec.spec.results import GetMessageResult, PutMessageResult
 from pullspec.spec.status import BrokerRole
 from pullspec.spec.store import find_consume_queue
@@ -328,7 +329,7 @@ class MmapMessageStore(MultiGetPath, PutPath):
         found = log.record_at(phys, size, log_view) if size else None
         if found is None:
             return None
-        return decode_record(found[0].mm, found[1], self.profile, self._delay_levels)
+        return decode_checked(found[0].mm, found[1], self.profile, self._delay_levels)
 
     def check_in_disk_by_consume_offset(
         self, topic: str, queue_id: int, consume_offset: int
@@ -343,6 +344,36 @@ class MmapMessageStore(MultiGetPath, PutPath):
         return check_in_disk_by_commit_offset(
             phys, self.commit_log.max_offset(), self.config.memory_residency_bytes
         )
+
+    # -- integrity ---------------------------------------------------------------------------
+
+    def verify(self) -> VerifyReport:
+        """Walk every record this store holds and every consume-queue entry, as `pullspec store
+        verify` walks a directory (fast.integrity), puts and expiry waiting meanwhile: each
+        problem with its file, byte position and what is wrong."""
+        with self._put_lock:
+            if self._closed:
+                raise ReadOnlyStoreError("verify on a closed store")
+            log = self.commit_log
+            queues = [
+                QueueFiles(
+                    topic,
+                    queue_id,
+                    [(f"consumequeue/{topic}/{queue_id}/{f.start:020d}", f) for f in q.files],
+                    q.end,
+                )
+                for (topic, queue_id), q in sorted(self.queues.items())
+            ]
+            return verify_files(
+                self._root,
+                [(f"commitlog/{f.start:020d}", f) for f in log.files],
+                log.file_size,
+                log.end,
+                queues,
+                self.config.consume_queue_file_size,
+                self.profile,
+                self._delay_levels,
+            )
 
     # -- expiry ------------------------------------------------------------------------------
 
