@@ -18,7 +18,7 @@ import zlib
 from typing import TYPE_CHECKING
 
 from pullspec.spec.errors import CorruptStoreError
-from pullspec.spec.layout import CQ_STORE_UNIT_SIZE
+from pullspec.spec.layout import CQ_STORE_UNIT_SIZE, PRE_BLANK_ENTRY
 from pullspec.spec.message import StoredMessage
 from pullspec.spec.profiles import Profile
 from pullspec.spec.record import decode_record
@@ -54,6 +54,8 @@ def refuse_damaged_entry(
     end, files = log_view
     if not files or not files[0].start <= phys < end:
         return  # expired (its file was deleted) or not written: RocketMQ's answer stands
+    if (phys, size, int(entry["tags"])) == PRE_BLANK_ENTRY:
+        return  # LAYOUT-3's filler, readable when the min is recomputed as 0: not damage
     actual = log.is_record_start(phys, log_view)
     found = f"a record of {actual} bytes" if actual else "no record"
     index = (window.start // CQ_STORE_UNIT_SIZE) + window.first + k
