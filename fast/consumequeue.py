@@ -45,9 +45,9 @@ _FEW = 64
 class Layout(NamedTuple):
     """A queue's files as readers see them: each file, its entries view (which keeps the mapping
     alive while a reader holds it), the address of its first byte (for compiled loops,
-    fast.multiget_kernel) and `numbers`, each file's number by its start byte. Appending a file extends these in
-    place; removing files publishes a new Layout, so a reader's numbers stay valid for the
-    Layout it took."""
+    fast.multiget_kernel) and `numbers`, each file's number by its start byte. Appending a file
+    extends these in place; removing files publishes a new Layout, so a reader's numbers stay
+    valid for the Layout it took."""
 
     files: list[MappedFile]
     views: list[npt.NDArray[np.void]]

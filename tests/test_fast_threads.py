@@ -278,6 +278,27 @@ def test_writers_readers_and_expiry(tmp_path: Path, compiled: bool, transient: b
     check_reopened(tmp_path, run.acks, expired=True)
 
 
+def test_an_expired_file_a_reader_holds_is_deleted_once_released(tmp_path: Path) -> None:
+    """fast.retired: expiry removes a file from the list at once, deletes it only once the
+    reader that took the old list lets it go (the next round, or close)."""
+    cfg = StoreConfig(
+        mapped_file_size_commit_log=1024, mapped_file_size_consume_queue=80, file_reserved_time=0
+    )
+    store = MmapMessageStore(tmp_path, cfg, Profile.V4_9, ManualClock(1))
+    store.put_messages([message(0, k) for k in range(30)])
+    end, held = store.commit_log.snapshot()  # what a reader in the middle of a pull holds
+    first = tmp_path / "commitlog" / f"{0:020d}"
+    assert store.delete_expired_files() == len(held) - 1
+    assert store.get_min_phy_offset() == held[-1].start
+    assert first.exists()  # held: still on disk and mapped
+    m = store.commit_log.record_at(0, 10, (end, held))
+    assert m is not None and bytes(m[0].mm[4:8]) == b"\xda\xa3\x20\xa7"  # a record's magic
+    del held, m
+    assert store.delete_expired_files() == 0
+    assert not first.exists()  # released: gone (deleted, or kept as a spare) by the next round
+    store.close()
+
+
 def kernels(compiled: bool) -> contextlib.ExitStack[bool | None]:
     """A context in which reads use the compiled scans or, when not `compiled`, numpy only."""
     stack = contextlib.ExitStack()
