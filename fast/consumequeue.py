@@ -88,7 +88,7 @@ class ConsumeQueue(BlockCache):
         self.units = file_size // CQ_STORE_UNIT_SIZE
         self.read_only = read_only
         self.commit_log_file_size = commit_log_file_size
-        self.layout = _empty_layout()
+        self._set_layout(_empty_layout())
         #: The writer's position in the last file (appends only; readers use `end`).
         self.wrote = 0
         #: The queue byte every entry before which is written: what readers may read. Moved
@@ -114,20 +114,14 @@ class ConsumeQueue(BlockCache):
         """consumequeue/<topic>/<queueId>/."""
         return Path(self._dir)
 
-    @property
-    def files(self) -> list[MappedFile]:
-        """The queue's files in order (the current Layout's)."""
-        return self.layout.files
-
-    @property
-    def views(self) -> list[npt.NDArray[np.void]]:
-        """Each file's entries as a structured big-endian array (the current Layout's)."""
-        return self.layout.views
-
-    @property
-    def addresses(self) -> list[int]:
-        """The address of each file's first byte (the current Layout's)."""
-        return self.layout.addresses
+    def _set_layout(self, lay: Layout) -> None:
+        """Publish `lay`. `files`, `views` and `addresses` name its lists too, for the writer
+        and single-threaded callers (attributes cost less than properties on the put path); a
+        reader beside the writer takes `layout` once instead."""
+        self.layout = lay
+        self.files: list[MappedFile] = lay.files
+        self.views: list[npt.NDArray[np.void]] = lay.views
+        self.addresses: list[int] = lay.addresses
 
     # -- loading -----------------------------------------------------------------------------
 
@@ -230,7 +224,7 @@ class ConsumeQueue(BlockCache):
         """Unmap every file (no reader may run)."""
         self._close_fd()
         files = self.layout.files
-        self.layout = _empty_layout()
+        self._set_layout(_empty_layout())
         self._retired.close()
         for f in files:
             f.close()
@@ -409,11 +403,13 @@ class ConsumeQueue(BlockCache):
             files = lay.files[drop:]
             # The min first: a reader that sees the new Layout never asks for a dropped file.
             self.correct_min_offset(commit_log_min, files[0], lay.views[drop])
-            self.layout = Layout(
-                files,
-                lay.views[drop:],
-                lay.addresses[drop:],
-                {f.start: i for i, f in enumerate(files)},
+            self._set_layout(
+                Layout(
+                    files,
+                    lay.views[drop:],
+                    lay.addresses[drop:],
+                    {f.start: i for i, f in enumerate(files)},
+                )
             )
             del lay, files
             for start in [f.start for f in gone]:
