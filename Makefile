@@ -73,9 +73,11 @@ bench: $(VENV)/.installed-test java-check
 	$(BIN)/pullspec bench --json
 	$(BIN)/pullspec bench-campaign --json
 
-# Long fuzzing: every Hypothesis test at the fuzz budget and 200 kill -9 trials of a fast writer.
+# Long fuzzing: every Hypothesis test at the fuzz budget, 200 kill -9 trials of a fast writer,
+# 1000 of a process whose four threads write at once, and 4 writer x 2 reader threads x 2,000.
 fuzz: $(VENV)/.installed-test
-	HYPOTHESIS_PROFILE=fuzz PULLSPEC_KILL_TRIALS=200 $(BIN)/python -m pytest -x tests
+	HYPOTHESIS_PROFILE=fuzz PULLSPEC_KILL_TRIALS=200 PULLSPEC_MULTI_KILL_TRIALS=1000 \
+	  PULLSPEC_THREAD_MESSAGES=2000 $(BIN)/python -m pytest -x tests
 
 # The reviewers' spec site: rule pages generated from spec/, built strict (warnings fail).
 docs: $(VENV)/.installed-test

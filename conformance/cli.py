@@ -282,6 +282,7 @@ COMMAND_MODULES = (
     "pullspec.conformance.cli_campaign",
     "pullspec.conformance.cli_bench",
     "pullspec.conformance.cli_bench_store",
+    "pullspec.conformance.cli_store",
 )
 
 

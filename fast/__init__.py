@@ -10,7 +10,9 @@ windows and decode records only when read; `get_messages` answers many pulls in 
 `MessageBatch` appends many messages by columns. Opening recovers from a crash: the commit log
 is validated from the checkpoint, a torn tail cut, missing queue entries rebuilt. The per-record
 loops (window scans, record encoding, body CRCs, recovery's walk) run compiled when numba is
-installed (the `accel` extra) and in numpy otherwise, with the same answers.
+installed (the `accel` extra) and in numpy otherwise, with the same answers. Many threads may put
+and pull at once: appends take one lock, reads none. `fast.integrity` checks a store directory
+record by record and entry by entry (`pullspec store verify`).
 
 Start with docs/using/fast.md (every example there runs when the site is built); each name below
 carries its own example in its docstring.

@@ -1,5 +1,11 @@
 """The commit log: fixed-size mapped files of v1 records, each completed file closed by an
-end-of-file blank (LAYOUT-4, LAYOUT-7)."""
+end-of-file blank (LAYOUT-4, LAYOUT-7).
+
+One writer at a time (the store's put lock) appends; readers run beside it without a lock: a
+record is written before `end` (the max offset readers see) moves past it, new files are
+appended to `files` in place (a file past `end` is not read), and expiry publishes a new list,
+destroying the files it removed once no reader holds them (fast.retired). A reader takes `end`
+first, then `files`, once per call."""
 
 from __future__ import annotations
 
@@ -15,6 +21,7 @@ import numpy.typing as npt
 
 from pullspec.fast.gather import I64
 from pullspec.fast.mapped import MappedFile, fdatasync_file, list_mapped_files
+from pullspec.fast.retired import Retired
 from pullspec.fast.spares import Spares
 from pullspec.spec.errors import CorruptStoreError
 from pullspec.spec.layout import (
@@ -27,6 +34,9 @@ from pullspec.spec.profiles import Profile
 from pullspec.spec.record import OFF_PHYSICAL_OFFSET, encode_blank
 from pullspec.spec.scan import commit_log_roll_next_file
 from pullspec.spec.store import commit_log_read_position, max_phy_offset
+
+#: A commit log as one reader sees it: (max offset, files), from CommitLog.snapshot.
+LogView = tuple[int, list[MappedFile]]
 
 _BE_I32 = np.dtype(">i4")
 _BE_I64 = np.dtype(">i8")
@@ -49,7 +59,11 @@ class CommitLog:
         self.profile = profile
         self.read_only = read_only
         self.files: list[MappedFile] = []
+        #: The writer's position in the last file: reserved bytes, maybe not written yet.
         self.wrote = 0
+        #: The max offset readers see (STORE-20): every byte before it is written. `publish`
+        #: moves it once reserved records are written.
+        self.end = 0
         self.last_modified: dict[int, int] = {}
         #: Preallocate each new file's blocks (RocketMQ's warmMapedFileEnable).
         self.warm = False
@@ -69,6 +83,7 @@ class CommitLog:
         self._flusher: ThreadPoolExecutor | None = None
         self._pending: list[Future[None]] = []
         self._since_flush = 0
+        self._retired = Retired()
 
     # -- files -------------------------------------------------------------------------------
 
@@ -84,6 +99,7 @@ class CommitLog:
             self.files.append(f)
             self.last_modified[start] = path.stat().st_mtime_ns // 1_000_000
         self.wrote = self.file_size if self.files else 0
+        self.publish()
 
     def close(self) -> None:
         """Finish the background flushes and unmap every file."""
@@ -98,6 +114,7 @@ class CommitLog:
             if self._dir_fd_closer is not None:
                 self._dir_fd_closer()
                 self._dir_fd = self._dir_fd_closer = None
+            self._retired.close()
             for f in self.files:
                 f.close()
 
@@ -130,13 +147,24 @@ class CommitLog:
 
     def min_offset(self) -> int:
         """CommitLog.getMinOffset: the first file's start, or −1 without a file."""
-        return self.files[0].start if self.files else -1
+        files = self.files
+        return files[0].start if files else -1
 
     def max_offset(self) -> int:
-        """STORE-20: the last file's start plus its written bytes, or 0 without a file."""
-        if not self.files:
-            return max_phy_offset(None, 0)
-        return max_phy_offset(self.files[-1].start, self.wrote)
+        """STORE-20: the last file's start plus its written bytes, or 0 without a file (as
+        published: records being written are not counted yet)."""
+        return self.end
+
+    def snapshot(self) -> tuple[int, list[MappedFile]]:
+        """(max offset, files) as one reader sees them: every byte below the max offset lies in
+        one of these files, which stay mapped while the reader holds the list."""
+        end = self.end  # before the files: every file below it is in the list read after
+        return end, self.files
+
+    def publish(self) -> None:
+        """Let readers see every reserved record (the writer calls it once they are written)."""
+        files = self.files
+        self.end = max_phy_offset(files[-1].start if files else None, self.wrote)
 
     def roll_next_file(self, phys: int) -> int:
         """STORE-15: the start of the file after the one holding `phys`."""
@@ -144,39 +172,50 @@ class CommitLog:
 
     def file_of(self, phys: int) -> MappedFile | None:
         """The file holding byte `phys`, or None."""
-        if not self.files or phys < self.files[0].start:
+        files = self.files
+        if not files or phys < files[0].start:
             return None
-        i = (phys - self.files[0].start) // self.file_size
-        return self.files[i] if i < len(self.files) else None
+        i = (phys - files[0].start) // self.file_size
+        return files[i] if i < len(files) else None
 
-    def read_position(self, f: MappedFile) -> int:
-        """How many bytes of `f` are readable: all of a completed file, the written part of the
-        last."""
-        return self.wrote if f is self.files[-1] else self.file_size
+    def read_position(self, f: MappedFile, end: int | None = None) -> int:
+        """How many bytes of `f` are readable below `end` (by default the published max
+        offset): all of a completed file, the written part of the last."""
+        written = (self.end if end is None else end) - f.start
+        return written if written < self.file_size else self.file_size
 
-    def record_at(self, phys: int, size: int) -> tuple[MappedFile, int] | None:
+    def record_at(
+        self, phys: int, size: int, log_view: LogView | None = None
+    ) -> tuple[MappedFile, int] | None:
         """(file, position) where the commit log serves the `size` bytes at `phys` when they are
-        all readable, else None (STORE-21: the record's file was deleted or not written yet; at
-        phys 0 once its file is deleted, the first remaining file's start serves instead)."""
-        if not self.files or size <= 0 or phys < 0:
+        all readable (in `log_view`, by default the log as it is now), else None (STORE-21: the
+        record's file was deleted or not written yet; at phys 0 once its file is deleted, the
+        first remaining file's start serves instead)."""
+        end, files = self.snapshot() if log_view is None else log_view
+        if not files or size <= 0 or phys < 0:
             return None
-        first = self.files[0].start
+        first, last = files[0].start, files[-1]
         at = commit_log_read_position(
-            phys, size, self.file_size, first, self.files[-1].start, self.wrote
+            phys, size, self.file_size, first, last.start, self.read_position(last, end)
         )
         if at is None:
             return None
-        f = self.files[(at - first) // self.file_size]
+        f = files[(at - first) // self.file_size]
         return f, at - f.start
 
-    def is_record_start(self, phys: int) -> int:
-        """The TOTALSIZE of the message record starting exactly at `phys`, or 0 when none does
-        (its PHYSICALOFFSET field names its own position)."""
-        f = self.file_of(phys)
-        if f is None:
+    def is_record_start(self, phys: int, log_view: LogView | None = None) -> int:
+        """The TOTALSIZE of the message record starting exactly at `phys` (in `log_view`, by
+        default the log as it is now), or 0 when none does (its PHYSICALOFFSET field names its
+        own position)."""
+        end, files = self.snapshot() if log_view is None else log_view
+        if not files or phys < files[0].start:
             return 0
+        i = (phys - files[0].start) // self.file_size
+        if i >= len(files):
+            return 0
+        f = files[i]
         pos = phys - f.start
-        readable = self.read_position(f)
+        readable = self.read_position(f, end)
         if pos + 36 > readable:
             return 0
         head = f.data[pos : pos + 36]
@@ -193,7 +232,7 @@ class CommitLog:
         start = self.files[-1].end if self.files else 0
         f = MappedFile.create(self._dir, start, self.file_size, self.warm, self.spares)
         f.volatile = self.volatile
-        self.files.append(f)
+        self.files.append(f)  # in place: readers do not read past `end`, which is before it
         self.wrote = 0
         self.last_modified[start] = now_ms
         return f
@@ -201,7 +240,8 @@ class CommitLog:
     def reserve(self, length: int, now_ms: int) -> int:
         """The phys where a record of `length` bytes goes: at the write position, or — writing the
         end-of-file blank first when it does not fit with 8 bytes to spare (LAYOUT-7) — at the
-        start of a new file. The caller then writes it with `write`."""
+        start of a new file. The caller then writes it with `write` and, once every record it
+        reserved is written, calls `publish`."""
         if not self.files:
             self._new_file(now_ms)
         last = self.files[-1]
@@ -330,9 +370,11 @@ class CommitLog:
         self.files = keep
         if not keep:
             self.wrote = 0
+            self.publish()
             return
         last = keep[-1]
         self.wrote = end - last.start
+        self.publish()
         tail = last.data[self.wrote :]
         # Appends are sequential, so bytes written past the end start right at it.
         if not self.read_only and tail[:64].any():
@@ -347,17 +389,24 @@ class CommitLog:
         """MappedFileQueue.deleteExpiredFileByTime: delete files oldest first, never the last,
         at most `batch_max`, stopping at the first not yet expired (STORE-19)."""
         self.drain()
+        self._retired.sweep()
+        files = self.files
         deleted = 0
         while (
-            len(self.files) > 1
+            len(files) - deleted > 1
             and deleted < batch_max
-            and now_ms >= self.last_modified.get(self.files[0].start, 0) + reserved_ms
+            and now_ms >= self.last_modified.get(files[deleted].start, 0) + reserved_ms
         ):
-            gone = self.files.pop(0)
-            self.last_modified.pop(gone.start, None)
-            self._close_fd(gone.start)
-            gone.destroy()
             deleted += 1
+        if deleted:
+            gone = files[:deleted]
+            # A new list: a reader holding the old one may still read the files it names.
+            self.files = files[deleted:]
+            del files
+            for start in [f.start for f in gone]:
+                self.last_modified.pop(start, None)
+                self._close_fd(start)
+            self._retired.add(gone)
         return deleted
 
     def sync_directory(self) -> None:

@@ -1,5 +1,11 @@
 """A consume queue: mapped files of 20-byte big-endian entries (LAYOUT-1, LAYOUT-2), the queue's
-min logic offset, and the vectorized reads get_message needs."""
+min logic offset, and the vectorized reads get_message needs.
+
+Readers run beside the one writer (the store's put lock serialises appends and expiry) without a
+lock of their own: entries are written before `end` moves past them, a reader reads `end` before
+the files, and the files are published as one `Layout` that appends extend in place and expiry
+replaces whole (fast.retired destroys the files it removed once no reader holds them).
+"""
 
 from __future__ import annotations
 
@@ -7,6 +13,7 @@ import os
 import struct
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -23,15 +30,43 @@ from pullspec.fast.cq_entries import (
     pack_entries,
 )
 from pullspec.fast.mapped import MappedFile, list_mapped_files
+from pullspec.fast.retired import Retired
 from pullspec.fast.spares import Spares
 from pullspec.spec.errors import CorruptStoreError
 from pullspec.spec.layout import CQ_STORE_UNIT_SIZE, PRE_BLANK_ENTRY, pre_blank_entries
 from pullspec.spec.store import expired_consume_queue_files, queue_min_max_offsets
 
-__all__ = ["BLOCK", "Block", "ConsumeQueue"]
+__all__ = ["BLOCK", "Block", "ConsumeQueue", "Layout", "Window"]
 
 #: Written entries of a first file up to which correct_min_offset reads them one by one.
 _FEW = 64
+
+
+class Layout(NamedTuple):
+    """A queue's files as readers see them: each file, its entries view (which keeps the mapping
+    alive while a reader holds it), the address of its first byte (for compiled loops,
+    fast.multiget_kernel) and `numbers`, each file's number by its start byte. Appending a file
+    extends these in place; removing files publishes a new Layout, so a reader's numbers stay
+    valid for the Layout it took."""
+
+    files: list[MappedFile]
+    views: list[npt.NDArray[np.void]]
+    addresses: list[int]
+    numbers: dict[int, int]
+
+
+def _empty_layout() -> Layout:
+    return Layout([], [], [], {})
+
+
+class Window(NamedTuple):
+    """Where a pull's scan reads: the entries of one file (`view`, starting at queue byte
+    `start`), from entry `first` to `end`, the file's readable entries."""
+
+    view: npt.NDArray[np.void]
+    start: int
+    first: int
+    end: int
 
 
 class ConsumeQueue(BlockCache):
@@ -53,16 +88,16 @@ class ConsumeQueue(BlockCache):
         self.units = file_size // CQ_STORE_UNIT_SIZE
         self.read_only = read_only
         self.commit_log_file_size = commit_log_file_size
-        self.files: list[MappedFile] = []
-        self.views: list[npt.NDArray[np.void]] = []
-        #: The address of each view's first byte, for compiled loops (fast.multiget_kernel).
-        self.addresses: list[int] = []
+        self._set_layout(_empty_layout())
+        #: The writer's position in the last file (appends only; readers use `end`).
         self.wrote = 0
+        #: The queue byte every entry before which is written: what readers may read. Moved
+        #: only after the entries are written.
+        self.end = 0
         self.min_logic_offset = 0
         #: phys + size of the last entry, −1 when empty (ConsumeQueue.maxPhysicOffset).
         self.max_physic_offset = -1
-        self._index: dict[int, int] = {}
-        self._blocks: dict[tuple[int, int], Block] = {}
+        self._blocks: dict[tuple[int, int], tuple[int, Block]] = {}
         #: True when the last file was found shorter than the configured size and padded.
         self.repaired = False
         #: Append with pwrite instead of through the mapping (the store's transient_store_pool).
@@ -72,11 +107,21 @@ class ConsumeQueue(BlockCache):
         self.spares: Spares | None = None
         #: On a RAM filesystem, where flushing protects nothing (fast.mapped.on_ram_filesystem).
         self.volatile = False
+        self._retired = Retired()
 
     @property
     def directory(self) -> Path:
         """consumequeue/<topic>/<queueId>/."""
         return Path(self._dir)
+
+    def _set_layout(self, lay: Layout) -> None:
+        """Publish `lay`. `files`, `views` and `addresses` name its lists too, for the writer
+        and single-threaded callers (attributes cost less than properties on the put path); a
+        reader beside the writer takes `layout` once instead."""
+        self.layout = lay
+        self.files: list[MappedFile] = lay.files
+        self.views: list[npt.NDArray[np.void]] = lay.views
+        self.addresses: list[int] = lay.addresses
 
     # -- loading -----------------------------------------------------------------------------
 
@@ -102,14 +147,22 @@ class ConsumeQueue(BlockCache):
             self._append_file(
                 MappedFile.open(path, start, self.file_size, self.read_only, private=True)
             )
-        self.wrote = self.file_size if self.files else 0
+        self._set_wrote(self.file_size if self.files else 0)
 
     def _append_file(self, f: MappedFile) -> None:
         f.volatile = self.volatile
-        self._index[f.start] = len(self.files)
-        self.files.append(f)
-        self.views.append(np.frombuffer(f.mm, dtype=CQ_DTYPE))
-        self.addresses.append(address_of(f))
+        lay = self.layout
+        # The view and address first: a reader finds a file by its number in `index`.
+        lay.files.append(f)
+        lay.views.append(np.frombuffer(f.mm, dtype=CQ_DTYPE))
+        lay.addresses.append(address_of(f))
+        lay.numbers[f.start] = len(lay.files) - 1
+
+    def _set_wrote(self, wrote: int) -> None:
+        """Set the writer's position in the last file and publish it as `end`."""
+        self.wrote = wrote
+        files = self.layout.files
+        self.end = files[-1].start + wrote if files else 0
 
     def recover(self) -> None:
         """ConsumeQueue.recover: from the third-last file on, the written part of each file ends
@@ -137,15 +190,16 @@ class ConsumeQueue(BlockCache):
 
     def _truncate_files(self, end: int) -> None:
         """MappedFileQueue.truncateDirtyFiles: `end` (a byte offset in the queue) becomes the
-        written end; later files go, and the bytes after `end` are zeroed when writable."""
+        written end; later files go, and the bytes after `end` are zeroed when writable. Only
+        while opening: no reader runs."""
         while self.files and self.files[-1].start > end:
             self._drop_last()
         if not self.files:
-            self.wrote = 0
+            self._set_wrote(0)
             return
         last = self.files[-1]
         self._forget(last.start)
-        self.wrote = min(end - last.start, self.file_size)
+        self._set_wrote(min(end - last.start, self.file_size))
         if not self.read_only and self.wrote < self.file_size:
             tail = last.data[self.wrote :]
             if tail[:CQ_STORE_UNIT_SIZE].any():
@@ -153,23 +207,26 @@ class ConsumeQueue(BlockCache):
                 last.mm[self.wrote : stop] = bytes(stop - self.wrote)
 
     def _drop_last(self) -> None:
+        """Remove the last file (only while opening: no reader runs)."""
         self._close_fd()
-        f = self.files.pop()
+        lay = self.layout
+        f = lay.files.pop()
         self._forget(f.start)
-        self.views.pop()
-        self.addresses.pop()
-        self._index.pop(f.start, None)
+        lay.views.pop()
+        lay.addresses.pop()
+        lay.numbers.pop(f.start, None)
         if self.read_only or f.file is None:
             f.close()
         else:
             f.destroy()
 
     def close(self) -> None:
-        """Unmap every file."""
+        """Unmap every file (no reader may run)."""
         self._close_fd()
-        self.views = []
-        self.addresses = []
-        for f in self.files:
+        files = self.layout.files
+        self._set_layout(_empty_layout())
+        self._retired.close()
+        for f in files:
             f.close()
 
     def flush(self) -> None:
@@ -181,9 +238,12 @@ class ConsumeQueue(BlockCache):
 
     def min_max(self) -> tuple[int, int]:
         """STORE-4: (min offset, max offset) as indices."""
-        if not self.files:
+        end = self.end
+        if not self.layout.files:
             return queue_min_max_offsets(self.min_logic_offset, None, 0)
-        return queue_min_max_offsets(self.min_logic_offset, self.files[-1].start, self.wrote)
+        # The file holding `end` (a file is appended before entries are written into it).
+        written = end % self.file_size
+        return queue_min_max_offsets(self.min_logic_offset, end - written, written)
 
     def min_offset(self) -> int:
         """STORE-4's min offset alone: min_max()[0] without building the pair."""
@@ -191,37 +251,45 @@ class ConsumeQueue(BlockCache):
 
     def max_offset(self) -> int:
         """STORE-4's max offset alone: min_max()[1] without building the pair."""
-        files = self.files
-        return (files[-1].start + self.wrote) // CQ_STORE_UNIT_SIZE if files else 0
+        return self.end // CQ_STORE_UNIT_SIZE
 
-    def readable(self, i: int) -> int:
-        """The written bytes of file number `i`: all of a completed file."""
-        return self.wrote if i == len(self.files) - 1 else self.file_size
+    def readable(self, i: int, lay: Layout | None = None) -> int:
+        """The written bytes of file number `i` (of `lay`, by default the current Layout): all
+        of a completed file."""
+        files = (self.layout if lay is None else lay).files
+        return min(max(self.end - files[i].start, 0), self.file_size)
 
-    def file_number(self, pos: int) -> int | None:
-        """The number of the file covering byte `pos` of the queue, or None."""
-        if pos < 0:
-            return None
-        return self._index.get(pos - pos % self.file_size)
-
-    def window(self, index: int) -> tuple[int, int, int] | None:
-        """STORE-9 by arithmetic: (file number, first entry, end entry) of the window at `index`,
-        or None (below min, no file covering it, or not written yet)."""
+    def window(self, index: int) -> Window | None:
+        """STORE-9 by arithmetic: the Window at `index`, or None (below min, no file covering
+        it, or not written yet)."""
         pos = index * CQ_STORE_UNIT_SIZE
         if pos < self.min_logic_offset or pos < 0:
             return None
-        i = self._index.get(pos - pos % self.file_size)
-        if i is None:
+        end = self.end  # before the Layout: every file it reaches into is in it
+        lay = self.layout
+        start = pos - pos % self.file_size
+        i = lay.numbers.get(start)
+        if i is None or pos >= end:
             return None
-        rel = pos % self.file_size
-        readable = self.readable(i)
-        if rel >= readable:
+        readable = min(end - start, self.file_size)
+        return Window(lay.views[i], start, (pos - start) // CQ_STORE_UNIT_SIZE, readable // 20)
+
+    def entry(self, index: int) -> tuple[int, int, int] | None:
+        """(phys, size, tags code) of the written entry at `index`, whatever the min offset, or
+        None when no file holds it written."""
+        pos = index * CQ_STORE_UNIT_SIZE
+        end = self.end
+        lay = self.layout
+        i = lay.numbers.get(pos - pos % self.file_size) if pos >= 0 else None
+        if i is None or pos >= end:
             return None
-        return i, rel // CQ_STORE_UNIT_SIZE, readable // CQ_STORE_UNIT_SIZE
+        e = lay.views[i][(pos - lay.files[i].start) // CQ_STORE_UNIT_SIZE]
+        return int(e["phys"]), int(e["size"]), int(e["tags"])
 
     def spec_files(self) -> list[tuple[int, int]]:
         """(start byte, written bytes) of every file, as spec.store.index_window takes them."""
-        return [(f.start, self.readable(i)) for i, f in enumerate(self.files)]
+        lay = self.layout
+        return [(f.start, self.readable(i, lay)) for i, f in enumerate(lay.files)]
 
     # -- append ------------------------------------------------------------------------------
 
@@ -265,13 +333,15 @@ class ConsumeQueue(BlockCache):
         self._create((first_index - first_index % self.units) * CQ_STORE_UNIT_SIZE)
         blanks = pre_blank_entries(first_index, self.units)
         if first_index != 0:
-            self.min_logic_offset = first_index * CQ_STORE_UNIT_SIZE
             self.views[-1][:blanks] = np.array([PRE_BLANK_ENTRY] * blanks, dtype=CQ_DTYPE)
-            self.wrote = blanks * CQ_STORE_UNIT_SIZE
+            # The min before `end`: a reader never sees the pre-blanks as entries.
+            self.min_logic_offset = first_index * CQ_STORE_UNIT_SIZE
+            self._set_wrote(blanks * CQ_STORE_UNIT_SIZE)
         return 0
 
     def _fill(self, data: bytes | memoryview) -> None:
-        """Write packed entries at the write position, creating files as they fill."""
+        """Write packed entries at the write position, creating files as they fill; `end`
+        moves past each part once it is written."""
         done, n = 0, len(data)
         while done < n:
             if self.wrote == self.file_size:
@@ -282,6 +352,7 @@ class ConsumeQueue(BlockCache):
                 w = self.wrote // CQ_STORE_UNIT_SIZE
                 self._refresh_blocks(self.files[-1].start, w, w + k // CQ_STORE_UNIT_SIZE)
             self.wrote += k
+            self.end += k
             done += k
 
     def _write(self, pos: int, data: bytes | memoryview) -> None:
@@ -315,34 +386,54 @@ class ConsumeQueue(BlockCache):
             )
         )
         self._append_file(f)
-        self.wrote = 0
+        self.wrote = 0  # `end` stays at the previous file's end until entries are written
 
     # -- expiry and recovery -----------------------------------------------------------------
 
     def delete_expired(self, commit_log_min: int) -> int:
         """ConsumeQueue.deleteExpiredFile: drop leading files whose last entry points below the
         commit-log min (never the last file), then correct the min offset (STORE-19)."""
+        self._retired.sweep()
         at = (self.units - 1) * CQ_STORE_UNIT_SIZE
-        last_phys = [PHYS.unpack_from(f.mm, at)[0] for f in self.files]
+        lay = self.layout
+        last_phys = [PHYS.unpack_from(f.mm, at)[0] for f in lay.files]
         drop = expired_consume_queue_files(last_phys, commit_log_min)
         if drop:
-            for _ in range(drop):
-                f = self.files.pop(0)
-                self.views.pop(0)
-                self.addresses.pop(0)
-                self._forget(f.start)
-                f.destroy()
-            self._index = {f.start: i for i, f in enumerate(self.files)}
-        self.correct_min_offset(commit_log_min)
+            gone = lay.files[:drop]
+            files = lay.files[drop:]
+            # The min first: a reader that sees the new Layout never asks for a dropped file.
+            self.correct_min_offset(commit_log_min, files[0], lay.views[drop])
+            self._set_layout(
+                Layout(
+                    files,
+                    lay.views[drop:],
+                    lay.addresses[drop:],
+                    {f.start: i for i, f in enumerate(files)},
+                )
+            )
+            del lay, files
+            for start in [f.start for f in gone]:
+                self._forget(start)
+            self._retired.add(gone)
+        else:
+            self.correct_min_offset(commit_log_min)
         return drop
 
-    def correct_min_offset(self, commit_log_min: int) -> None:
-        """ConsumeQueue.correctMinOffset: min := the first entry of the first file whose phys is
-        at least the commit-log min; unchanged when none is."""
-        if not self.files:
-            return
-        first = self.files[0]
-        n = self.readable(0) // CQ_STORE_UNIT_SIZE
+    def correct_min_offset(
+        self,
+        commit_log_min: int,
+        first: MappedFile | None = None,
+        view: npt.NDArray[np.void] | None = None,
+    ) -> None:
+        """ConsumeQueue.correctMinOffset: min := the first entry of the first file (`first`
+        with its entries `view`, by default the current first) whose phys is at least the
+        commit-log min; unchanged when none is."""
+        if first is None or view is None:
+            lay = self.layout
+            if not lay.files:
+                return
+            first, view = lay.files[0], lay.views[0]
+        n = min(max(self.end - first.start, 0), self.file_size) // CQ_STORE_UNIT_SIZE
         if n <= _FEW:
             mm = first.mm
             for k in range(n):
@@ -350,14 +441,14 @@ class ConsumeQueue(BlockCache):
                     self.min_logic_offset = first.start + k * CQ_STORE_UNIT_SIZE
                     return
             return
-        phys = self.views[0]["phys"][:n]
+        phys = view["phys"][:n]
         hits = np.flatnonzero(phys >= commit_log_min)
         if len(hits):
             self.min_logic_offset = first.start + int(hits[0]) * CQ_STORE_UNIT_SIZE
 
     def truncate_dirty(self, phys_end: int) -> None:
         """ConsumeQueue.truncateDirtyLogicFiles: remove the trailing entries that point at or
-        beyond `phys_end`, the commit log's recovered end."""
+        beyond `phys_end`, the commit log's recovered end (only while opening)."""
         while self.files:
             n = self.wrote // CQ_STORE_UNIT_SIZE
             phys = self.views[-1]["phys"][:n]
@@ -369,7 +460,7 @@ class ConsumeQueue(BlockCache):
                 self._truncate_files(self.files[-1].start + k * CQ_STORE_UNIT_SIZE)
                 break
             self._drop_last()
-            self.wrote = self.file_size if self.files else 0
+            self._set_wrote(self.file_size if self.files else 0)
         self._refresh_max_physic()
 
     def last_entries(self) -> Sequence[int]:

@@ -93,46 +93,57 @@ BLOCK = 4096
 
 
 class BlockCache:
-    """Mixin of ConsumeQueue: native-endian Blocks of its files' entries, converted on first use
-    and dropped when entries they cover are written or their file goes."""
+    """Mixin of ConsumeQueue: native-endian Blocks of its files' entries, converted on first use.
+    A block is kept with the number of its entries that were written when it was converted
+    (readers convert beside the writer): a reader needing more converts it again."""
 
     if TYPE_CHECKING:
-        files: list[MappedFile]
-        views: list[npt.NDArray[np.void]]
         commit_log_file_size: int
-        _blocks: dict[tuple[int, int], Block]
+        _blocks: dict[tuple[int, int], tuple[int, Block]]
 
-    def block(self, i: int, b: int) -> Block:
-        """The native copy of block `b` of file number `i`, converted on first use."""
-        key = (self.files[i].start, b)
+    def block(
+        self, view: npt.NDArray[np.void], start: int, b: int, need: int, written: int
+    ) -> Block:
+        """The native copy of block `b` of the file at queue byte `start` whose entries `view`
+        holds, right for at least its first `need` entries; `written` of the file's entries are
+        written (so a block converted now is right for that many)."""
+        key = (start, b)
         found = self._blocks.get(key)
-        if found is None:
-            raw = self.views[i][b * BLOCK : (b + 1) * BLOCK]
-            found = self._blocks[key] = make_block(
-                raw["phys"].astype(np.int64),
-                raw["size"].astype(np.int64),
-                raw["tags"].astype(np.int64),
-                self.commit_log_file_size,
-            )
-        return found
+        if found is not None and found[0] >= need:
+            return found[1]
+        raw = view[b * BLOCK : (b + 1) * BLOCK]
+        blk = make_block(
+            raw["phys"].astype(np.int64),
+            raw["size"].astype(np.int64),
+            raw["tags"].astype(np.int64),
+            self.commit_log_file_size,
+        )
+        self._blocks[key] = (min(written - b * BLOCK, BLOCK), blk)
+        return blk
 
-    def native(self, i: int, a: int, b: int) -> Block:
-        """Native copies of entries [a, b) of file number `i`."""
+    def native(self, view: npt.NDArray[np.void], start: int, a: int, b: int, written: int) -> Block:
+        """Native copies of entries [a, b) of the file at queue byte `start` whose entries
+        `view` holds, of which the first `written` (≥ b) are written."""
         first, last = a // BLOCK, (b - 1) // BLOCK
         lo, hi = a - first * BLOCK, b - first * BLOCK
         if first == last:
-            return self.block(i, first).part(lo, hi)
-        parts = [self.block(i, k) for k in range(first, last + 1)]
+            return self.block(view, start, first, hi, written).part(lo, hi)
+        parts = [
+            self.block(view, start, k, min(BLOCK, b - k * BLOCK), written)
+            for k in range(first, last + 1)
+        ]
         phys, size, tags = (
             np.concatenate([getattr(p, n) for p in parts]) for n in ("phys", "size", "tags")
         )
         return make_block(phys, size, tags, self.commit_log_file_size).part(lo, hi)
 
     def _refresh_blocks(self, start: int, a: int, b: int) -> None:
-        """Drop cached blocks that freshly written entries [a, b) of the file at `start` touch."""
+        """Drop cached blocks that freshly written entries [a, b) of the file at `start` touch
+        (a reader may convert one again meanwhile: it records how far it is right)."""
         for k in range(a // BLOCK, (b - 1) // BLOCK + 1):
             self._blocks.pop((start, k), None)
 
     def _forget(self, start: int) -> None:
-        for key in [k for k in self._blocks if k[0] == start]:
-            del self._blocks[key]
+        # list(): readers add blocks while this runs.
+        for key in [k for k in list(self._blocks) if k[0] == start]:
+            self._blocks.pop(key, None)

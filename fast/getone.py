@@ -26,6 +26,7 @@ from pullspec.spec.status import GetMessageStatus
 
 if TYPE_CHECKING:
     from pullspec.fast.consumequeue import ConsumeQueue
+    from pullspec.fast.mapped import MappedFile
 
 #: Distinct filters whose kernel rows are kept (filters are frozen values: equal ones share).
 _FILTER_ROWS_KEPT = 256
@@ -69,35 +70,37 @@ class SingleGetPath(CompiledMultiGet):
         """get_message's answer for a validated request on queue `q`."""
         kernel = window_kernel()
         row = None if kernel is None else self._filter_row(message_filter)
-        files = q.files
         pos = offset * CQ_STORE_UNIT_SIZE
         fs = q.file_size
-        number = q._index.get(pos - pos % fs) if files and pos >= q.min_logic_offset else None
+        min_logic = q.min_logic_offset
+        # The published end before the files (fast.consumequeue): the Layout holds every file
+        # below it, and holding the Layout keeps the kernel's mapping alive.
+        end = q.end
+        lay = q.layout
+        rel = pos % fs
+        number = lay.numbers.get(pos - rel) if pos >= min_logic else None
         if (
             row is None
             or number is None
+            or pos >= end
             or not -(1 << 26) < max_msg_nums < 1 << 26
             or (max_msg_nums < 0 and self.profile is not Profile.V4_7)
         ):
             return self._get(q, offset, max_msg_nums, message_filter)
-        last = len(files) - 1
-        readable = q.wrote if number == last else fs
-        rel = pos % fs
-        if rel >= readable:
-            return self._get(q, offset, max_msg_nums, message_filter)
+        readable = min(end - (pos - rel), fs)
         n = min((readable - rel) // CQ_STORE_UNIT_SIZE, window_budget(max_msg_nums))
         cap = min(n, max(max_msg_nums, 1))
         picked_pos = np.empty(cap, dtype=np.int64)
         picked_phys = np.empty(cap, dtype=np.int64)
-        facts, lim = self._kernel_facts()
+        facts, lim, log_files = self._kernel_facts()
         wanted, codes = row
         status, scanned, count, total, last_phys, _ = cast(Any, kernel)(
-            q.addresses[number], rel // CQ_STORE_UNIT_SIZE, n, max_msg_nums, wanted, codes,
+            lay.addresses[number], rel // CQ_STORE_UNIT_SIZE, n, max_msg_nums, wanted, codes,
             facts, lim, picked_pos, picked_phys, 0,
         )  # fmt: skip
+        del lay  # held through the kernel's reads
         if status == BAIL:  # the numpy scan would meet the same unreadable record
             return self._get(q, offset, max_msg_nums, message_filter, vectorized=False)
-        log = self.commit_log
         phys = picked_phys[:count].tolist()
         if count and picked_pos[count - 1] == count - 1:  # entries returned in a row
             offsets = tuple(range(offset, offset + count))
@@ -106,19 +109,20 @@ class SingleGetPath(CompiledMultiGet):
         return FastGetMessageResult(
             _FOUND if status == FOUND else _NO_MATCH,
             offset + scanned,
-            q.min_logic_offset // CQ_STORE_UNIT_SIZE,
-            (files[last].start + q.wrote) // CQ_STORE_UNIT_SIZE,
-            cast(tuple[StoredMessage, ...], self._records(phys)),
-            log.max_offset() - last_phys > self._memory,
+            min_logic // CQ_STORE_UNIT_SIZE,
+            end // CQ_STORE_UNIT_SIZE,
+            cast(tuple[StoredMessage, ...], self._records(phys, log_files)),
+            int(facts[4]) - last_phys > self._memory,
             total_size=total,
             offsets=offsets,
         )
 
-    def _records(self, phys: list[int]) -> LazyMessages:
-        """The records at commit-log offsets `phys` (all readable), decoded on access."""
+    def _records(self, phys: list[int], files: list[MappedFile]) -> LazyMessages:
+        """The records at commit-log offsets `phys`, all readable in the commit-log `files`
+        (the list the kernel's facts were read with), decoded on access."""
         log = self.commit_log
         if phys:
-            files, size = log.files, log.file_size
+            size = log.file_size
             base = files[0].start
             first = (phys[0] - base) // size
             if first == (phys[-1] - base) // size:  # the usual case: all in one file
@@ -128,7 +132,7 @@ class SingleGetPath(CompiledMultiGet):
                     f.data, [p - start for p in phys], self.profile, self._delay_levels
                 )
         return lazy_records(
-            log.files, log.file_size, np.array(phys, dtype=np.int64), self.profile,
+            files, log.file_size, np.array(phys, dtype=np.int64), self.profile,
             self._delay_levels,
         )  # fmt: skip
 

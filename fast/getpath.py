@@ -9,7 +9,9 @@ from typing import TYPE_CHECKING, cast, overload
 import numpy as np
 import numpy.typing as npt
 
-from pullspec.fast.consumequeue import Block, ConsumeQueue
+from pullspec.fast.commitlog import LogView
+from pullspec.fast.consumequeue import Block, ConsumeQueue, Window
+from pullspec.fast.damage import decode_checked, refuse_damaged_entry
 from pullspec.fast.gather import I64
 from pullspec.fast.results import FastGetMessageResult, lazy_records
 from pullspec.fast.scan import ScanOutcome, outcome, scan_chunk, tag_mask
@@ -21,7 +23,7 @@ from pullspec.spec.layout import CQ_STORE_UNIT_SIZE
 from pullspec.spec.message import StoredMessage
 from pullspec.spec.profiles import Profile
 from pullspec.spec.protocols import MessageFilter
-from pullspec.spec.record import decode_record, with_blank_leftovers
+from pullspec.spec.record import with_blank_leftovers
 from pullspec.spec.results import GetMessageResult
 from pullspec.spec.scan import (
     CQEntry,
@@ -125,25 +127,27 @@ class GetPath:
     def _memory(self) -> int:
         return self.config.memory_residency_bytes
 
-    def _present(self, phys: I64, size: I64) -> npt.NDArray[np.bool_]:
-        """CommitLog.getMessage over many entries: are all `size` bytes at `phys` readable."""
-        log = self.commit_log
-        if not log.files:
+    def _present(self, phys: I64, size: I64, log_view: LogView) -> npt.NDArray[np.bool_]:
+        """CommitLog.getMessage over many entries: are all `size` bytes at `phys` readable in
+        the commit log as `log_view` (its max offset and files) shows it."""
+        end, files = log_view
+        if not files:
             return np.zeros(len(phys), dtype=bool)
-        f_size = log.file_size
-        last = log.files[-1].start
-        in_full = (phys < last) & (phys % f_size + size <= f_size)
-        in_last = (phys >= last) & (phys - last + size <= log.wrote)
+        f_size = self.commit_log.file_size
+        # Inside one file, and below the max offset (bytes past it may not be written yet).
         result: npt.NDArray[np.bool_] = (
-            (size > 0) & (phys >= log.files[0].start) & (in_full | in_last)
+            (size > 0)
+            & (phys >= files[0].start)
+            & (phys % f_size + size <= f_size)
+            & (phys + size <= end)
         )
         return result
 
     def _decided(
         self, q: ConsumeQueue, offset: int, max_msg_nums: int
-    ) -> GetMessageResult | tuple[int, int, int, int, int]:
+    ) -> GetMessageResult | tuple[Window, int, int, int]:
         """The result of every case but the scan (STORE-5, STORE-10, BATCH-4), or the scan's
-        (file number, first entry, entries to examine, min, max)."""
+        (window, entries to examine, min, max)."""
         min_offset, max_offset = q.min_offset(), q.max_offset()
         decided = classify_offset(
             offset, min_offset, max_offset, self._role, self._offset_check_in_slave, self.profile
@@ -160,9 +164,8 @@ class GetPath:
                 GetMessageStatus.OFFSET_FOUND_NULL, next_offset, min_offset, max_offset
             )
         check_result_capacity(max_msg_nums, self.profile)
-        number, first, end = window
         budget = -(-max_filter_message_count(max_msg_nums) // CQ_STORE_UNIT_SIZE)
-        return number, first, min(end - first, budget), min_offset, max_offset
+        return window, min(window.end - window.first, budget), min_offset, max_offset
 
     def _get(
         self,
@@ -177,36 +180,37 @@ class GetPath:
         decided = self._decided(q, offset, max_msg_nums)
         if type(decided) is not tuple:
             return cast(GetMessageResult, decided)
-        max_offset_py = self.commit_log.max_offset()
-        number, first, n, min_offset, max_offset = decided
+        log_view = self.commit_log.snapshot()
+        window, n, min_offset, max_offset = decided
         scanned = (
-            self._scan_fast(q, number, first, n, max_msg_nums, max_offset_py, message_filter)
+            self._scan_fast(q, window, n, max_msg_nums, log_view, message_filter)
             if vectorized
             else None
         )
         if scanned is None:
             return self._scan_slow(
-                q.views[number][first : first + n],
+                (q, window),
+                n,
                 offset,
                 max_msg_nums,
-                max_offset_py,
+                log_view,
                 message_filter,
                 min_offset,
                 max_offset,
             )
-        return self._result(scanned, offset, max_offset_py, min_offset, max_offset)
+        return self._result(scanned, offset, log_view, min_offset, max_offset)
 
-    def _all_present(self, blk: Block) -> bool:
+    def _all_present(self, blk: Block, log_view: LogView) -> bool:
         """Whether every record a block slice names is readable (`_present` for all at once):
         for entries in order, the first starts at or after the commit-log min and the last ends
         before its max."""
-        log = self.commit_log
+        end, files = log_view
         n = len(blk.phys)
-        if not log.files or n == 0:
+        if not files or n == 0:
             return False
         if blk.sane(0, n):
-            return bool(blk.phys[0] >= log.files[0].start and blk.end[n - 1] <= log.max_offset())
-        return bool(self._present(blk.phys, blk.size).all())
+            return bool(blk.phys[0] >= files[0].start and blk.end[n - 1] <= end)
+        return bool(self._present(blk.phys, blk.size, log_view).all())
 
     def _first_chunk(self, max_msg_nums: int, filtered: bool) -> int:
         """Entries that certainly hold the batch end of an unfiltered scan over readable records
@@ -224,14 +228,15 @@ class GetPath:
     def _scan_fast(
         self,
         q: ConsumeQueue,
-        number: int,
-        first: int,
+        window: Window,
         n: int,
         max_msg_nums: int,
-        max_offset_py: int,
+        log_view: LogView,
         message_filter: MessageFilter | None,
     ) -> tuple[ScanOutcome, I64] | None:
         """The vectorized scan, in at most two chunks; None when it does not apply."""
+        view, start, first, written = window
+        max_offset_py = log_view[0]
         split = min(n, self._first_chunk(max_msg_nums, message_filter is not None))
         count0 = buffer0 = 0
         parts: list[tuple[Block, I64]] = []
@@ -239,14 +244,14 @@ class GetPath:
         for a, b in ((0, split), (split, n)):
             if a >= b:
                 continue
-            blk = q.native(number, first + a, first + b)
+            blk = q.native(view, start, first + a, first + b, written)
             if message_filter is None:
                 match = None
             else:
                 match = tag_mask(message_filter, blk.tags)
                 if match is None:
                     return None
-            if not self._all_present(blk):
+            if not self._all_present(blk, log_view):
                 return None
             stop, picked = scan_chunk(
                 blk,
@@ -275,14 +280,15 @@ class GetPath:
         self,
         scanned: tuple[ScanOutcome, I64],
         offset: int,
-        max_offset_py: int,
+        log_view: LogView,
         min_offset: int,
         max_offset: int,
     ) -> GetMessageResult:
         done, phys = scanned
-        log = self.commit_log
+        max_offset_py, files = log_view
         picked = phys[done.returned]
-        records = lazy_records(log.files, log.file_size, picked, self.profile, self._delay_levels)
+        size = self.commit_log.file_size
+        records = lazy_records(files, size, picked, self.profile, self._delay_levels)
         return FastGetMessageResult(
             done.status,
             scan_next_begin_offset(offset, done.scanned),
@@ -294,37 +300,46 @@ class GetPath:
             offsets=tuple((done.returned + offset).tolist()),
         )
 
-    def _read(self, phys: int, size: int) -> StoredMessage | None:
-        found = self.commit_log.record_at(phys, size)
+    def _read(self, phys: int, size: int, log_view: LogView) -> StoredMessage | None:
+        found = self.commit_log.record_at(phys, size, log_view)
         if found is None:
             return None
         f, pos = found
-        return decode_record(f.mm, pos, self.profile, self._delay_levels)
+        return decode_checked(f.mm, pos, self.profile, self._delay_levels)
 
     def _scan_slow(
         self,
-        view: npt.NDArray[np.void],
+        where: tuple[ConsumeQueue, Window],
+        n: int,
         offset: int,
         max_msg_nums: int,
-        max_offset_py: int,
+        log_view: LogView,
         message_filter: MessageFilter | None,
         min_offset: int,
         max_offset: int,
     ) -> GetMessageResult:
-        """The entry-by-entry scan, by spec.store.scan_window itself."""
+        """The entry-by-entry scan of the window's first `n` entries, by spec.store.scan_window
+        itself."""
+        max_offset_py = log_view[0]
+        window = where[1]
+        view = window.view[window.first : window.first + n]
         entries = EntrySequence(view)
         decoded: dict[int, StoredMessage | None] = {}
 
         def record(phys: int) -> StoredMessage | None:
             if phys not in decoded:
-                decoded[phys] = self._read(phys, sizes[phys])
+                decoded[phys] = self._read(phys, sizes[phys], log_view)
             return decoded[phys]
 
         sizes: dict[int, int] = {}
 
         def present(phys: int, size: int) -> bool:
             sizes[phys] = size
-            return self.commit_log.record_at(phys, size) is not None
+            if self.commit_log.record_at(phys, size, log_view) is not None:
+                return True
+            k = int(np.flatnonzero(view["phys"] == phys)[0])  # only when one is missing
+            refuse_damaged_entry(self.commit_log, log_view, *where, k)
+            return False
 
         def matches_commit_log(phys: int) -> bool:
             return message_filter is None or message_filter.is_matched_by_commit_log(record(phys))
@@ -351,11 +366,11 @@ class GetPath:
             max_offset,
             messages,
             suggest_pulling_from_slave(max_offset_py, state.max_phy_offset_pulling, self._memory),
-            bodies=self._bodies(messages, returned),
+            bodies=self._bodies(messages, returned, log_view),
         )
 
     def _bodies(
-        self, messages: Sequence[StoredMessage], entries: Sequence[CQEntry]
+        self, messages: Sequence[StoredMessage], entries: Sequence[CQEntry], log_view: LogView
     ) -> tuple[bytes, ...] | None:
         """The bytes every returned entry read, when one of them is not the whole record the
         entry names (STORE-21: phys 0 served from another file); None otherwise."""
@@ -363,8 +378,8 @@ class GetPath:
             return None
         out = []
         for phys, size, _ in entries:
-            served = self.commit_log.record_at(phys, size)
-            assert served is not None  # the scan read it
+            served = self.commit_log.record_at(phys, size, log_view)
+            assert served is not None  # the scan read it in this view
             f, pos = served
             out.append(with_blank_leftovers(bytes(f.data[pos : pos + size]), self.profile))
         return tuple(out)

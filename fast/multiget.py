@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from pullspec.fast.commitlog import LogView
 from pullspec.fast.consumequeue import Block
 from pullspec.fast.gather import I64, member_of
 from pullspec.fast.getone import SingleGetPath
@@ -60,7 +61,7 @@ class MultiGetPath(PullThroughPath, SingleGetPath):
 
     def _get_many(self, reqs: list[GetRequest]) -> list[GetMessageResult]:
         """get_messages by numpy alone (no compiled scan)."""
-        max_offset_py = self.commit_log.max_offset()
+        log_view = self.commit_log.snapshot()
         results: list[GetMessageResult | None] = [None] * len(reqs)
         pending: list[Pending] = []
         for i, r in enumerate(reqs):
@@ -69,12 +70,13 @@ class MultiGetPath(PullThroughPath, SingleGetPath):
             if isinstance(decided, GetMessageResult):
                 results[i] = decided
                 continue
-            number, first, n, min_offset, max_offset = decided
+            window, n, min_offset, max_offset = decided
             chunk = min(n, self._first_chunk(r.max_msg_nums, r.message_filter is not None))
-            blk = q.native(number, first, first + chunk)
+            view, start, first, written = window
+            blk = q.native(view, start, first, first + chunk, written)
             pending.append((i, blk, n, min_offset, max_offset))
         if pending:
-            self._scan_many(reqs, pending, results, max_offset_py)
+            self._scan_many(reqs, pending, results, log_view)
         return [r for r in results if r is not None]
 
     def _scan_many(
@@ -82,8 +84,9 @@ class MultiGetPath(PullThroughPath, SingleGetPath):
         reqs: list[GetRequest],
         pending: list[Pending],
         results: list[GetMessageResult | None],
-        max_offset_py: int,
+        log_view: LogView,
     ) -> None:
+        max_offset_py = log_view[0]
         lengths = np.array([len(p[1].phys) for p in pending], dtype=np.int64)
         starts = np.zeros(len(pending), dtype=np.int64)
         np.cumsum(lengths[:-1], out=starts[1:])
@@ -92,7 +95,7 @@ class MultiGetPath(PullThroughPath, SingleGetPath):
         tags = np.concatenate([p[1].tags for p in pending])
         segment = np.repeat(np.arange(len(pending)), lengths)
         match = np.ones(len(phys), dtype=bool)
-        usable = np.logical_and.reduceat(self._present(phys, size), starts)
+        usable = np.logical_and.reduceat(self._present(phys, size, log_view), starts)
         by_filter: dict[int, tuple[MessageFilter | None, list[int]]] = {}
         for k, p in enumerate(pending):
             f = reqs[p[0]].message_filter
@@ -107,7 +110,7 @@ class MultiGetPath(PullThroughPath, SingleGetPath):
             else:
                 match[chosen] = mask
         max_nums = np.array([reqs[p[0]].max_msg_nums for p in pending], dtype=np.int64)
-        ends = self._count_ends(phys, size, match, starts, lengths, max_nums, max_offset_py)
+        ends = self._count_ends(phys, size, match, starts, lengths, max_nums, log_view)
         if ends is None:
             ends = self._mask_ends(phys, size, match, starts, lengths, max_nums, max_offset_py)
         stop, picked_all, pick_lo, pick_hi = ends
@@ -131,9 +134,7 @@ class MultiGetPath(PullThroughPath, SingleGetPath):
                 int(totals[k]),
                 int(last[k]),
             )
-            results[i] = self._result(
-                (done, blk.phys), r.offset, max_offset_py, min_offset, max_offset
-            )
+            results[i] = self._result((done, blk.phys), r.offset, log_view, min_offset, max_offset)
 
     def _count_ends(
         self,
@@ -143,16 +144,16 @@ class MultiGetPath(PullThroughPath, SingleGetPath):
         starts: I64,
         lengths: I64,
         max_nums: I64,
-        max_offset_py: int,
+        log_view: LogView,
     ) -> tuple[I64, I64, I64, I64] | None:
         """The scan ends when only count limits can end them: every request's records in order,
         all on one side of the memory line, too few bytes to reach a byte limit. Then entry j
         ends request k's batch iff it follows k's `need`-th match. None when that does not hold.
         Returns (stop per request, returned positions, their slice bounds per request)."""
-        log = self.commit_log
-        if not log.files:
+        max_offset_py, files = log_view
+        if not files:
             return None
-        f_size = log.file_size
+        f_size = self.commit_log.file_size
         end = phys + size
         follows = np.ones(len(phys), dtype=bool)
         follows[1:] = phys[1:] >= end[:-1]
@@ -161,7 +162,7 @@ class MultiGetPath(PullThroughPath, SingleGetPath):
             follows.all()
             and size.min() > 0
             and (phys % f_size + size).max() <= f_size
-            and phys[starts].min() >= log.files[0].start
+            and phys[starts].min() >= files[0].start
             and end[starts + lengths - 1].max() <= max_offset_py
         ):
             return None

@@ -24,6 +24,7 @@ from pullspec.spec.results import GetMessageResult
 
 if TYPE_CHECKING:
     from pullspec.fast.consumequeue import ConsumeQueue
+    from pullspec.fast.mapped import MappedFile
 
 
 @attrs.frozen
@@ -119,6 +120,8 @@ class CompiledMultiGet(GetPath):
         filters: dict[int, int] = {}
         rows_of_filter: list[MessageFilter | None] = []
         slow: list[tuple[int, GetRequest]] = []
+        # Each request's queue Layout, held until the kernel has read the files it names.
+        held: list[Any] = []
         m = 0
         for i, r in enumerate(reqs):
             if type(r) is tuple and len(r) == 6:
@@ -141,14 +144,14 @@ class CompiledMultiGet(GetPath):
             q = queues.get((topic, queue_id))
             if q is None:
                 q = self._queue(topic, queue_id)
-            files = q.files
             pos = offset * 20
             fs = q.file_size
             min_logic = q.min_logic_offset
-            number = q._index.get(pos - pos % fs) if files and pos >= min_logic else None
-            last = len(files) - 1
-            readable = q.wrote if number == last else fs
+            end = q.end  # before the Layout (fast.consumequeue)
+            lay = q.layout
             rel = pos % fs
+            number = lay.numbers.get(pos - rel) if pos >= min_logic else None
+            readable = min(end - (pos - rel), fs)
             if (
                 number is None
                 or rel >= readable
@@ -166,15 +169,16 @@ class CompiledMultiGet(GetPath):
             budget = nums if nums > 800 else 800
             if nums >= 1 << 26:
                 budget = -(-max_filter_message_count(nums) // CQ_STORE_UNIT_SIZE)
+            held.append(lay)
             flat += (
-                q.addresses[number],
+                lay.addresses[number],
                 rel // 20,
                 window if window < budget else budget,
                 nums,
                 fid,
                 offset,
                 min_logic // 20,
-                (files[last].start + q.wrote) // 20,
+                end // 20,
             )
             row.append(m)
             m += 1
@@ -189,6 +193,7 @@ class CompiledMultiGet(GetPath):
                 for i in np.flatnonzero(rows_at >= 0)[redo].tolist():
                     g, t, qid, o, nm, fl = reqs[i]
                     slow.append((i, GetRequest(g, t, qid, o, nm, fl)))
+        del held  # the kernel has read the queue files
         items: list[GetMessageResult | None] = [None] * len(row)
         for i, req in slow:
             rows_at[i] = -1
@@ -196,18 +201,21 @@ class CompiledMultiGet(GetPath):
             items[i] = self._get(q, req.offset, req.max_msg_nums, req.message_filter)
         return MultiGetResult(items, rows_at, rows)
 
-    def _kernel_facts(self) -> tuple[I64, I64]:
-        """The commit-log facts (min, last file start, written, file size, max, memory share)
-        and the four BATCH-2 limits (bytes and count on disk, bytes and count in memory),
-        the facts rebuilt only when the commit log has changed. Both stay writeable: numba
-        types a read-only argument through its slow Python path on every call."""
+    def _kernel_facts(self) -> tuple[I64, I64, list[MappedFile]]:
+        """The commit-log facts (min, last file start, written, file size, max, memory share),
+        the four BATCH-2 limits (bytes and count on disk, bytes and count in memory) and the
+        commit-log files they were read with (every record they call readable is in those: a
+        reader decodes from them), the facts rebuilt only when the commit log has changed. The
+        arrays stay writeable: numba types a read-only argument through its slow Python path on
+        every call."""
         log = self.commit_log
+        end = log.end  # before the files (fast.commitlog)
         files = log.files
-        key = (files[0].start, files[-1].start, log.wrote) if files else None
+        key = (files[0].start, end) if files else None
         cached: tuple[Any, I64, I64] | None = self.__dict__.get("_facts_cache")
         if cached is not None:
             if cached[0] == key:
-                return cached[1], cached[2]
+                return cached[1], cached[2], files
             lim = cached[2]
         else:
             limits = self._limits
@@ -221,19 +229,22 @@ class CompiledMultiGet(GetPath):
                 dtype=np.int64,
             )
         if files:
-            log_facts = (files[0].start, files[-1].start, log.wrote, log.file_size)
+            # The "last file" is the one `end` lies in: records before it must lie inside
+            # their file, records in it must end by `end` (files past it are not read).
+            written = end % log.file_size
+            log_facts = (files[0].start, end - written, written, log.file_size)
         else:  # nothing is readable: any returned entry bails
             log_facts = (1 << 62, 1 << 62, 0, log.file_size)
-        facts = np.array((*log_facts, log.max_offset(), self._memory), dtype=np.int64)
+        facts = np.array((*log_facts, end, self._memory), dtype=np.int64)
         self.__dict__["_facts_cache"] = (key, facts, lim)
-        return facts, lim
+        return facts, lim, files
 
     def _scan_compiled(self, kernel: Any, a: I64, codes: I64, counts: I64) -> ScannedRows:
         """Run the compiled scan over the requests' columns `a` (address, first, n,
         max nums, filter row, offset, min, max)."""
         log = self.commit_log
         m = a.shape[1]
-        facts, lim = self._kernel_facts()
+        facts, lim, files = self._kernel_facts()
         max_offset_py = int(facts[4])
         caps = np.minimum(a[2], np.maximum(a[3], 1) + 1)
         picked_start = np.zeros(m, dtype=np.int64)
@@ -278,7 +289,7 @@ class CompiledMultiGet(GetPath):
             picked_start=picked_start,
             picked_pos=picked_pos,
             picked_phys=picked_phys,
-            log_files=tuple(FileView(f.start, f.data) for f in log.files),
+            log_files=tuple(FileView(f.start, f.data) for f in files),
             log_file_size=log.file_size,
             profile=self.profile,
             delay_levels=self._delay_levels,

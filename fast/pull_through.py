@@ -33,6 +33,7 @@ from pullspec.spec.status import GetMessageStatus
 
 if TYPE_CHECKING:
     from pullspec.fast.consumequeue import ConsumeQueue
+    from pullspec.fast.mapped import MappedFile
 
 #: Statuses after which the run goes on at nextBeginOffset (a scan answered the pull).
 _SCANNED = (
@@ -86,7 +87,7 @@ class PullThroughPath(CompiledMultiGet):
         cols = _new_columns(_FIRST_ROWS)
         rows = out = 0
         order: list[GetMessageResult | int] = []
-        facts, lim = self._kernel_facts()
+        facts, lim, log_files = self._kernel_facts()
         budget = -(-max_filter_message_count(max_msg_nums) // CQ_STORE_UNIT_SIZE)
         while len(order) < limit and offset < max_offset:
             if usable and q.files and offset >= min_offset:
@@ -106,7 +107,7 @@ class PullThroughPath(CompiledMultiGet):
             if r.status not in _SCANNED or r.next_begin_offset <= offset:
                 break
             offset = r.next_begin_offset
-        return _assemble(self, order, cols, rows, min_offset, max_offset, facts)
+        return _assemble(self, order, cols, rows, min_offset, max_offset, facts, log_files)
 
 
 def _new_columns(n: int) -> Columns:
@@ -142,14 +143,17 @@ def _run(
     calls_left: int,
 ) -> tuple[int, int, int, int]:
     """One kernel run from `offset`, writing rows from `rows` on, capped at `calls_left`."""
-    starts = np.array([f.start for f in q.files], dtype=np.int64)
-    readable = np.array([q.readable(i) for i in range(len(q.files))], dtype=np.int64)
-    addresses = np.array(q.addresses, dtype=np.int64)
+    end = q.end  # before the Layout (fast.consumequeue), which is held through the kernel
+    lay = q.layout
+    starts = np.array([f.start for f in lay.files], dtype=np.int64)
+    readable = np.clip(end - starts, 0, q.file_size)
+    addresses = np.array(lay.addresses, dtype=np.int64)
     cap = min(len(cols[0]), rows + calls_left)
     r, o, at, why = kernel(
         addresses, starts, readable, q.file_size, offset, max_offset, nums, budget, wanted,
         codes, facts, lim, rows, out, cols[0][:cap], *cols[1:6], *cols[6:],
     )  # fmt: skip
+    del lay
     if why != STOP_DONE and r == cap and cap < len(cols[0]):
         why = STOP_DONE  # the calls asked for are made
     return int(r), int(o), int(at), int(why)
@@ -163,8 +167,10 @@ def _assemble(
     min_offset: int,
     max_offset: int,
     facts: I64,
+    log_files: list[MappedFile],
 ) -> MultiGetResult:
-    """The MultiGetResult of a run: kernel rows and get_message answers in pull order."""
+    """The MultiGetResult of a run: kernel rows and get_message answers in pull order;
+    `log_files` are the commit-log files the kernel's `facts` were read with."""
     offset, status, scanned, count, total, last, picked_start, picked_pos, picked_phys = cols
     log = store.commit_log
     found = status[:rows] == FOUND
@@ -181,7 +187,7 @@ def _assemble(
         picked_start=picked_start[:rows].copy(),
         picked_pos=picked_pos,
         picked_phys=picked_phys,
-        log_files=tuple(FileView(f.start, f.data) for f in log.files),
+        log_files=tuple(FileView(f.start, f.data) for f in log_files),
         log_file_size=log.file_size,
         profile=store.profile,
         delay_levels=store._delay_levels,

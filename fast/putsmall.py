@@ -300,6 +300,7 @@ class SmallPut:
             results.append(PutMessageResult(_PUT_OK, queue_offset, phys, length))
         if segment:
             log.write(segment_phys, b"".join(segment), now)
+        log.publish()  # every record is written: readers may see them, then their entries
         if prepared:
             self._last_store_timestamp = now
         touched = []

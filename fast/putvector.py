@@ -262,6 +262,7 @@ class VectorPut:
             shared = (batch.sys_flag, batch.prepared_transaction_offset, born, store)
             encode_run(out, pos, Run(*columns), batch.body_data, plan.tails, *shared)
             log.commit_region(first, run_bytes)
+        log.publish()  # every record is written: readers may see them, then their entries
         self._last_store_timestamp = int(now[-1])
         touched = []
         for (topic, queue_id), base, idx in groups:

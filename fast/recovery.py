@@ -213,7 +213,7 @@ def _first_appearance(key: I64) -> tuple[I64, I64]:
     return rank[inverse.reshape(-1)], first[order]
 
 
-class _Dispatch:
+class Dispatch:
     """Queue numbers and tags codes of the records to dispatch, each distinct topic string and
     each distinct properties string decoded once."""
 
@@ -273,7 +273,7 @@ def _rebuild(
     delay_levels: tuple[int, ...],
 ) -> int:
     """Dispatch the validated records no consume-queue entry names (ReputMessageService)."""
-    dispatch = _Dispatch(profile, delay_levels)
+    dispatch = Dispatch(profile, delay_levels)
     columns: list[tuple[I64, ...]] = []
     for f, pos in positions:
         missing = pos[_missing(pos + f.start, hints)]

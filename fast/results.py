@@ -13,10 +13,10 @@ import attrs
 import numpy as np
 import numpy.typing as npt
 
+from pullspec.fast.damage import decode_checked
 from pullspec.fast.gather import I64, U8
 from pullspec.spec.message import StoredMessage
 from pullspec.spec.profiles import Profile
-from pullspec.spec.record import decode_record
 from pullspec.spec.results import GetMessageResult
 from pullspec.spec.status import GetMessageStatus
 
@@ -49,7 +49,7 @@ class LazyMessages(Sequence[StoredMessage]):
         m = self._cache[i]
         if m is None:
             data = self._files if isinstance(self._files, np.ndarray) else self._files[i]
-            m = self._cache[i] = decode_record(
+            m = self._cache[i] = decode_checked(
                 data.data, int(self._positions[i]), self._profile, self._delay_levels
             )
         return m

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
@@ -14,7 +15,9 @@ from pullspec.fast.batch import MessageBatch
 from pullspec.fast.checkpoint import Checkpoint
 from pullspec.fast.commitlog import CommitLog
 from pullspec.fast.consumequeue import ConsumeQueue
+from pullspec.fast.damage import decode_checked
 from pullspec.fast.getpath import check_pull_arguments
+from pullspec.fast.integrity import QueueFiles, VerifyReport, verify_files
 from pullspec.fast.mapped import fsync_dir, on_ram_filesystem
 from pullspec.fast.multiget import MultiGetPath
 from pullspec.fast.putpath import PutPath
@@ -35,7 +38,6 @@ from pullspec.spec.errors import (
 from pullspec.spec.message import BrokerInnerMessage, StoredMessage
 from pullspec.spec.profiles import Profile
 from pullspec.spec.protocols import MessageFilter
-from pullspec.spec.record import decode_record
 from pullspec.spec.results import GetMessageResult, PutMessageResult
 from pullspec.spec.status import BrokerRole
 from pullspec.spec.store import find_consume_queue, looked_up_record
@@ -63,6 +65,18 @@ class MmapMessageStore(MultiGetPath, PutPath):
     `transient_store_pool=True` (RocketMQ's transientStorePoolEnable) encodes appends into a
     reused buffer and writes them to the file with pwrite rather than through the mapping, which
     avoids a page fault per page written; reads still go through the mapping.
+
+    Threads: any number of threads may call put_message, put_messages, put_batch, the get
+    calls (get_message, get_messages, pull_through, look_message_by_offset, the offset queries)
+    and delete_expired_files, flush and set_last_modified at once, as a broker's request
+    threads do. Appends, expiry and flushes are serialised by one lock (RocketMQ's put lock):
+    queue offsets and commit-log positions are assigned in commit-log order. Reads take no
+    lock: a record is written before the commit log's max offset moves past it, and its
+    consume-queue entry after that, so a read sees a message whole or not at all; a file
+    that expiry removes stays mapped while a read holds it (a later round deletes it). close() must not run beside any
+    other call; nor may set_role (harmless, but not atomic with a read: a read may see the old
+    role and the new offsetCheckInSlave). Returned results decode their messages from the
+    mapped files when read, safely from any thread.
 
     >>> import tempfile
     >>> from pullspec.spec import BrokerInnerMessage, ManualClock, Profile, StoreConfig
@@ -102,6 +116,8 @@ class MmapMessageStore(MultiGetPath, PutPath):
         self._role = config.broker_role
         self._offset_check_in_slave = config.offset_check_in_slave
         self._closed = False
+        #: RocketMQ's put lock: one writer at a time appends, expires and flushes.
+        self._put_lock = threading.Lock()
         self._last_physical_min_offset = 0
         self._last_store_timestamp = 0
         self._counters: dict[tuple[str, int], int] = {}
@@ -206,8 +222,8 @@ class MmapMessageStore(MultiGetPath, PutPath):
         if q is not None:
             return q
         q = find_consume_queue(q, lambda: self._new_queue(topic, queue_id))
-        self.queues[key] = q
-        return q
+        # A reader may add the queue beside the writer: the first one in wins (putIfAbsent).
+        return self.queues.setdefault(key, q)
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -216,10 +232,15 @@ class MmapMessageStore(MultiGetPath, PutPath):
 
     def flush(self) -> None:
         """msync the commit log and the consume queues, then record the checkpoint."""
+        with self._put_lock:
+            self._flush()
+
+    def _flush(self) -> None:
+        """`flush` under the put lock."""
         if self.read_only or self._closed:
             return
         self.commit_log.flush()
-        for q in self.queues.values():
+        for q in list(self.queues.values()):  # readers may add queues meanwhile
             q.flush()
         self._checkpoint()
 
@@ -233,16 +254,17 @@ class MmapMessageStore(MultiGetPath, PutPath):
 
     def close(self) -> None:
         """Flush (fsync) everything, remove the abort marker and unmap the files."""
-        if self._closed:
-            return
-        if not self.read_only:
-            self.flush()
-            with contextlib.suppress(FileNotFoundError):
-                (self.store_dir / "abort").unlink()
-            if not self._volatile:
-                fsync_dir(self.store_dir)
-        self._closed = True
-        self._unmap()
+        with self._put_lock:  # a put still running finishes first; later ones are refused
+            if self._closed:
+                return
+            if not self.read_only:
+                self._flush()
+                with contextlib.suppress(FileNotFoundError):
+                    (self.store_dir / "abort").unlink()
+                if not self._volatile:
+                    fsync_dir(self.store_dir)
+            self._closed = True
+            self._unmap()
 
     def __enter__(self) -> MmapMessageStore:
         return self
@@ -312,16 +334,16 @@ class MmapMessageStore(MultiGetPath, PutPath):
         """The record starting at a commit-log offset, or None when no record starts there (or
         its file was deleted)."""
         phys = require_int("commitlog_offset", commitlog_offset)
-        served = self.commit_log.record_at(phys, 4)  # its TOTALSIZE first (STORE-21)
+        log = self.commit_log
+        log_view = log.snapshot()
+        served = log.record_at(phys, 4, log_view)  # its TOTALSIZE first (STORE-21)
         if served is None:
             return None
         f, pos = served
-        if (
-            looked_up_record(f.start + pos, self.commit_log.is_record_start(f.start + pos) > 0)
-            is None
-        ):
+        at = f.start + pos
+        if looked_up_record(at, log.is_record_start(at, log_view) > 0) is None:
             return None
-        return decode_record(f.mm, pos, self.profile, self._delay_levels)
+        return decode_checked(f.mm, pos, self.profile, self._delay_levels)
 
     def check_in_disk_by_consume_offset(
         self, topic: str, queue_id: int, consume_offset: int
@@ -329,15 +351,43 @@ class MmapMessageStore(MultiGetPath, PutPath):
         """Whether the entry at `consume_offset` lies on disk (BATCH-3); False when the queue has
         no such entry (DefaultMessageStore.checkInDiskByConsumeOffset, used by COMMIT-4)."""
         q = self._checked_queue(topic, queue_id)
-        index = require_int("consume_offset", consume_offset)
-        pos = index * 20
-        number = q.file_number(pos)
-        if number is None or pos - q.files[number].start >= q.readable(number):
+        entry = q.entry(require_int("consume_offset", consume_offset))
+        if entry is None:
             return False
-        phys = int(q.views[number][(pos - q.files[number].start) // 20]["phys"])
+        phys = entry[0]
         return check_in_disk_by_commit_offset(
             phys, self.commit_log.max_offset(), self.config.memory_residency_bytes
         )
+
+    # -- integrity ---------------------------------------------------------------------------
+
+    def verify(self) -> VerifyReport:
+        """Walk every record this store holds and every consume-queue entry, as `pullspec store
+        verify` walks a directory (fast.integrity), puts and expiry waiting meanwhile: each
+        problem with its file, byte position and what is wrong."""
+        with self._put_lock:
+            if self._closed:
+                raise ReadOnlyStoreError("verify on a closed store")
+            log = self.commit_log
+            queues = [
+                QueueFiles(
+                    topic,
+                    queue_id,
+                    [(f"consumequeue/{topic}/{queue_id}/{f.start:020d}", f) for f in q.files],
+                    q.end,
+                )
+                for (topic, queue_id), q in sorted(self.queues.items())
+            ]
+            return verify_files(
+                self._root,
+                [(f"commitlog/{f.start:020d}", f) for f in log.files],
+                log.file_size,
+                log.end,
+                queues,
+                self.config.consume_queue_file_size,
+                self.profile,
+                self._delay_levels,
+            )
 
     # -- expiry ------------------------------------------------------------------------------
 
@@ -346,24 +396,28 @@ class MmapMessageStore(MultiGetPath, PutPath):
         fileReservedTime hours ago (never the last, at most deleteFilesBatchMax), then delete the
         consume-queue files wholly below the new commit-log min and correct each queue's min."""
         self._require_writable("delete_expired_files")
-        deleted = self.commit_log.delete_expired(
-            self.clock.now_ms(),
-            self.config.file_reserved_time * HOUR_MS,
-            self.config.delete_files_batch_max,
-        )
-        cl_min = self.commit_log.min_offset()
-        if cl_min > self._last_physical_min_offset:
-            self._last_physical_min_offset = cl_min
-            for q in self.queues.values():
-                q.delete_expired(cl_min)
-        if deleted:
-            self.commit_log.sync_directory()
-        return deleted
+        with self._put_lock:
+            deleted = self.commit_log.delete_expired(
+                self.clock.now_ms(),
+                self.config.file_reserved_time * HOUR_MS,
+                self.config.delete_files_batch_max,
+            )
+            cl_min = self.commit_log.min_offset()
+            if cl_min > self._last_physical_min_offset:
+                self._last_physical_min_offset = cl_min
+                for q in list(self.queues.values()):  # readers may add queues meanwhile
+                    q.delete_expired(cl_min)
+            if deleted:
+                self.commit_log.sync_directory()
+            return deleted
 
     def set_last_modified(self, file_start: int, timestamp: int) -> None:
         """Set a commit-log file's last-write time, as touching the file on disk would."""
         start = require_int("file_start", file_start)
-        if not self.commit_log.set_last_modified(start, require_int("timestamp", timestamp)):
+        ms = require_int("timestamp", timestamp)
+        with self._put_lock:
+            known = self.commit_log.set_last_modified(start, ms)
+        if not known:
             raise InvalidArgumentError("file_start", file_start, "no commit-log file starts there")
 
     # -- the protocol's put and get (PutPath, GetPath hold the work) -------------------------
@@ -382,16 +436,18 @@ class MmapMessageStore(MultiGetPath, PutPath):
             return self.put_batch(msgs).to_list()
         if isinstance(msgs, BrokerInnerMessage) or not isinstance(msgs, Sequence):
             raise InvalidTypeError("msgs", msgs, "a sequence of BrokerInnerMessage")
-        self._require_writable("put")
-        return self._put_list(msgs)
+        with self._put_lock:
+            self._require_writable("put")
+            return self._put_list(msgs)
 
     def put_batch(self, batch: MessageBatch) -> PutResults:
         """Append a MessageBatch, answering by columns: the same records and results as
         put_messages(batch.messages()), without a Python object per message."""
         if not isinstance(batch, MessageBatch):
             raise InvalidTypeError("batch", batch, "MessageBatch")
-        self._require_writable("put")
-        return self._put_columns(batch)
+        with self._put_lock:
+            self._require_writable("put")
+            return self._put_columns(batch)
 
     def get_message(
         self,

@@ -129,12 +129,12 @@ def test_unreadable_records_go_to_the_single_pull_path(tmp_path: Any) -> None:
     put = s.put_messages([BrokerInnerMessage(topic="T", queue_id=0, body=b"x") for _ in range(6)])
     # The commit log's last three records become unreadable, as after a cut the consume
     # queue has not caught up with: the compiled scan must leave those pulls to get_message.
-    s.commit_log.wrote = put[3].wrote_offset
+    s.commit_log.end = put[3].wrote_offset
     reqs = [("G", "T", 0, o, 4, None) for o in range(6)]
     actual = s.get_messages(reqs)
     assert [s.get_message(*r) for r in reqs] == actual
     assert GetMessageStatus.MESSAGE_WAS_REMOVING in actual.statuses
-    s.commit_log.wrote = put[-1].wrote_offset + put[-1].wrote_bytes
+    s.commit_log.end = put[-1].wrote_offset + put[-1].wrote_bytes
     s.close()
 
 
