@@ -750,10 +750,11 @@ def measure() -> dict[str, dict[str, set[str]]]:
 
     from pullspec.conformance import candidates, client_vectors, vectors
     from pullspec.conformance.client_cases import AREAS, factories
+    from pullspec.spec import rules
     from pullspec.spec.errors import PullspecError
     from pullspec.spec.profiles import ALL_PROFILES
 
-    codes = client_vectors._rule_codes()
+    codes = rules.rule_codes()
     reference = candidates.resolve("reference")
     table: dict[str, dict[str, set[str]]] = {}
     for area in AREAS:

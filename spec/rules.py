@@ -5,15 +5,19 @@ the RocketMQ method it states, the seeds that describe it and its contracts (PEP
 ``post:`` lines in the docstring, checked by CrossHair and by `spec.contracts` at run time).
 A rule that changed between 4.7.1 and 4.9.7 registers one function per profile under the same
 ID; each variant is marked ``# [4.7]`` / ``# [Modified in 4.9]`` at its definition, the way
-consensus-specs marks forks.
+consensus-specs marks forks. A rule may be stated by more than one function (LAYOUT-7: when a
+file ends in a blank, and what the blank holds); the first one registered states the rule itself.
 """
 
 from __future__ import annotations
 
 import importlib
+import inspect
 import pkgutil
 import re
 from collections.abc import Callable, Iterable
+from pathlib import Path
+from types import CodeType
 from typing import Any, TypeVar
 
 import attrs
@@ -50,16 +54,20 @@ class Rule:
     variants: tuple[RuleVariant, ...]
 
     def variant(self, profile: Profile) -> RuleVariant:
-        """The variant that applies to `profile`."""
-        for v in self.variants:
-            if profile in v.profiles:
-                return v
-        raise InvalidArgumentError("profile", profile.value, f"rule {self.id} has no variant")
+        """The variant stating the rule itself in `profile` (its first function there)."""
+        return self.variants_for(profile)[0]
+
+    def variants_for(self, profile: Profile) -> tuple[RuleVariant, ...]:
+        """Every function stating the rule in `profile`, the rule's own first."""
+        found = tuple(v for v in self.variants if profile in v.profiles)
+        if not found:
+            raise InvalidArgumentError("profile", profile.value, f"rule {self.id} has no variant")
+        return found
 
     @property
     def changed(self) -> bool:
         """True when the profiles state the rule with different functions."""
-        return len(self.variants) > 1
+        return any(set(v.profiles) != set(ALL_PROFILES) for v in self.variants)
 
     def to_json(self, profile: Profile | None = None) -> dict[str, Any]:
         """The JSON form used by `pullspec rules --json`."""
@@ -76,6 +84,7 @@ class Rule:
                     "statement": self.variant(p).statement,
                     "function": self.variant(p).function,
                     "contracts": list(self.variant(p).contracts),
+                    "functions": [v.function for v in self.variants_for(p)],
                 }
                 for p in profiles
             },
@@ -83,7 +92,7 @@ class Rule:
 
 
 _REGISTRY: dict[str, Rule] = {}
-_FUNCTIONS: dict[tuple[str, Profile], Callable[..., Any]] = {}
+_FUNCTIONS: dict[tuple[str, Profile], list[Callable[..., Any]]] = {}
 
 
 def _split_docstring(fn: Callable[..., Any]) -> tuple[str, tuple[str, ...]]:
@@ -131,17 +140,14 @@ def rule(
                 variants=(variant,),
             )
         else:
-            taken = {p for v in existing.variants for p in v.profiles}
-            if taken & set(profs):
-                if any(v.function == variant.function for v in existing.variants):
-                    return fn  # module re-import
-                raise ValueError(f"rule {rule_id} registered twice for {taken & set(profs)}")
+            if any(v.function == variant.function for v in existing.variants):
+                return fn  # module re-import
             versions_text = existing.versions if versions == "same" else versions
             _REGISTRY[rule_id] = attrs.evolve(
                 existing, variants=(*existing.variants, variant), versions=versions_text
             )
         for p in profs:
-            _FUNCTIONS[(rule_id, p)] = fn
+            _FUNCTIONS.setdefault((rule_id, p), []).append(fn)
         fn.rule_id = rule_id  # type: ignore[attr-defined]
         return fn
 
@@ -150,9 +156,9 @@ def rule(
 
 def catalogue() -> list[Rule]:
     """Every registered rule, sorted by area order then number."""
-    package = importlib.import_module(__package__ or "pullspec.spec")
-    for info in pkgutil.iter_modules(package.__path__):
-        importlib.import_module(f"{package.__name__}.{info.name}")
+    # The spec's modules by file, not through the package: `pullspec.spec` imports this module.
+    for info in pkgutil.iter_modules([str(Path(__file__).parent)]):
+        importlib.import_module(f"{__name__.rpartition('.')[0]}.{info.name}")
     return sorted(_REGISTRY.values(), key=_sort_key)
 
 
@@ -170,10 +176,28 @@ def get(rule_id: str) -> Rule:
         raise InvalidArgumentError("rule_id", rule_id, "no such rule") from None
 
 
-def function(rule_id: str, profile: Profile) -> Callable[..., Any]:
-    """The function stating `rule_id` in `profile`."""
+def functions(rule_id: str, profile: Profile) -> tuple[Callable[..., Any], ...]:
+    """Every function stating `rule_id` in `profile`, the rule's own first."""
     catalogue()
     try:
-        return _FUNCTIONS[(rule_id, profile)]
+        return tuple(_FUNCTIONS[(rule_id, profile)])
     except KeyError:
         raise InvalidArgumentError("rule_id", rule_id, f"no variant for {profile.value}") from None
+
+
+def function(rule_id: str, profile: Profile) -> Callable[..., Any]:
+    """The function stating `rule_id` itself in `profile`."""
+    return functions(rule_id, profile)[0]
+
+
+def rule_codes() -> dict[CodeType, set[str]]:
+    """The code object of every rule function → the IDs of the rules it states (for tracing
+    which rules a run calls)."""
+    catalogue()
+    codes: dict[CodeType, set[str]] = {}
+    for (rule_id, _profile), fns in _FUNCTIONS.items():
+        for fn in fns:
+            code = getattr(inspect.unwrap(fn), "__code__", None)
+            if isinstance(code, CodeType):
+                codes.setdefault(code, set()).add(rule_id)
+    return codes
