@@ -47,9 +47,9 @@ from pullspec.spec.clock import Clock
 from pullspec.spec.config import BrokerConfig, StoreConfig, SubscriptionGroupConfig
 from pullspec.spec.delay import parse_delay_levels
 from pullspec.spec.errors import PullspecError, UnsupportedError
-from pullspec.spec.process_queue_expiry import LOCK_MAX_LIVE_TIME_MS, PULL_MAX_IDLE_TIME_MS
+from pullspec.spec.process_queue import LOCK_MAX_LIVE_TIME_MS, PULL_MAX_IDLE_TIME_MS
 from pullspec.spec.profiles import Profile
-from pullspec.spec.retry_request import profile_request_version
+from pullspec.spec.retry import profile_request_version
 
 PROTOCOL_VERSION = 1
 

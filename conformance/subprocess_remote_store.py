@@ -19,7 +19,7 @@ from pullspec.spec.filter import ExpressionMessageFilter
 from pullspec.spec.message import BrokerInnerMessage, StoredMessage
 from pullspec.spec.profiles import Profile
 from pullspec.spec.results import GetMessageResult, PutMessageResult
-from pullspec.spec.retry_request import (
+from pullspec.spec.retry import (
     MQ_VERSION_ORDINALS,
     SendBackRequest,
     SendBackResponse,

@@ -24,15 +24,16 @@ from pullspec.spec.filter import SubscriptionData
 from pullspec.spec.message import BrokerInnerMessage
 from pullspec.spec.profiles import Profile
 from pullspec.spec.results import PutMessageResult
-from pullspec.spec.retry_request import (
+from pullspec.spec.retry import (
     RETRY_GROUP_TOPIC_PREFIX,
     SendBackResponse,
+    plain_send_target_v47,
+    plain_send_target_v49,
     profile_request_version,
     put_response,
     retry_topic_config,
     retry_topic_name,
 )
-from pullspec.spec.retry_send import plain_send_target_v47, plain_send_target_v49
 from pullspec.spec.status import ResponseCode
 
 #: ClientHousekeepingService: a client whose last heartbeat is older than this (strictly) is

@@ -29,7 +29,7 @@ from pullspec.spec.message import (
     StoredMessage,
 )
 from pullspec.spec.profiles import Profile
-from pullspec.spec.retry_request import SendBackRequest
+from pullspec.spec.retry import SendBackRequest
 from pullspec.spec.status import ResponseCode
 
 #: DefaultMQProducer.retryTimesWhenSendFailed: a synchronous send is tried 1 + 2 times.

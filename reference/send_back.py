@@ -37,28 +37,26 @@ from pullspec.spec.profiles import Profile
 from pullspec.spec.protocols import MessageStore
 from pullspec.spec.retry import (
     RANDOM_BOUND,
+    SendBackRequest,
+    SendBackResponse,
     dead_letter_target_v47,
     dead_letter_target_v49,
     delivered_message,
     delivery_properties,
+    dlq_topic_name,
     due_timestamp,
     max_reconsume_times_v47,
     max_reconsume_times_v49,
+    profile_request_version,
+    put_response,
     retry_delay_level,
     retry_target_v47,
     retry_target_v49,
-    send_back_message_v47,
-    send_back_message_v49,
-)
-from pullspec.spec.retry_request import (
-    SendBackRequest,
-    SendBackResponse,
-    dlq_topic_name,
-    profile_request_version,
-    put_response,
     retry_topic_config,
     retry_topic_name,
     send_back_checks,
+    send_back_message_v47,
+    send_back_message_v49,
 )
 from pullspec.spec.status import BrokerRole
 

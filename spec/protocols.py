@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 from pullspec.spec.message import BrokerInnerMessage, MessageQueue, StoredMessage
-from pullspec.spec.process_queue_state import ProcessQueueState
+from pullspec.spec.process_queue import ProcessQueueState
 from pullspec.spec.results import GetMessageResult, PutMessageResult
 from pullspec.spec.status import BrokerRole
 

@@ -1,15 +1,25 @@
-"""RETRY — consumerSendMsgBack: the retry queue, maxReconsumeTimes, the DLQ, the delay level, the
-new message, delivery of due schedule messages and the retry timetable. The request, its answers
-and the step order (RETRY-1) live in `spec.retry_request` and are re-exported here; RETRY-7/RETRY-8
-live in `spec.delay`, plain sends to a retry topic (RETRY-11) in `spec.retry_send`."""
+"""RETRY — consumerSendMsgBack and the messages it makes: the CONSUMER_SEND_MSG_BACK request and
+its answers, the steps taken before a message is built (RETRY-1), the retry queue, maxReconsumeTimes,
+the DLQ, the delay level, the new message (RETRY-2 … RETRY-6), delivery of due schedule messages
+(RETRY-9), the retry timetable (RETRY-10) and plain sends to a retry topic (RETRY-11). The delay
+levels and the schedule-topic rewrite at put (RETRY-7/RETRY-8) are in `spec.delay`."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
 
 import attrs
 
 from pullspec.spec.config import PERM_READ, PERM_WRITE, TopicConfig
 from pullspec.spec.delay import SEED_004, delay_level_of
-from pullspec.spec.errors import InvalidArgumentError, NullPointerError
+from pullspec.spec.errors import (
+    InvalidArgumentError,
+    InvalidTypeError,
+    NullPointerError,
+    require_int,
+    require_str,
+)
 from pullspec.spec.layout import is_dispatched_type
 from pullspec.spec.message import (
     PROPERTY_DELAY,
@@ -23,29 +33,168 @@ from pullspec.spec.message import (
     StoredMessage,
 )
 from pullspec.spec.profiles import Profile
-from pullspec.spec.retry_request import (
-    DLQ_GROUP_TOPIC_PREFIX,
-    MQ_VERSION_ORDINALS,
-    RETRY_GROUP_TOPIC_PREFIX,
-    SEND_BACK,
-    V3_4_9,
-    SendBackRequest,
-    SendBackResponse,
-    SendBackStop,
-    dlq_topic_name,
-    profile_request_version,
-    put_response,
-    request_version_ordinal,
-    retry_topic_config,
-    retry_topic_name,
-    send_back_checks,
-)
 from pullspec.spec.rules import rule
+from pullspec.spec.status import PutMessageStatus, ResponseCode
 
+SEND_BACK = "SendMessageProcessor.asyncConsumerSendMsgBack"
+RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
+DLQ_GROUP_TOPIC_PREFIX = "%DLQ%"
+#: MQVersion.Version ordinals (identical at both tags); the header's maxReconsumeTimes is read
+#: only from requests of version V3_4_9 or later.
+MQ_VERSION_ORDINALS = {"V3_4_9": 121, "V4_7_1": 355, "V4_9_7": 407}
+V3_4_9 = MQ_VERSION_ORDINALS["V3_4_9"]
 V47, V49 = (Profile.V4_7,), (Profile.V4_9,)
 DLQ_NUMS_PER_GROUP = 1
 #: The bound of the random number the queue choice draws from (both profiles).
 RANDOM_BOUND = 99_999_999
+FAQ_SUFFIX = "\nSee http://rocketmq.apache.org/docs/faq/ for further details."
+
+
+def _typed(name: str, require: Callable[[str, object], object], optional: bool = False) -> Any:
+    """An attrs validator applying `require` to the value (None allowed when `optional`)."""
+
+    def check(_instance: object, _attribute: object, value: object) -> None:
+        if value is not None or not optional:
+            require(name, value)
+
+    return check
+
+
+def _require_bool(name: str, value: object) -> bool:
+    if not isinstance(value, bool):
+        raise InvalidTypeError(name, value, "bool")
+    return value
+
+
+@attrs.frozen(kw_only=True)
+class SendBackRequest:
+    """A CONSUMER_SEND_MSG_BACK request header (ConsumerSendMsgBackRequestHeader)."""
+
+    #: The commit-log offset of the consumed message.
+    offset: int = attrs.field(validator=_typed("offset", require_int))
+    group: str = attrs.field(validator=_typed("group", require_str))
+    delay_level: int = attrs.field(validator=_typed("delay_level", require_int))
+    origin_msg_id: str | None = attrs.field(
+        default=None, validator=_typed("origin_msg_id", require_str, True)
+    )
+    origin_topic: str | None = attrs.field(
+        default=None, validator=_typed("origin_topic", require_str, True)
+    )
+    unit_mode: bool = attrs.field(default=False, validator=_typed("unit_mode", _require_bool))
+    #: None when the header field is absent.
+    max_reconsume_times: int | None = attrs.field(
+        default=None, validator=_typed("max_reconsume_times", require_int, True)
+    )
+
+
+@attrs.frozen
+class SendBackResponse:
+    """The broker's answer to a send-back: response code and remark."""
+
+    code: ResponseCode
+    remark: str | None = None
+
+
+@attrs.frozen
+class SendBackStop:
+    """Where consumerSendMsgBack stops before building a message: RETRY-1 step and answer."""
+
+    step: int
+    response: SendBackResponse
+
+
+def request_version_ordinal(name: str) -> int:
+    """The MQVersion.Version ordinal of a version name such as "V4_9_7"."""
+    try:
+        return MQ_VERSION_ORDINALS[name]
+    except KeyError:
+        known = ", ".join(MQ_VERSION_ORDINALS)
+        raise InvalidArgumentError("request_version", name, f"expected one of {known}") from None
+
+
+def profile_request_version(profile: Profile) -> int:
+    """The request version a client of `profile`'s release sends."""
+    return MQ_VERSION_ORDINALS["V4_7_1" if profile is Profile.V4_7 else "V4_9_7"]
+
+
+def retry_topic_name(group: str) -> str:
+    """MixAll.getRetryTopic: "%RETRY%" + group."""
+    return RETRY_GROUP_TOPIC_PREFIX + group
+
+
+def dlq_topic_name(group: str) -> str:
+    """MixAll.getDLQTopic: "%DLQ%" + group."""
+    return DLQ_GROUP_TOPIC_PREFIX + group
+
+
+def _group_missing(group: str) -> SendBackResponse:
+    remark = f"subscription group not exist, {group} {FAQ_SUFFIX}"
+    return SendBackResponse(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, remark)
+
+
+@rule("RETRY-1", source=SEND_BACK, seeds=SEED_004, versions="see RETRY-2 … RETRY-6")
+def send_back_checks(
+    *,
+    group: str,
+    offset: int,
+    group_exists: bool,
+    broker_permission: int,
+    retry_queue_nums: int,
+    retry_topic_perm: int | None,
+    record_found: bool,
+    broker_ip: str = "127.0.0.1",
+) -> SendBackStop | None:
+    """consumerSendMsgBack answers, in order, a missing group, a broker that is not writable,
+    retryQueueNums ≤ 0 (SUCCESS, nothing stored), a retry topic that could not be created
+    (`retry_topic_perm` None) or is not writable and a missing record, and otherwise goes on.
+
+    post: __return__ is None or 2 <= __return__.step <= 6
+    post: __return__ is None or (__return__.response.code is ResponseCode.SUCCESS) == (__return__.step == 4)
+    """
+    topic = retry_topic_name(group)
+    # Verify the group exists and the broker accepts writes
+    if not group_exists:
+        return SendBackStop(2, _group_missing(group))
+    if not broker_permission & PERM_WRITE:
+        remark = f"the broker[{broker_ip}] sending message is forbidden"
+        return SendBackStop(3, SendBackResponse(ResponseCode.NO_PERMISSION, remark))
+    # Verify the group has retry queues; without any the message is dropped with SUCCESS
+    if retry_queue_nums <= 0:
+        return SendBackStop(4, SendBackResponse(ResponseCode.SUCCESS))
+    # Verify the retry topic exists (created when absent) and is writable
+    if retry_topic_perm is None:
+        return SendBackStop(
+            5, SendBackResponse(ResponseCode.SYSTEM_ERROR, f"topic[{topic}] not exist")
+        )
+    if not retry_topic_perm & PERM_WRITE:
+        remark = f"the topic[{topic}] sending message is forbidden"
+        return SendBackStop(5, SendBackResponse(ResponseCode.NO_PERMISSION, remark))
+    # Verify the consumed record is still in the commit log
+    if not record_found:
+        remark = f"look message by offset failed, {offset}"
+        return SendBackStop(6, SendBackResponse(ResponseCode.SYSTEM_ERROR, remark))
+    return None
+
+
+def put_response(status: PutMessageStatus | None) -> SendBackResponse:
+    """RETRY-1 step 9: PUT_OK answers SUCCESS, another status SYSTEM_ERROR naming it."""
+    if status is None:
+        return SendBackResponse(ResponseCode.SYSTEM_ERROR, "putMessageResult is null")
+    if status is PutMessageStatus.PUT_OK:
+        return SendBackResponse(ResponseCode.SUCCESS)
+    return SendBackResponse(ResponseCode.SYSTEM_ERROR, status.value)
+
+
+def retry_topic_config(group: str, retry_queue_nums: int) -> TopicConfig:
+    """The config a missing retry topic is created with: retryQueueNums queues, READ|WRITE."""
+    n = retry_queue_nums
+    topic = retry_topic_name(group)
+    return TopicConfig(
+        topic_name=topic, read_queue_nums=n, write_queue_nums=n, perm=PERM_READ | PERM_WRITE
+    )
+
+
+# -- where the message goes and what it carries ----------------------------------------------------
 
 
 def _java_rem(a: int, b: int) -> int:
@@ -338,37 +487,92 @@ def retry_timetable(max_reconsume_times: int, levels: tuple[int, ...]) -> tuple[
     )
 
 
-__all__ = [
-    "DLQ_GROUP_TOPIC_PREFIX",
-    "DLQ_NUMS_PER_GROUP",
-    "MQ_VERSION_ORDINALS",
-    "RANDOM_BOUND",
-    "RETRY_GROUP_TOPIC_PREFIX",
-    "V3_4_9",
-    "V47",
-    "V49",
-    "DeadLetterTarget",
-    "SendBackRequest",
-    "SendBackResponse",
-    "SendBackStop",
-    "dead_letter_target_v47",
-    "dead_letter_target_v49",
-    "delivered_message",
-    "delivery_properties",
-    "dlq_topic_name",
-    "due_timestamp",
-    "max_reconsume_times_v47",
-    "max_reconsume_times_v49",
-    "profile_request_version",
-    "put_response",
-    "request_version_ordinal",
-    "retry_delay_level",
-    "retry_target_v47",
-    "retry_target_v49",
-    "retry_timetable",
-    "retry_topic_config",
-    "retry_topic_name",
-    "send_back_checks",
-    "send_back_message_v47",
-    "send_back_message_v49",
-]
+# -- plain sends to a retry topic ------------------------------------------------------------------
+
+
+@attrs.frozen
+class SendTarget:
+    """Where a plain send is stored (RETRY-11) and how a DLQ topic is created for it."""
+
+    topic: str
+    queue_id: int
+    #: The permission of the DLQ topic created for a redirected message, else None.
+    dlq_perm: int | None = None
+
+
+_RETRY_11 = "SendMessageProcessor.handleRetryAndDLQ, asyncSendMessage"
+_RETRY_11_VERSIONS = (
+    "Changed in 4.9.1/4.9.2: an absent header maxReconsumeTimes falls back to retryMaxTimes and "
+    "the DLQ is READ|WRITE; 4.9.7's setDelayTimeLevel(0) there has no effect."
+)
+
+
+def _plain_send_target(
+    topic: str,
+    queue_id: int,
+    group_retry_max_times: int | None,
+    reconsume_times: int | None,
+    resolve_max: Callable[[int], int],
+    dlq_perm: int,
+) -> SendTarget | SendBackResponse:
+    if not topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+        return SendTarget(topic, queue_id)
+    group = topic.removeprefix(RETRY_GROUP_TOPIC_PREFIX)
+    # Verify the group exists (group_retry_max_times is None when it does not)
+    if group_retry_max_times is None:
+        return _group_missing(group)
+    if (reconsume_times or 0) >= resolve_max(group_retry_max_times):
+        return SendTarget(dlq_topic_name(group), 0, dlq_perm)
+    return SendTarget(topic, queue_id)
+
+
+# [4.7]
+@rule("RETRY-11", source=_RETRY_11, seeds=(), profiles=V47, versions=_RETRY_11_VERSIONS)
+def plain_send_target_v47(
+    topic: str,
+    queue_id: int,
+    group_retry_max_times: int | None,
+    header_max_reconsume_times: int | None,
+    header_reconsume_times: int | None,
+    request_version: int,
+) -> SendTarget | SendBackResponse:
+    """A send to "%RETRY%" + group needs the group's config and goes to "%DLQ%" + group queue 0,
+    created WRITE only, when its header reconsumeTimes (absent = 0) ≥ max (RETRY-3, 4.7).
+
+    raises: NullPointerError
+    post: topic.startswith("%RETRY%") or __return__ == SendTarget(topic, queue_id)
+    """
+    return _plain_send_target(
+        topic,
+        queue_id,
+        group_retry_max_times,
+        header_reconsume_times,
+        lambda g: max_reconsume_times_v47(header_max_reconsume_times, g, request_version),
+        PERM_WRITE,
+    )
+
+
+# [Modified in 4.9]
+@rule("RETRY-11", source=_RETRY_11, seeds=(), profiles=V49)
+def plain_send_target_v49(
+    topic: str,
+    queue_id: int,
+    group_retry_max_times: int | None,
+    header_max_reconsume_times: int | None,
+    header_reconsume_times: int | None,
+    request_version: int,
+) -> SendTarget | SendBackResponse:
+    """A send to "%RETRY%" + group needs the group's config and goes to "%DLQ%" + group queue 0,
+    created READ|WRITE, when its header reconsumeTimes (absent = 0) ≥ max (RETRY-3, 4.9), any
+    DELAY it carries still applying.
+
+    post: topic.startswith("%RETRY%") or __return__ == SendTarget(topic, queue_id)
+    """
+    return _plain_send_target(
+        topic,
+        queue_id,
+        group_retry_max_times,
+        header_reconsume_times,
+        lambda g: max_reconsume_times_v49(header_max_reconsume_times, g, request_version),
+        PERM_READ | PERM_WRITE,
+    )

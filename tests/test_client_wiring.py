@@ -34,7 +34,7 @@ from pullspec.spec.errors import InvalidArgumentError
 from pullspec.spec.filter import SubscriptionData
 from pullspec.spec.message import BrokerInnerMessage, MessageQueue
 from pullspec.spec.profiles import Profile
-from pullspec.spec.retry_request import SendBackResponse
+from pullspec.spec.retry import SendBackResponse
 from pullspec.spec.status import BrokerRole, ResponseCode
 
 G = "G"

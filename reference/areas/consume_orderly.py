@@ -19,7 +19,7 @@ from pullspec.spec import consume_orderly as order
 from pullspec.spec.clock import ManualClock
 from pullspec.spec.consume_types import ConsumeOrderlyContext, ConsumeOrderlyStatus
 from pullspec.spec.message import PROPERTY_CONSUME_START_TIME, MessageQueue, StoredMessage
-from pullspec.spec.process_queue_expiry import LOCK_MAX_LIVE_TIME_MS
+from pullspec.spec.process_queue import LOCK_MAX_LIVE_TIME_MS
 from pullspec.spec.profiles import Profile
 
 #: The vector area this module serves.
