@@ -29,6 +29,7 @@ from pullspec.fast.pq_tree import OffsetTree, body_bytes, require_longs, validat
 from pullspec.spec import process_queue as pq
 from pullspec.spec.clock import Clock
 from pullspec.spec.errors import (
+    JAVA_INT_MAX,
     InvalidTypeError,
     NoSuchElementError,
     require_int,
@@ -162,7 +163,7 @@ class FastProcessQueue:
     def take_messages(self, batch_size: int) -> list[StoredMessage]:
         """takeMessages (PQ-8): move up to `batch_size` lowest cached messages to the consuming
         tree; clears `consuming` when it takes nothing. No counter changes."""
-        n = require_range("batch_size", batch_size, 0, pq.JAVA_INT_MAX)
+        n = require_range("batch_size", batch_size, 0, JAVA_INT_MAX)
         now = require_int("now", self._clock.now_ms())
         with self._lock:
             self._last_consume_timestamp = now

@@ -21,18 +21,16 @@ from pullspec.spec.clock import Clock
 from pullspec.spec.config import PERM_WRITE, BrokerConfig, SubscriptionGroupConfig, TopicConfig
 from pullspec.spec.errors import MessageIllegalError, NullPointerError, require_str
 from pullspec.spec.filter import SubscriptionData
-from pullspec.spec.message import BrokerInnerMessage
+from pullspec.spec.message import RETRY_GROUP_TOPIC_PREFIX, BrokerInnerMessage, retry_topic_name
 from pullspec.spec.profiles import Profile
 from pullspec.spec.results import PutMessageResult
 from pullspec.spec.retry import (
-    RETRY_GROUP_TOPIC_PREFIX,
     SendBackResponse,
     plain_send_target_v47,
     plain_send_target_v49,
     profile_request_version,
     put_response,
     retry_topic_config,
-    retry_topic_name,
 )
 from pullspec.spec.status import ResponseCode
 

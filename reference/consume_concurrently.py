@@ -4,7 +4,7 @@ scheduler.
 The consume pool and both single-thread schedulers of RocketMQ are events of one `Scheduler`:
 a ConsumeRequest runs as an event due now, a delayed resubmission or a cleaner run as an event
 due later. A listener call takes no virtual time. Every decision is a rule of
-`spec.consume_concurrently` / `spec.client_send_back` / `spec.consume_lifecycle`; this class
+`spec.consume_concurrently` / `spec.client_send_back`; this class
 calls the listener and the send-back client, and applies the plans.
 
 RocketMQ mutates the cached MessageExt objects (CONSUME_START_TIME, the restored retry topic,
@@ -24,21 +24,17 @@ import attrs
 from pullspec.reference.scheduler import Scheduler
 from pullspec.spec import client_send_back as sb
 from pullspec.spec import consume_concurrently as cc
-from pullspec.spec import consume_lifecycle as life
-from pullspec.spec.consume_types import (
+from pullspec.spec.consume_concurrently import (
     ConcurrentListener,
     ConsumeConcurrentlyContext,
     ConsumeConcurrentlyStatus,
     ConsumeReturnType,
-    IndexOutOfBoundsError,
     PeriodicTask,
-    RejectedExecutionError,
     ShutdownStep,
-    with_namespace,
 )
 from pullspec.spec.consumer_config import ConsumerConfig, MessageModel
-from pullspec.spec.errors import InvalidTypeError
-from pullspec.spec.message import MessageQueue, StoredMessage
+from pullspec.spec.errors import IndexOutOfBoundsError, InvalidTypeError, RejectedExecutionError
+from pullspec.spec.message import MessageQueue, StoredMessage, with_namespace
 from pullspec.spec.offset_store import OffsetStore
 from pullspec.spec.profiles import Profile
 from pullspec.spec.protocols import ProcessQueue
@@ -165,9 +161,9 @@ class ReferenceConsumeConcurrentlyService:
     def start(self) -> None:
         """Schedule the consume-timeout cleaner (CONC-13)."""
         schedule = (
-            life.clean_expire_schedule_v47
+            cc.clean_expire_schedule_v47
             if self.profile is Profile.V4_7
-            else life.clean_expire_schedule_v49
+            else cc.clean_expire_schedule_v49
         )(self.config.consume_timeout)
         due = self.scheduler.clock.now_ms() + schedule.initial_delay_ms
         self._cleaner = self.scheduler.call_at(
@@ -177,7 +173,7 @@ class ReferenceConsumeConcurrentlyService:
     def shutdown(self, await_terminate_millis: int = 0) -> None:
         """Stop the scheduler, then the pool, then the cleaner (CONC-14); with no wait, queued
         ConsumeRequests are dropped (shutdownNow)."""
-        for step in life.concurrent_shutdown_steps():
+        for step in cc.concurrent_shutdown_steps():
             self.shutdown_steps.append(step)
             if step is ShutdownStep.SCHEDULER:
                 self._cancel(self._delayed)
@@ -194,7 +190,7 @@ class ReferenceConsumeConcurrentlyService:
 
     def update_core_pool_size(self, core_pool_size: int) -> None:
         """updateCorePoolSize (CONC-1)."""
-        self.core_pool_size = life.core_pool_size_after_update(
+        self.core_pool_size = cc.core_pool_size_after_update(
             self.core_pool_size, core_pool_size, self.config.consume_thread_max
         )
 

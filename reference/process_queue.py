@@ -14,19 +14,13 @@ import attrs
 
 from pullspec.spec import process_queue as pq
 from pullspec.spec.clock import Clock
-from pullspec.spec.errors import InvalidTypeError, require_int, require_non_negative
+from pullspec.spec.errors import InvalidTypeError, require_bool, require_int, require_non_negative
 from pullspec.spec.message import StoredMessage
 from pullspec.spec.profiles import Profile
 
 log = logging.getLogger(__name__)
 
 SendMessageBack = Callable[[StoredMessage, int], object]
-
-
-def _require_bool(name: str, value: object) -> bool:
-    if not isinstance(value, bool):
-        raise InvalidTypeError(name, value, "bool")
-    return value
 
 
 class ReferenceProcessQueue:
@@ -103,7 +97,7 @@ class ReferenceProcessQueue:
         """cleanExpiredMsg (PQ-18): send expired head messages back (delay level 3) and uncache
         them; `send_message_back(msg, delay_level)` stands for DefaultMQPushConsumer's."""
         timeout = require_non_negative("consume_timeout_min", consume_timeout_min)
-        if _require_bool("consume_orderly", consume_orderly):
+        if require_bool("consume_orderly", consume_orderly):
             return
         expired_head = (
             pq.expired_head_v4_7 if self._profile is Profile.V4_7 else pq.expired_head_v4_9
@@ -211,7 +205,7 @@ class ReferenceProcessQueue:
 
     @locked.setter
     def locked(self, value: bool) -> None:
-        self._state = attrs.evolve(self._state, locked=_require_bool("locked", value))
+        self._state = attrs.evolve(self._state, locked=require_bool("locked", value))
 
     @property
     def last_lock_timestamp(self) -> int:

@@ -22,7 +22,6 @@ from pullspec.reference.scheduler import Scheduler
 from pullspec.spec import allocate as al
 from pullspec.spec import rebalance as rb
 from pullspec.spec.client_errors import MQClientError
-from pullspec.spec.consume_types import BrokerLockClient
 from pullspec.spec.consumer_config import (
     ConsumerConfig,
     MessageModel,
@@ -35,7 +34,7 @@ from pullspec.spec.filter import SubscriptionData
 from pullspec.spec.message import MessageQueue
 from pullspec.spec.offset_store import OffsetStore
 from pullspec.spec.profiles import Profile
-from pullspec.spec.protocols import ProcessQueue
+from pullspec.spec.protocols import BrokerLockClient, ProcessQueue
 from pullspec.spec.pull_from_where import OffsetQueries, compute_pull_from_where_for
 from pullspec.spec.rebalance import LockMarks, NewQueueOutcome, QueueView
 

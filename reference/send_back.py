@@ -32,7 +32,12 @@ from pullspec.spec.errors import (
     require_str,
 )
 from pullspec.spec.layout import validate_topic
-from pullspec.spec.message import BrokerInnerMessage, StoredMessage
+from pullspec.spec.message import (
+    BrokerInnerMessage,
+    StoredMessage,
+    dlq_topic_name,
+    retry_topic_name,
+)
 from pullspec.spec.profiles import Profile
 from pullspec.spec.protocols import MessageStore
 from pullspec.spec.retry import (
@@ -43,7 +48,6 @@ from pullspec.spec.retry import (
     dead_letter_target_v49,
     delivered_message,
     delivery_properties,
-    dlq_topic_name,
     due_timestamp,
     max_reconsume_times_v47,
     max_reconsume_times_v49,
@@ -53,7 +57,6 @@ from pullspec.spec.retry import (
     retry_target_v47,
     retry_target_v49,
     retry_topic_config,
-    retry_topic_name,
     send_back_checks,
     send_back_message_v47,
     send_back_message_v49,

@@ -25,12 +25,8 @@ from pullspec.reference.sim_observe import (
     SimConsumer,
 )
 from pullspec.reference.sim_watch import ClientWatch, name_of
-from pullspec.spec.consume_types import (
-    ConsumeConcurrentlyContext,
-    ConsumeConcurrentlyStatus,
-    ConsumeOrderlyContext,
-    ConsumeOrderlyStatus,
-)
+from pullspec.spec.consume_concurrently import ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus
+from pullspec.spec.consume_orderly import ConsumeOrderlyContext, ConsumeOrderlyStatus
 from pullspec.spec.message import MessageQueue, StoredMessage
 
 if TYPE_CHECKING:

@@ -40,9 +40,14 @@ from pullspec.reference.sim_cluster import (
 from pullspec.reference.sim_config import SimConfig, SimHooks, SimResult
 from pullspec.reference.sim_faults import FaultStep, fault_stream, format_schedule
 from pullspec.spec.clock import ManualClock
-from pullspec.spec.consume_types import retry_topic
 from pullspec.spec.consumer_config import ConsumeFromWhere, ConsumeMode, ConsumerConfig
-from pullspec.spec.message import PROPERTY_UNIQ_KEY, BrokerInnerMessage, MessageQueue, StoredMessage
+from pullspec.spec.message import (
+    PROPERTY_UNIQ_KEY,
+    BrokerInnerMessage,
+    MessageQueue,
+    StoredMessage,
+    retry_topic_name,
+)
 
 
 class Simulator:
@@ -141,7 +146,8 @@ class Simulator:
     def queues(self) -> list[str]:
         """The consumable queues: the topic's and the group's retry topic's."""
         retry = [
-            h.queue_name(retry_topic(self.group), i) for i in range(self.config.retry_queue_nums)
+            h.queue_name(retry_topic_name(self.group), i)
+            for i in range(self.config.retry_queue_nums)
         ]
         return [h.queue_name(self.topic, i) for i in range(self.config.queues)] + retry
 

@@ -21,6 +21,7 @@ from pullspec.spec.errors import (
     InvalidArgumentError,
     InvalidTypeError,
     MessageIllegalError,
+    require_bool,
     require_int,
     require_str,
 )
@@ -134,8 +135,7 @@ class ReferenceMessageStore:
         """Switch the broker role and offsetCheckInSlave at run time."""
         if not isinstance(broker_role, BrokerRole):
             raise InvalidTypeError("broker_role", broker_role, "BrokerRole")
-        if not isinstance(offset_check_in_slave, bool):
-            raise InvalidTypeError("offset_check_in_slave", offset_check_in_slave, "bool")
+        require_bool("offset_check_in_slave", offset_check_in_slave)
         self._role = broker_role
         self._offset_check_in_slave = offset_check_in_slave
 

@@ -12,12 +12,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Sequence
 
-from pullspec.spec.consume_types import REBALANCE_WAIT_INTERVAL_MILLIS, RETRY_GROUP_TOPIC_PREFIX
 from pullspec.spec.consumer_config import MessageModel
 from pullspec.spec.errors import InvalidArgumentError
-from pullspec.spec.message import MessageQueue
+from pullspec.spec.message import RETRY_GROUP_TOPIC_PREFIX, MessageQueue
 from pullspec.spec.profiles import Profile
 from pullspec.spec.rules import rule
+
+#: REBAL-1: rocketmq.client.rebalance.waitInterval.
+REBALANCE_WAIT_INTERVAL_MILLIS = 20_000
+
+
+#: REBAL-5: GET_CONSUMER_LIST_BY_GROUP timeout (4.9: mqClientApiTimeout, same default).
+CONSUMER_LIST_RPC_TIMEOUT_MILLIS = 3_000
+
 
 _S24 = ("002_c88c8921902728c1.txt", "004_60fc00b6c6a023ff.txt")
 _S34 = ("003_97f7c1df5f6104bc.txt", "004_60fc00b6c6a023ff.txt")

@@ -4,7 +4,8 @@ itself and sends to `%RETRY%<group>` through its internal producer.
 
 RocketMQ's client-built message shares its property map with the consumed message, so building
 it mutates the cached message as well; `SendBackBuild` carries both maps. Both consume services
-use this module, which keeps them below the module size limit.
+hand messages back this way: DefaultMQPushConsumerImpl.sendMessageBack serves both, and the
+orderly service builds its own DLQ message (ORDER-15).
 """
 
 from __future__ import annotations
@@ -14,27 +15,26 @@ from typing import Protocol, runtime_checkable
 
 import attrs
 
-from pullspec.spec.consume_types import (
+from pullspec.spec.consume_concurrently import (
     CLIENT_SEND_BACK_BASE_DELAY_LEVEL,
     DEFAULT_MAX_RECONSUME_TIMES_CONCURRENTLY,
-    JAVA_INT_MAX,
-    PROPERTY_TRANSACTION_PREPARED,
     ConsumeConcurrentlyContext,
-    retry_topic,
-    with_namespace,
-    without_namespace,
 )
-from pullspec.spec.errors import require_bytes, require_str
+from pullspec.spec.errors import JAVA_INT_MAX, require_bytes, require_str
 from pullspec.spec.message import (
     PROPERTY_DELAY,
     PROPERTY_MAX_RECONSUME_TIMES,
     PROPERTY_ORIGIN_MESSAGE_ID,
     PROPERTY_RECONSUME_TIME,
     PROPERTY_RETRY_TOPIC,
+    PROPERTY_TRANSACTION_PREPARED,
     PROPERTY_UNIQ_KEY,
     Properties,
     StoredMessage,
+    retry_topic_name,
     to_properties,
+    with_namespace,
+    without_namespace,
 )
 from pullspec.spec.profiles import Profile
 from pullspec.spec.rules import rule
@@ -124,7 +124,7 @@ def _retry_properties(
 
 
 def _build(msg: StoredMessage, group: str, props: dict[str, str]) -> SendBackBuild:
-    built = ClientMessage(retry_topic(group), msg.body, msg.flag, props)
+    built = ClientMessage(retry_topic_name(group), msg.body, msg.flag, props)
     # The map is shared, so the consumed message carries every put as well
     return SendBackBuild(built, built.properties)
 

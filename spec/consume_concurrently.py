@@ -3,38 +3,115 @@
 Each rule is a pure decision: the side effects RocketMQ performs (the pool submit, the listener
 call, the send-back RPC) happen in the caller, which hands their outcomes in and applies the
 plan that comes back. Messages are frozen here, so where Java mutates a cached MessageExt
-(reconsumeTimes, topic, properties) a rule returns the changed copy. The pool, the cleaner and
-shutdown (CONC-1, CONC-13, CONC-14) are in `spec.consume_lifecycle`, the send-back (CONC-10,
-CONC-11) in `spec.client_send_back`.
+(reconsumeTimes, topic, properties) a rule returns the changed copy. The vocabulary both
+services share (the consume return type, periodic tasks, shutdown steps) is defined here; the
+pool, the cleaner and shutdown (CONC-1, CONC-13, CONC-14) close the module; the send-back
+(CONC-10, CONC-11) is in `spec.client_send_back`.
+
+A listener's context is mutable on purpose: the listener reports through it (setAckIndex,
+setDelayLevelWhenNextConsume), exactly as a Java listener does; the rule functions only read it.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import attrs
 
-from pullspec.spec.consume_types import (
-    RESUBMIT_DELAY_MILLIS,
-    ConsumeConcurrentlyStatus,
-    ConsumeReturnType,
+from pullspec.spec.errors import (
+    JAVA_INT_MAX,
     IndexOutOfBoundsError,
-    put_property,
-    retry_topic,
-    without_namespace,
+    check_int,
+    require_int,
+    set_int,
 )
-from pullspec.spec.errors import require_int
 from pullspec.spec.message import (
     PROPERTY_CONSUME_START_TIME,
     PROPERTY_RETRY_TOPIC,
+    MessageQueue,
     StoredMessage,
+    put_property,
+    retry_topic_name,
+    without_namespace,
 )
 from pullspec.spec.offset_store import OffsetUpdate
+from pullspec.spec.profiles import Profile
 from pullspec.spec.rules import rule
 
 _SVC = "ConsumeMessageConcurrentlyService"
+_S2 = ("002_c88c8921902728c1.txt",)
 _S24 = ("002_c88c8921902728c1.txt", "004_60fc00b6c6a023ff.txt")
+#: CONC-1: the consume pool's keep-alive (no effect: the pool never grows past its core).
+CONSUME_POOL_KEEP_ALIVE_MILLIS = 60_000
+#: CONC-1: updateCorePoolSize accepts 0 < n ≤ Short.MAX_VALUE.
+MAX_CORE_POOL_SIZE = 32_767
+#: CONC-3: both concurrent resubmissions (failed send-back batch, rejected request) wait 5 s.
+RESUBMIT_DELAY_MILLIS = 5_000
+#: CONC-11: the CONSUMER_SEND_MSG_BACK RPC timeout.
+SEND_BACK_RPC_TIMEOUT_MILLIS = 5_000
+#: CONC-11: the concurrent consumer's maxReconsumeTimes when it is −1 (the default).
+DEFAULT_MAX_RECONSUME_TIMES_CONCURRENTLY = 16
+#: CONC-11, ORDER-15: the client-built retry message's delay level is this + reconsumeTimes.
+CLIENT_SEND_BACK_BASE_DELAY_LEVEL = 3
+
+
+class ConsumeConcurrentlyStatus(enum.Enum):
+    """What a MessageListenerConcurrently returns."""
+
+    CONSUME_SUCCESS = "CONSUME_SUCCESS"
+    RECONSUME_LATER = "RECONSUME_LATER"
+
+
+class ConsumeReturnType(enum.Enum):
+    """The hook's CONSUME_CONTEXT_TYPE (CONC-5, ORDER-8); it never changes the status."""
+
+    SUCCESS = "SUCCESS"
+    TIME_OUT = "TIME_OUT"
+    EXCEPTION = "EXCEPTION"
+    RETURNNULL = "RETURNNULL"
+    FAILED = "FAILED"
+
+
+@attrs.define
+class ConsumeConcurrentlyContext:
+    """ConsumeConcurrentlyContext: built per ConsumeRequest (CONC-4); the listener may set
+    `ack_index` (CONC-6) and `delay_level_when_next_consume` (CONC-10)."""
+
+    message_queue: MessageQueue
+    #: 0: the broker picks 3 + reconsumeTimes; < 0: straight to the DLQ (broker send-back only).
+    delay_level_when_next_consume: int = attrs.field(
+        default=0, validator=check_int, on_setattr=set_int
+    )
+    #: Integer.MAX_VALUE: "all acknowledged" unless the listener says otherwise.
+    ack_index: int = attrs.field(default=JAVA_INT_MAX, validator=check_int, on_setattr=set_int)
+
+
+#: A scripted MessageListenerConcurrently: it may return None or raise (CONC-5).
+ConcurrentListener = Callable[
+    [Sequence[StoredMessage], ConsumeConcurrentlyContext], ConsumeConcurrentlyStatus | None
+]
+
+
+@attrs.frozen
+class PeriodicTask:
+    """A scheduleAtFixedRate task: first run after `initial_delay_ms`, then every `period_ms`;
+    `survives_exception` is false where an escaping exception cancels it for good."""
+
+    initial_delay_ms: int
+    period_ms: int
+    survives_exception: bool
+
+
+class ShutdownStep(enum.Enum):
+    """One step of a consume service's shutdown (CONC-14, ORDER-17)."""
+
+    STOP = "STOP"
+    SCHEDULER = "SCHEDULER"
+    CONSUME_POOL = "CONSUME_POOL"
+    CLEANER = "CLEANER"
+    UNLOCK_ALL = "UNLOCK_ALL"
+
 
 Batch = tuple[StoredMessage, ...]
 
@@ -309,7 +386,7 @@ def reset_retry_and_namespace(
     post: len(__return__) == len(msgs)
     post: bool(namespace) or all(r.topic == (m.get_property("RETRY_TOPIC") if m.topic == "%RETRY%" + group and m.get_property("RETRY_TOPIC") is not None else m.topic) for r, m in zip(__return__, msgs))
     """
-    group_topic = retry_topic(group)
+    group_topic = retry_topic_name(group)
     out: list[StoredMessage] = []
     for msg in msgs:
         original = msg.get_property(PROPERTY_RETRY_TOPIC)
@@ -317,3 +394,60 @@ def reset_retry_and_namespace(
         topic = original if original is not None and msg.topic == group_topic else msg.topic
         out.append(attrs.evolve(msg, topic=without_namespace(topic, namespace)))
     return tuple(out)
+
+
+@rule("CONC-1", source=f"{_SVC}.<init>, {_SVC}.updateCorePoolSize", seeds=_S2, versions=(
+    "consume thread names gain the group in 4.9.7; no behavioural change"))  # fmt: skip
+def core_pool_size_after_update(core_pool_size: int, n: int, consume_thread_max: int) -> int:
+    """The consume pool runs exactly its core size of threads (consumeThreadMin, because its
+    unbounded queue never lets it grow), and updateCorePoolSize(n) changes that size only when
+    0 < n ≤ 32767 and n < consumeThreadMax.
+
+    post: __return__ == (n if 0 < n <= 32767 and n < consume_thread_max else core_pool_size)
+    """
+    # Verify the bounds; incCorePoolSize and decCorePoolSize are empty and never change it
+    if 0 < n <= MAX_CORE_POOL_SIZE and n < consume_thread_max:
+        return n
+    return core_pool_size
+
+
+# [4.7]
+@rule("CONC-13", source=f"{_SVC}.start, {_SVC}.cleanExpireMsg", seeds=_S2,
+      profiles=(Profile.V4_7,), versions=(
+    "4.9.7 catches an exception of a run; in 4.7.1 it cancels the schedule"))  # fmt: skip
+def clean_expire_schedule_v47(consume_timeout_min: int) -> PeriodicTask:
+    """The consume-timeout cleaner runs PQ-18 over every ProcessQueue of the table at a fixed
+    rate whose initial delay and period are both consumeTimeout minutes, and an exception
+    escaping one run cancels it for good.
+
+    post: __return__ == PeriodicTask(consume_timeout_min * 60000, consume_timeout_min * 60000, False)
+    """
+    # Verify the unit: consumeTimeout is in minutes
+    period = consume_timeout_min * 60_000
+    return PeriodicTask(period, period, False)
+
+
+# [Modified in 4.9]
+@rule("CONC-13", source=f"{_SVC}.start, {_SVC}.cleanExpireMsg", profiles=(Profile.V4_9,))
+def clean_expire_schedule_v49(consume_timeout_min: int) -> PeriodicTask:
+    """The consume-timeout cleaner runs PQ-18 over every ProcessQueue of the table at a fixed
+    rate whose initial delay and period are both consumeTimeout minutes, and an exception of
+    one run is logged and the schedule goes on.
+
+    post: __return__ == PeriodicTask(consume_timeout_min * 60000, consume_timeout_min * 60000, True)
+    """
+    # Verify the try/catch 4.9.7 wraps around each run
+    period = consume_timeout_min * 60_000
+    return PeriodicTask(period, period, True)
+
+
+@rule("CONC-14", source=f"{_SVC}.shutdown", seeds=_S2)
+def concurrent_shutdown_steps() -> tuple[ShutdownStep, ...]:
+    """Shutdown stops the resubmit scheduler, then the consume pool (gracefully), then the
+    cleaner, and results of consumption still in flight are discarded because their queues are
+    dropped by then.
+
+    post: __return__ == (ShutdownStep.SCHEDULER, ShutdownStep.CONSUME_POOL, ShutdownStep.CLEANER)
+    """
+    # Verify there is no unlock: only the orderly service unlocks (ORDER-17)
+    return (ShutdownStep.SCHEDULER, ShutdownStep.CONSUME_POOL, ShutdownStep.CLEANER)

@@ -5,35 +5,74 @@ loops at all, `loop_step` is one iteration's checks in RocketMQ's order (dropped
 lease expired, 60 s time slice, empty take), and the result tables of processConsumeResult
 (`process_result_auto_commit`, `process_result_manual_commit`) say what happens to the taken
 messages. The caller takes the messages, calls the listener and sends messages back; it hands
-the outcomes in. The orderly DLQ message (ORDER-15) is in `spec.client_send_back`; periodic
-locking, shutdown and the absent cleaner (ORDER-1, ORDER-17, ORDER-18) in
-`spec.consume_lifecycle`.
+the outcomes in. Periodic locking, shutdown and the absent cleaner (ORDER-1, ORDER-17, ORDER-18)
+close the module; the orderly DLQ message (ORDER-15) is in `spec.client_send_back`.
+
+A listener's context is mutable on purpose: the listener reports through it
+(setAutoCommit, setSuspendCurrentQueueTimeMillis), exactly as a Java listener does; the rule
+functions only read it.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import attrs
 
-from pullspec.spec.consume_types import (
-    MAX_SUSPEND_MILLIS,
-    MAX_TIME_CONSUME_CONTINUOUSLY_MILLIS,
-    MIN_SUSPEND_MILLIS,
-    RESUBMIT_AFTER_LOCK_FAILED_MILLIS,
-    RESUBMIT_AFTER_SLICE_MILLIS,
-    SUSPEND_USE_DEFAULT,
-    TRY_LOCK_LATER_IN_LOOP_MILLIS,
-    ConsumeOrderlyContext,
-    ConsumeOrderlyStatus,
-    ConsumeReturnType,
-    put_property,
-)
-from pullspec.spec.consumer_config import MessageModel
-from pullspec.spec.message import PROPERTY_RECONSUME_TIME, MessageQueue, StoredMessage
+from pullspec.spec.consume_concurrently import ConsumeReturnType, PeriodicTask, ShutdownStep
+from pullspec.spec.consumer_config import ConsumeMode, MessageModel
+from pullspec.spec.errors import check_bool, check_int, set_bool, set_int
+from pullspec.spec.message import PROPERTY_RECONSUME_TIME, MessageQueue, StoredMessage, put_property
 from pullspec.spec.offset_store import OffsetUpdate
+from pullspec.spec.process_queue import LOCK_INTERVAL_MS
+from pullspec.spec.profiles import Profile
+from pullspec.spec.rebalance import REBALANCE_LOCK_INITIAL_DELAY_MILLIS
 from pullspec.spec.rules import rule
+
+#: ORDER-1: rocketmq.client.maxTimeConsumeContinuously, one ConsumeRequest's time slice.
+MAX_TIME_CONSUME_CONTINUOUSLY_MILLIS = 60_000
+#: ORDER-12: the suspend time is clamped into [10, 30000].
+MIN_SUSPEND_MILLIS = 10
+MAX_SUSPEND_MILLIS = 30_000
+#: ORDER-12: the context's "use the consumer's default suspend time" value.
+SUSPEND_USE_DEFAULT = -1
+#: ORDER-5/ORDER-13: the resubmit delays after a time slice or a re-acquired lock, and after a
+#: failed one; tryLockLaterAndReconsume waits 100 at the gate and 10 inside the loop.
+RESUBMIT_AFTER_SLICE_MILLIS = 10
+RESUBMIT_AFTER_LOCK_FAILED_MILLIS = 3_000
+TRY_LOCK_LATER_AT_GATE_MILLIS = 100
+TRY_LOCK_LATER_IN_LOOP_MILLIS = 10
+
+
+class ConsumeOrderlyStatus(enum.Enum):
+    """What a MessageListenerOrderly returns; COMMIT and ROLLBACK are deprecated in RocketMQ and
+    only meaningful with autoCommit false (ORDER-9/10)."""
+
+    SUCCESS = "SUCCESS"
+    ROLLBACK = "ROLLBACK"
+    COMMIT = "COMMIT"
+    SUSPEND_CURRENT_QUEUE_A_MOMENT = "SUSPEND_CURRENT_QUEUE_A_MOMENT"
+
+
+@attrs.define
+class ConsumeOrderlyContext:
+    """ConsumeOrderlyContext: built per listener call (ORDER-7); the listener may switch
+    `auto_commit` off (ORDER-10) or set its own suspend time (ORDER-12)."""
+
+    message_queue: MessageQueue
+    auto_commit: bool = attrs.field(default=True, validator=check_bool, on_setattr=set_bool)
+    #: −1: use the consumer's suspendCurrentQueueTimeMillis (ORDER-12).
+    suspend_current_queue_time_millis: int = attrs.field(
+        default=SUSPEND_USE_DEFAULT, validator=check_int, on_setattr=set_int
+    )
+
+
+#: A scripted MessageListenerOrderly: it may return None or raise (ORDER-8).
+OrderlyListener = Callable[
+    [Sequence[StoredMessage], ConsumeOrderlyContext], ConsumeOrderlyStatus | None
+]
+
 
 _SVC = "ConsumeMessageOrderlyService"
 _RUN = f"{_SVC}.ConsumeRequest.run"
@@ -394,3 +433,64 @@ def consuming_after_exit(consuming: bool, exit: LoopExit) -> bool:
     """
     # Verify the exit: takeMessages clears the flag only when it finds nothing (PQ-8)
     return False if exit is LoopExit.EMPTY_TAKE else consuming
+
+
+def _lock_schedule(message_model: MessageModel, survives: bool) -> PeriodicTask | None:
+    if message_model is MessageModel.BROADCASTING:
+        return None
+    return PeriodicTask(REBALANCE_LOCK_INITIAL_DELAY_MILLIS, LOCK_INTERVAL_MS, survives)
+
+
+# [4.7]
+@rule("ORDER-1", source=f"{_SVC}.start, {_SVC}.lockMQPeriodically", seeds=_S4,
+      profiles=(Profile.V4_7,), versions=(
+    "4.9.7 catches an exception of lockMQPeriodically; in 4.7.1 it cancels the schedule"))  # fmt: skip
+def lock_schedule_v47(message_model: MessageModel) -> PeriodicTask | None:
+    """In CLUSTERING the orderly service calls lockAll 1000 ms after start and then every 20000
+    ms until stopped, an escaping exception cancelling the schedule for good, and in
+    BROADCASTING it never locks.
+
+    post: (__return__ is None) == (message_model is MessageModel.BROADCASTING)
+    post: __return__ is None or __return__ == PeriodicTask(1000, 20000, False)
+    """
+    # Verify the model: only CLUSTERING starts periodic locking
+    return _lock_schedule(message_model, False)
+
+
+# [Modified in 4.9]
+@rule("ORDER-1", source=f"{_SVC}.start, {_SVC}.lockMQPeriodically", profiles=(Profile.V4_9,))
+def lock_schedule_v49(message_model: MessageModel) -> PeriodicTask | None:
+    """In CLUSTERING the orderly service calls lockAll 1000 ms after start and then every 20000
+    ms until stopped, an exception of one run being logged, and in BROADCASTING it never locks.
+
+    post: (__return__ is None) == (message_model is MessageModel.BROADCASTING)
+    post: __return__ is None or __return__ == PeriodicTask(1000, 20000, True)
+    """
+    # Verify the model: only CLUSTERING starts periodic locking
+    return _lock_schedule(message_model, True)
+
+
+@rule("ORDER-17", source=f"{_SVC}.shutdown, {_SVC}.unlockAllMQ")
+def orderly_shutdown_steps(message_model: MessageModel) -> tuple[ShutdownStep, ...]:
+    """Shutdown marks the service stopped, stops its scheduler and its pool, and in CLUSTERING
+    then unlocks every queue synchronously (unlockAll with oneway false).
+
+    post: __return__[:3] == (ShutdownStep.STOP, ShutdownStep.SCHEDULER, ShutdownStep.CONSUME_POOL)
+    post: (ShutdownStep.UNLOCK_ALL in __return__) == (message_model is MessageModel.CLUSTERING)
+    """
+    steps = (ShutdownStep.STOP, ShutdownStep.SCHEDULER, ShutdownStep.CONSUME_POOL)
+    # Verify the model: BROADCASTING never locked anything
+    if message_model is MessageModel.CLUSTERING:
+        return (*steps, ShutdownStep.UNLOCK_ALL)
+    return steps
+
+
+@rule("ORDER-18", source=f"{_SVC}.start")
+def has_consume_timeout_cleaner(consume_mode: ConsumeMode) -> bool:
+    """Only the concurrent service runs a consume-timeout cleaner, so in orderly mode
+    consumeTimeout only changes the hook's return type.
+
+    post: __return__ == (consume_mode is ConsumeMode.CONCURRENTLY)
+    """
+    # Verify the mode: the orderly service schedules no cleanExpireMsg
+    return consume_mode is ConsumeMode.CONCURRENTLY

@@ -18,9 +18,11 @@ from collections.abc import Sequence
 import attrs
 
 from pullspec.spec.errors import (
+    JAVA_INT_MAX,
     InvalidTypeError,
     NoSuchElementError,
     NumberFormatError,
+    require_bool,
     require_int,
     require_range,
 )
@@ -28,7 +30,6 @@ from pullspec.spec.message import PROPERTY_CONSUME_START_TIME, PROPERTY_MAX_OFFS
 from pullspec.spec.profiles import Profile
 from pullspec.spec.rules import rule
 
-JAVA_INT_MAX = 2**31 - 1
 S_000 = "000_26b83a4251c26823.txt"
 S_001 = "001_c163ec5dbc0ced81.txt"
 S_002 = "002_c88c8921902728c1.txt"
@@ -101,9 +102,7 @@ def set_dropped(state: ProcessQueueState, dropped: bool) -> ProcessQueueState:
     post: __return__.dropped == dropped
     raises: InvalidTypeError
     """
-    if not isinstance(dropped, bool):
-        raise InvalidTypeError("dropped", dropped, "bool")
-    return attrs.evolve(state, dropped=dropped)
+    return attrs.evolve(state, dropped=require_bool("dropped", dropped))
 
 
 @rule("PQ-17", source="ProcessQueue.removeMessage")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Protocol, runtime_checkable
 
 from pullspec.spec.message import BrokerInnerMessage, MessageQueue, StoredMessage
@@ -217,4 +217,31 @@ class ConsumeMessageService(Protocol):
         dispatch_to_consume: bool,
     ) -> None:
         """Consume `msgs` of `message_queue` (CONC-2 / ORDER-3)."""
+        ...
+
+
+@runtime_checkable
+class BrokerLockClient(Protocol):
+    """LOCK_BATCH_MQ / UNLOCK_BATCH_MQ as a client sends them to the master of one broker
+    (REBAL-19..21); a broker without a master raises, as a failed RPC does."""
+
+    def has_master(self, broker_name: str) -> bool:
+        """findBrokerAddressInSubscribe(brokerName, MASTER_ID, true) found an address."""
+        ...
+
+    def lock_batch(
+        self, broker_name: str, group: str, client_id: str, mqs: Iterable[MessageQueue]
+    ) -> set[MessageQueue]:
+        """LOCK_BATCH_MQ: the queues the broker granted (LEASE-6); raises on RPC failure."""
+        ...
+
+    def unlock_batch(
+        self,
+        broker_name: str,
+        group: str,
+        client_id: str,
+        mqs: Iterable[MessageQueue],
+        oneway: bool,
+    ) -> None:
+        """UNLOCK_BATCH_MQ (LEASE-7); raises when the broker cannot be reached, even one-way."""
         ...

@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Protocol, runtime_checkable
 
 from pullspec.spec.client_errors import MQClientError
-from pullspec.spec.consumer_config import RETRY_GROUP_TOPIC_PREFIX, ConsumeFromWhere
-from pullspec.spec.message import MessageQueue
+from pullspec.spec.consumer_config import ConsumeFromWhere
+from pullspec.spec.message import RETRY_GROUP_TOPIC_PREFIX, MessageQueue
 from pullspec.spec.profiles import Profile
 from pullspec.spec.rules import rule
 

@@ -11,7 +11,6 @@ from pullspec.spec.client_errors import MQBrokerError
 from pullspec.spec.consumer_config import (
     OFFSET_ILLEGAL_FIX_UP_DELAY_MILLIS,
     PULL_TIME_DELAY_MILLS_WHEN_BROKER_FLOW_CONTROL,
-    RETRY_GROUP_TOPIC_PREFIX,
     ConsumerConfig,
     MessageModel,
 )
@@ -19,7 +18,9 @@ from pullspec.spec.filter import SubscriptionData
 from pullspec.spec.message import (
     PROPERTY_MAX_OFFSET,
     PROPERTY_MIN_OFFSET,
+    PROPERTY_TRANSACTION_PREPARED,
     PROPERTY_UNIQ_KEY,
+    RETRY_GROUP_TOPIC_PREFIX,
     StoredMessage,
 )
 from pullspec.spec.offset_store import OffsetUpdate
@@ -28,7 +29,6 @@ from pullspec.spec.pull_actions import Delay, DelayReason, Immediately
 from pullspec.spec.rules import rule
 from pullspec.spec.status import PullStatus, ResponseCode
 
-PROPERTY_TRANSACTION_PREPARED = "TRAN_MSG"
 JAVA_LONG_MAX = (1 << 63) - 1
 
 _S2 = ("002_c88c8921902728c1.txt",)

@@ -18,16 +18,21 @@ from typing import TypeVar
 import attrs
 
 from pullspec.spec.allocate import sort_message_queues
-from pullspec.spec.consume_types import (
-    BROKER_LOCK_MAX_LIVE_TIME_MILLIS,
-    CLIENT_LOCK_MAX_LIVE_TIME_MILLIS,
-    REBALANCE_LOCK_INTERVAL_MILLIS,
-    UNLOCK_DELAY_TIME_MILLS,
-)
 from pullspec.spec.consumer_config import ConsumerConfig, rewrite_queue_thresholds
+from pullspec.spec.lease import REBALANCE_LOCK_MAX_LIVE_TIME_MS
 from pullspec.spec.message import MessageQueue
+from pullspec.spec.process_queue import LOCK_INTERVAL_MS, LOCK_MAX_LIVE_TIME_MS
 from pullspec.spec.profiles import Profile
 from pullspec.spec.rules import rule
+
+#: ORDER-1, REBAL-20: the first lockAll's delay (the interval is PQ's LOCK_INTERVAL_MS).
+REBALANCE_LOCK_INITIAL_DELAY_MILLIS = 1_000
+#: REBAL-19..21: LOCK_BATCH_MQ / UNLOCK_BATCH_MQ RPC timeout.
+LOCK_RPC_TIMEOUT_MILLIS = 1_000
+#: REBAL-14: how long removeUnnecessaryMessageQueue waits for the consume lock.
+CONSUME_LOCK_TRY_MILLIS = 1_000
+#: REBAL-15: rocketmq.client.unlockDelayTimeMills.
+UNLOCK_DELAY_TIME_MILLS = 20_000
 
 T = TypeVar("T")
 _IMPL = "RebalanceImpl"
@@ -405,9 +410,9 @@ def lease_timeline(last_lock: int) -> LeaseTimeline:
     """
     # Verify both expiries are strict (>): live at +30000 and +60000 exactly
     return LeaseTimeline(
-        last_lock + REBALANCE_LOCK_INTERVAL_MILLIS,
-        last_lock + CLIENT_LOCK_MAX_LIVE_TIME_MILLIS + 1,
-        last_lock + BROKER_LOCK_MAX_LIVE_TIME_MILLIS + 1,
+        last_lock + LOCK_INTERVAL_MS,
+        last_lock + LOCK_MAX_LIVE_TIME_MS + 1,
+        last_lock + REBALANCE_LOCK_MAX_LIVE_TIME_MS + 1,
     )
 
 

@@ -15,8 +15,8 @@ from pullspec.spec.config import PERM_READ, PERM_WRITE, TopicConfig
 from pullspec.spec.delay import SEED_004, delay_level_of
 from pullspec.spec.errors import (
     InvalidArgumentError,
-    InvalidTypeError,
     NullPointerError,
+    require_bool,
     require_int,
     require_str,
 )
@@ -28,17 +28,18 @@ from pullspec.spec.message import (
     PROPERTY_REAL_TOPIC,
     PROPERTY_RETRY_TOPIC,
     PROPERTY_WAIT_STORE_MSG_OK,
+    RETRY_GROUP_TOPIC_PREFIX,
     BrokerInnerMessage,
     Properties,
     StoredMessage,
+    dlq_topic_name,
+    retry_topic_name,
 )
 from pullspec.spec.profiles import Profile
 from pullspec.spec.rules import rule
 from pullspec.spec.status import PutMessageStatus, ResponseCode
 
 SEND_BACK = "SendMessageProcessor.asyncConsumerSendMsgBack"
-RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
-DLQ_GROUP_TOPIC_PREFIX = "%DLQ%"
 #: MQVersion.Version ordinals (identical at both tags); the header's maxReconsumeTimes is read
 #: only from requests of version V3_4_9 or later.
 MQ_VERSION_ORDINALS = {"V3_4_9": 121, "V4_7_1": 355, "V4_9_7": 407}
@@ -60,12 +61,6 @@ def _typed(name: str, require: Callable[[str, object], object], optional: bool =
     return check
 
 
-def _require_bool(name: str, value: object) -> bool:
-    if not isinstance(value, bool):
-        raise InvalidTypeError(name, value, "bool")
-    return value
-
-
 @attrs.frozen(kw_only=True)
 class SendBackRequest:
     """A CONSUMER_SEND_MSG_BACK request header (ConsumerSendMsgBackRequestHeader)."""
@@ -80,7 +75,7 @@ class SendBackRequest:
     origin_topic: str | None = attrs.field(
         default=None, validator=_typed("origin_topic", require_str, True)
     )
-    unit_mode: bool = attrs.field(default=False, validator=_typed("unit_mode", _require_bool))
+    unit_mode: bool = attrs.field(default=False, validator=_typed("unit_mode", require_bool))
     #: None when the header field is absent.
     max_reconsume_times: int | None = attrs.field(
         default=None, validator=_typed("max_reconsume_times", require_int, True)
@@ -115,16 +110,6 @@ def request_version_ordinal(name: str) -> int:
 def profile_request_version(profile: Profile) -> int:
     """The request version a client of `profile`'s release sends."""
     return MQ_VERSION_ORDINALS["V4_7_1" if profile is Profile.V4_7 else "V4_9_7"]
-
-
-def retry_topic_name(group: str) -> str:
-    """MixAll.getRetryTopic: "%RETRY%" + group."""
-    return RETRY_GROUP_TOPIC_PREFIX + group
-
-
-def dlq_topic_name(group: str) -> str:
-    """MixAll.getDLQTopic: "%DLQ%" + group."""
-    return DLQ_GROUP_TOPIC_PREFIX + group
 
 
 def _group_missing(group: str) -> SendBackResponse:

@@ -29,11 +29,8 @@ from pullspec.reference.consume_orderly import ReferenceConsumeOrderlyService
 from pullspec.reference.remoting import RemotingConnectError, RemotingTimeoutError
 from pullspec.spec.client_send_back import ClientMessage
 from pullspec.spec.config import StoreConfig
-from pullspec.spec.consume_types import (
-    ConsumeConcurrentlyContext,
-    ConsumeConcurrentlyStatus,
-    ConsumeOrderlyStatus,
-)
+from pullspec.spec.consume_concurrently import ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus
+from pullspec.spec.consume_orderly import ConsumeOrderlyStatus
 from pullspec.spec.consumer_config import ConsumerConfig
 from pullspec.spec.message import MessageQueue, StoredMessage
 from pullspec.spec.profiles import Profile

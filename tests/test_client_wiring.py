@@ -28,7 +28,7 @@ from pullspec.spec.client_errors import MQBrokerError, MQClientError
 from pullspec.spec.client_send_back import ClientMessage
 from pullspec.spec.clock import ManualClock
 from pullspec.spec.config import StoreConfig, SubscriptionGroupConfig
-from pullspec.spec.consume_types import ConsumeConcurrentlyStatus
+from pullspec.spec.consume_concurrently import ConsumeConcurrentlyStatus
 from pullspec.spec.consumer_config import ConsumerConfig, MessageModel
 from pullspec.spec.errors import InvalidArgumentError
 from pullspec.spec.filter import SubscriptionData

@@ -22,7 +22,7 @@ from pullspec.reference.scheduler import Scheduler
 from pullspec.spec.client_errors import MQBrokerError, MQClientError
 from pullspec.spec.client_send_back import ClientMessage
 from pullspec.spec.clock import ManualClock
-from pullspec.spec.consume_types import ConsumeOrderlyContext, ConsumeOrderlyStatus
+from pullspec.spec.consume_orderly import ConsumeOrderlyContext, ConsumeOrderlyStatus
 from pullspec.spec.consumer_config import ConsumeFromWhere, ConsumeMode, ConsumerConfig
 from pullspec.spec.filter import SubscriptionData
 from pullspec.spec.message import MessageQueue, StoredMessage

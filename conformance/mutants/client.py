@@ -19,11 +19,10 @@ import attrs
 
 from pullspec.conformance.mutants import Mutant
 from pullspec.conformance.mutants._patch import Candidate, mutate, wrap
-from pullspec.spec.consume_types import PeriodicTask
+from pullspec.spec.consume_concurrently import PeriodicTask
 from pullspec.spec.profiles import Profile
 
 #: Where each spec module lives.
-_LIFE = "pullspec.spec.consume_lifecycle"
 _CONC = "pullspec.spec.consume_concurrently"
 _ORDER = "pullspec.spec.consume_orderly"
 _FLOW = "pullspec.spec.pull_decision"
@@ -94,7 +93,7 @@ def _clean_every_second(timeout: int) -> PeriodicTask:
 
 def _sweep_in_seconds() -> Mapping[str, type]:
     replace = {
-        _LIFE: {
+        _CONC: {
             "clean_expire_schedule_v49": _clean_every_second,
             "clean_expire_schedule_v47": _clean_every_second,
         }
