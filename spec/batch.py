@@ -7,7 +7,7 @@ import attrs
 from pullspec.spec.config import StoreConfig
 from pullspec.spec.errors import IllegalCapacityError
 from pullspec.spec.profiles import Profile
-from pullspec.spec.rules import rule
+from pullspec.spec.rules import Rules, rule, stated
 
 SEEDS_GET_MESSAGE = (
     "000_26b83a4251c26823.txt",
@@ -143,8 +143,15 @@ def check_result_capacity_v49(max_msg_nums: int) -> int:
     return max(1, max_msg_nums)
 
 
+class BatchRules(Rules):
+    """The BATCH rules of one profile (see `spec.rules.Rules`)."""
+
+    max_filter_message_count = stated(max_filter_message_count)
+    is_the_batch_full = stated(is_the_batch_full)
+    check_in_disk_by_commit_offset = stated(check_in_disk_by_commit_offset)
+    check_result_capacity = stated(check_result_capacity_v47, check_result_capacity_v49)
+
+
 def check_result_capacity(max_msg_nums: int, profile: Profile) -> int:
     """At most how many messages the window scan may return in `profile` (BATCH-4), or raise."""
-    if profile is Profile.V4_7:
-        return check_result_capacity_v47(max_msg_nums)
-    return check_result_capacity_v49(max_msg_nums)
+    return BatchRules.of(profile).check_result_capacity(max_msg_nums)

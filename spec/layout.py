@@ -13,7 +13,7 @@ import zlib
 
 from pullspec.spec.message import Properties
 from pullspec.spec.profiles import Profile
-from pullspec.spec.rules import rule
+from pullspec.spec.rules import Rules, rule, stated
 from pullspec.spec.status import PutMessageStatus
 
 CQ_STORE_UNIT_SIZE = 20
@@ -220,13 +220,6 @@ def message_properties_to_string_v49(properties: Properties) -> str:
     return PROPERTY_SEPARATOR.join(f"{k}{NAME_VALUE_SEPARATOR}{v}" for k, v in properties)
 
 
-def message_properties_to_string(properties: Properties, profile: Profile) -> str:
-    """The properties string of `profile` (LAYOUT-9)."""
-    if profile is Profile.V4_7:
-        return message_properties_to_string_v47(properties)
-    return message_properties_to_string_v49(properties)
-
-
 def _java_split(text: str, sep: str) -> list[str]:
     """Java's String.split with a literal separator: trailing empty strings are removed."""
     parts = text.split(sep)
@@ -281,13 +274,6 @@ def string_to_message_properties_v49(text: str) -> Properties:
         if len(item) >= 3 and 0 < at < len(item) - 1:
             out.append((item[:at], item[at + 1 :]))
     return tuple(out)
-
-
-def string_to_message_properties(text: str, profile: Profile) -> Properties:
-    """Decode a properties string the way `profile`'s MessageDecoder does (LAYOUT-13)."""
-    if profile is Profile.V4_7:
-        return string_to_message_properties_v47(text)
-    return string_to_message_properties_v49(text)
 
 
 @rule("LAYOUT-10", source="MessageSysFlag", seeds=())
@@ -364,19 +350,6 @@ def check_message_limits_v49(
     return None
 
 
-def check_message_limits(
-    topic: str,
-    properties_string: str,
-    body_length: int,
-    msg_length: int,
-    max_message_size: int,
-    profile: Profile,
-) -> PutMessageStatus | None:
-    """The put status LAYOUT-11 gives in `profile`, or None when the message is accepted."""
-    check = check_message_limits_v47 if profile is Profile.V4_7 else check_message_limits_v49
-    return check(topic, properties_string, body_length, msg_length, max_message_size)
-
-
 def validate_topic(topic: str) -> str | None:
     """Why TopicValidator.validateTopic refuses `topic` (blank, characters outside
     [%|a-zA-Z0-9_-], longer than 127), or None when it accepts it (LAYOUT-11)."""
@@ -387,3 +360,49 @@ def validate_topic(topic: str) -> str | None:
     if len(topic) > MAX_TOPIC_LENGTH:
         return f"the topic is longer than {MAX_TOPIC_LENGTH} characters"
     return None
+
+
+class LayoutRules(Rules):
+    """The LAYOUT rules of one profile (see `spec.rules.Rules`)."""
+
+    pack_cq_entry = stated(pack_cq_entry)
+    consume_queue_units_per_file = stated(consume_queue_units_per_file)
+    pre_blank_entries = stated(pre_blank_entries)
+    commit_log_file_start = stated(commit_log_file_start)
+    calc_msg_length = stated(calc_msg_length)
+    is_record_magic = stated(is_record_magic)
+    needs_end_of_file_blank = stated(needs_end_of_file_blank)
+    body_crc = stated(body_crc)
+    message_properties_to_string = stated(
+        message_properties_to_string_v47, message_properties_to_string_v49
+    )
+    string_to_message_properties = stated(
+        string_to_message_properties_v47, string_to_message_properties_v49
+    )
+    transaction_type = stated(transaction_type)
+    check_message_limits = stated(check_message_limits_v47, check_message_limits_v49)
+
+
+def message_properties_to_string(properties: Properties, profile: Profile) -> str:
+    """The properties string of `profile` (LAYOUT-9)."""
+    return LayoutRules.of(profile).message_properties_to_string(properties)
+
+
+def string_to_message_properties(text: str, profile: Profile) -> Properties:
+    """Decode a properties string the way `profile`'s MessageDecoder does (LAYOUT-13)."""
+    return LayoutRules.of(profile).string_to_message_properties(text)
+
+
+def check_message_limits(
+    topic: str,
+    properties_string: str,
+    body_length: int,
+    msg_length: int,
+    max_message_size: int,
+    profile: Profile,
+) -> PutMessageStatus | None:
+    """The put status LAYOUT-11 gives in `profile`, or None when the message is accepted."""
+    rules = LayoutRules.of(profile)
+    return rules.check_message_limits(
+        topic, properties_string, body_length, msg_length, max_message_size
+    )

@@ -15,10 +15,10 @@ import importlib
 import inspect
 import pkgutil
 import re
+import types
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from types import CodeType
-from typing import Any, TypeVar
+from typing import Any, Generic, Self, TypeVar, cast, overload
 
 import attrs
 
@@ -126,6 +126,8 @@ def rule(
     profs = tuple(profiles)
 
     def register(fn: F) -> F:
+        fn.rule_id = rule_id  # type: ignore[attr-defined]
+        fn.rule_profiles = profs  # type: ignore[attr-defined]
         statement, contracts = _split_docstring(fn)
         variant = RuleVariant(profs, f"{fn.__module__}.{fn.__qualname__}", statement, contracts)
         existing = _REGISTRY.get(rule_id)
@@ -148,7 +150,6 @@ def rule(
             )
         for p in profs:
             _FUNCTIONS.setdefault((rule_id, p), []).append(fn)
-        fn.rule_id = rule_id  # type: ignore[attr-defined]
         return fn
 
     return register
@@ -190,14 +191,131 @@ def function(rule_id: str, profile: Profile) -> Callable[..., Any]:
     return functions(rule_id, profile)[0]
 
 
-def rule_codes() -> dict[CodeType, set[str]]:
+def rule_codes() -> dict[types.CodeType, set[str]]:
     """The code object of every rule function → the IDs of the rules it states (for tracing
     which rules a run calls)."""
     catalogue()
-    codes: dict[CodeType, set[str]] = {}
+    codes: dict[types.CodeType, set[str]] = {}
     for (rule_id, _profile), fns in _FUNCTIONS.items():
         for fn in fns:
             code = getattr(inspect.unwrap(fn), "__code__", None)
-            if isinstance(code, CodeType):
+            if isinstance(code, types.CodeType):
                 codes.setdefault(code, set()).add(rule_id)
     return codes
+
+
+# -- rulesets ------------------------------------------------------------------------------------
+#
+# consensus-specs builds one spec object per fork from the fork's functions, and code takes the
+# spec object instead of branching on the fork. A `Rules` object is that for one profile: each of
+# its attributes is the function stating one rule (or one part of a rule) in that profile, chosen
+# from the registered variants. The classes say which functions exist and type them (one class per
+# spec module, `spec.ruleset.Ruleset` combines them); the registry says which variant applies to
+# which profile. A rule that calls a changed rule takes the rules object (`rules: StoreRules`) and
+# calls it through that (`rules.overflow_badly_target(...)`), so that a ruleset with one function
+# swapped (`Rules.swapped`, the mutation bank) changes that rule everywhere it is used.
+
+RulesT = TypeVar("RulesT", bound="Rules")
+
+
+def _registered(fn: Callable[..., Any]) -> tuple[str, tuple[Profile, ...]]:
+    rule_id = getattr(fn, "rule_id", None)
+    profiles = getattr(fn, "rule_profiles", None)
+    if not isinstance(rule_id, str) or not isinstance(profiles, tuple):
+        raise TypeError(f"{fn.__qualname__} is not a registered rule function")
+    return rule_id, profiles
+
+
+class Stated(Generic[F]):
+    """A ruleset attribute: the function stating a rule in the ruleset's profile, one of the
+    variants it was declared with (`stated`)."""
+
+    def __init__(self, *variants: F) -> None:
+        ids = {_registered(v)[0] for v in variants}
+        covered = [p for v in variants for p in _registered(v)[1]]
+        if len(ids) != 1 or sorted(covered, key=str) != sorted(ALL_PROFILES, key=str):
+            names = ", ".join(v.__qualname__ for v in variants)
+            raise TypeError(f"{names}: not one rule's variants covering each profile once")
+        self.rule_id = ids.pop()
+        self.variants = variants
+        self.name = ""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def variant_for(self, profile: Profile) -> F:
+        """The variant registered for `profile`."""
+        return next(v for v in self.variants if profile in _registered(v)[1])
+
+    @overload
+    def __get__(self, rules: None, owner: type) -> Self: ...
+
+    @overload
+    def __get__(self, rules: Rules, owner: type) -> F: ...
+
+    def __get__(self, rules: Rules | None, owner: type) -> Self | F:
+        # A ruleset keeps its functions in its own __dict__, which shadows this descriptor.
+        return self if rules is None else cast(F, rules.__dict__[self.name])
+
+
+def stated(*variants: F) -> Stated[F]:
+    """The ruleset attribute for a rule stated by `variants` (one per profile set)."""
+    return Stated(*variants)
+
+
+_BUILT: dict[tuple[type, Profile], Rules] = {}
+
+
+class Rules:
+    """The rules of one profile: every attribute declared with `stated` in this class or a base
+    is the function stating that rule in `profile`.
+
+    Example: ``Ruleset(Profile.V4_7).overflow_badly_target(0, 5)`` is 0 (STORE-8 in 4.7).
+    """
+
+    profile: Profile
+
+    def __init__(self, profile: Profile | str) -> None:
+        prof = Profile.parse(profile)
+        self._install(prof, {name: slot.variant_for(prof) for name, slot in self.slots().items()})
+
+    @classmethod
+    def of(cls: type[RulesT], profile: Profile | str) -> RulesT:
+        """The rules of `profile`, built once per class and profile."""
+        prof = Profile.parse(profile)
+        built = _BUILT.get((cls, prof))
+        if built is None:
+            built = _BUILT[(cls, prof)] = cls(prof)
+        return cast(RulesT, built)
+
+    @classmethod
+    def slots(cls) -> dict[str, Stated[Any]]:
+        """Every rule attribute of this class, by name."""
+        found: dict[str, Stated[Any]] = {}
+        for klass in reversed(cls.__mro__):
+            for name, value in vars(klass).items():
+                if isinstance(value, Stated):
+                    if found.get(name, value) is not value:
+                        raise TypeError(f"{cls.__name__}: two rules are called {name}")
+                    found[name] = value
+        return found
+
+    def _install(self, profile: Profile, chosen: dict[str, Callable[..., Any]]) -> None:
+        self.__dict__.update({"profile": profile, **chosen})
+
+    def swapped(self, name: str, function: Callable[..., Any]) -> Self:
+        """A copy of this ruleset in which the rule attribute `name` is `function`; every rule
+        that calls it through the ruleset calls `function` (the mutation bank's one change)."""
+        slots = self.slots()
+        if name not in slots:
+            raise InvalidArgumentError("name", name, f"not a rule of {type(self).__name__}")
+        copy = object.__new__(type(self))
+        chosen = {n: self.__dict__[n] for n in slots}
+        copy._install(self.profile, {**chosen, name: function})
+        return copy
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"a ruleset is frozen (setting {name})")
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.profile.value}>"
