@@ -20,6 +20,8 @@ if TYPE_CHECKING:
 
 #: How long a pull-delay fault lasts.
 PULL_DELAY_WINDOW_MS = 30_000
+#: "Every file": expire-behind expires all commit-log files but the one being written.
+ALL_FILES = 1 << 30
 ClientFault = Callable[["Simulator", "SimClient", int], None]
 BrokerFault = Callable[["Simulator", int], None]
 
@@ -103,6 +105,31 @@ def _listener_slow(sim: Simulator, client: SimClient, value: int) -> None:
     client.slow.extend([value] * 3)
 
 
+def _listener_hangs(sim: Simulator, client: SimClient, value: int) -> None:
+    client.slow.insert(0, max(value, 1))  # the very next call
+
+
+def _pull_stall(sim: Simulator, client: SimClient, value: int) -> None:
+    until = sim.clock.now_ms() + max(value, 1)
+    client.consumer.instance.pull_service.block_until(until)
+    sim.hold_until(until)
+
+
+def _expire_behind(sim: Simulator, client: SimClient, value: int) -> None:
+    # The consumer stops pulling (suspend, FLOW-4) while the others go on; halfway, every
+    # commit-log file but the one being written expires, so what it has not pulled yet is
+    # gone and its cursors lie below its queues' new min offsets.
+    client.consumer.suspend()
+    sim.later(max(value // 2, 1), lambda: sim.expire(ALL_FILES), "expire")
+
+    def resume() -> None:
+        if client.alive:
+            client.consumer.resume()
+            sim.emit(h.Fault(at=sim.clock.now_ms(), fault="resume", target=client.client_id))
+
+    sim.later(max(value, 1), resume, f"resume {client.client_id}")
+
+
 def _send_back(mode: str) -> ClientFault:
     def apply(sim: Simulator, client: SimClient, value: int) -> None:
         client.send_back_faults.extend([mode] * max(value, 1))
@@ -146,6 +173,10 @@ _CLIENT_FAULTS: dict[str, ClientFault] = {
     "listener-fail": _listener_fail,
     "listener-exception": _listener_exception,
     "listener-slow": _listener_slow,
+    "listener-stuck": _listener_hangs,
+    "consume-timeout": _listener_hangs,
+    "pull-stall": _pull_stall,
+    "expire-behind": _expire_behind,
     "send-back-fail": _send_back("fail"),
     "send-back-lost": _send_back("lost"),
 }

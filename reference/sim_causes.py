@@ -103,6 +103,8 @@ class KeyInfo:
     #: Why a copy of the message reached a listener again after it had been consumed or handed
     #: back (the first such time).
     redelivered: str | None = None
+    #: Every listener call with it fails (Produce.poison): it must end in the DLQ (INV-10).
+    poison: bool = False
 
 
 def same_pq_cause(info: PqInfo, offset: int, since: int) -> str | None:

@@ -18,6 +18,7 @@ from typing import Any
 
 from pullspec.reference import sim_causes as causes
 from pullspec.reference import sim_history as h
+from pullspec.reference.sim_budget import Budget, Causes, commit_budgets, duplicate_budgets
 from pullspec.reference.sim_causes import (
     NONE,
     BrokerQueue,
@@ -27,6 +28,7 @@ from pullspec.reference.sim_causes import (
     PqInfo,
     Success,
 )
+from pullspec.reference.sim_coverage import Coverage
 from pullspec.reference.sim_verdict import Anomaly, CheckResult
 from pullspec.spec import invariants as inv
 
@@ -64,6 +66,13 @@ class Checker:
         self.clock_jumps: list[int] = []
         self.last_broker_lowering: dict[str, int] = {}
         self.stats = {"events": 0, "produced": 0, "deliveries": 0, "successes": 0}
+        #: Copies each queue received (produced or stored by the broker).
+        self.received: dict[str, int] = {}
+        #: Keys produced and neither consumed nor dead-lettered yet.
+        self.open_keys: set[str] = set()
+        self.quiet: h.Quiet | None = None
+        self.causes = Causes()
+        self.coverage = Coverage()
         self._handlers: dict[str, Callable[[Any], None]] = {
             "Setup": self._setup,
             "Produce": self._produce,
@@ -81,6 +90,7 @@ class Checker:
             "BrokerCommit": self._broker_commit,
             "Truncated": self._truncated,
             "Fault": self._fault,
+            "Quiet": self._quiet,
             "Snapshot": self._snapshot,
         }
 
@@ -105,6 +115,7 @@ class Checker:
     def feed(self, e: h.Event) -> None:
         """Take the next event of the history."""
         self.stats["events"] += 1
+        self.coverage.feed(e)
         handler = self._handlers.get(e.type)
         if handler is not None:
             handler(e)
@@ -113,20 +124,26 @@ class Checker:
         self.setup = e
 
     def _copy(self, key: str, queue: str, offset: int, topic: str) -> None:
+        self.received[queue] = self.received.get(queue, 0) + 1
         info = self.keys.setdefault(key, KeyInfo())
         if topic.startswith(DLQ_PREFIX):
             info.dlq = True
+            self.open_keys.discard(key)
         else:
             info.latest = (queue, offset)
 
     def _produce(self, e: h.Produce) -> None:
         self.stats["produced"] += 1
+        self.open_keys.add(e.key)
         self._copy(e.key, h.queue_name(e.topic, e.queue_id), e.offset, e.topic)
+        if e.poison:
+            self.keys[e.key].poison = True
 
     def _stored(self, e: h.Stored) -> None:
         self._copy(e.key, h.queue_name(e.topic, e.queue_id), e.offset, e.topic)
 
     def _assigned(self, e: h.Assigned) -> None:
+        self.causes.handovers.append(self.received.get(e.queue, 0))
         broker = self.brokers.get(e.queue, BrokerQueue())
         self.pqs[e.pq] = PqInfo(
             e.client,
@@ -149,6 +166,7 @@ class Checker:
         info = self.pqs.get(e.pq)
         if info is not None and e.after < e.before:
             info.moves.append((e.at, e.after, e.rule))
+            self.causes.cursor_moves += 1
 
     def _pull_sent(self, e: h.PullSent) -> None:
         info = self.pqs.get(e.pq)
@@ -162,8 +180,11 @@ class Checker:
         if info is not None:
             info.in_flight = max(0, info.in_flight - 1)
             for offset in e.offsets:
-                info.puts[offset] = info.puts.get(offset, 0) + 1
+                puts = info.puts[offset] = info.puts.get(offset, 0) + 1
+                if puts > 1:
+                    self.causes.reputs += 1
         if e.status == "OFFSET_ILLEGAL":
+            self.causes.corrections += 1
             self.moved_past[e.queue] = max(self.moved_past.get(e.queue, NONE), e.next_offset)
 
     def _cached(self, e: h.Cached) -> None:
@@ -223,6 +244,7 @@ class Checker:
         self.stats["successes"] += 1
         info = self.keys.setdefault(key, KeyInfo())
         info.successes += 1
+        self.open_keys.discard(key)
         copy = (e.queue, offset)
         earlier = self.copy_successes.setdefault(copy, [])
         success = Success(e.at, e.client, e.pq)
@@ -269,6 +291,7 @@ class Checker:
         self.orderly_high[slot] = max(high, *e.offsets)
 
     def _sent_back(self, e: h.SentBack) -> None:
+        self.causes.sent_back(e)
         info = self.keys.setdefault(e.key, KeyInfo())
         info.sent_back.append((e.via, e.ok, e.stored))
         if e.ok:
@@ -309,6 +332,7 @@ class Checker:
         self.truncated[e.queue] = max(self.truncated.get(e.queue, NONE), e.min_offset)
 
     def _fault(self, e: h.Fault) -> None:
+        self.causes.fault(e)
         if e.fault == "crash":
             self.crashed.add(e.target)
         elif e.fault == "clock-jump":
@@ -316,8 +340,26 @@ class Checker:
         elif e.fault == "leave":
             self.left[e.target] = e.at
 
+    def _quiet(self, e: h.Quiet) -> None:
+        self.quiet = e
+
     def _snapshot(self, e: h.Snapshot) -> None:
         self.snapshot = e
+
+    # -- liveness -------------------------------------------------------------------------------
+
+    def _gone(self, info: KeyInfo) -> bool:
+        """The message's newest copy lies below its queue's expired or corrected-past offset."""
+        if info.latest is None:
+            return False
+        queue, offset = info.latest
+        return offset < max(self.truncated.get(queue, NONE), self.moved_past.get(queue, NONE))
+
+    def unresolved(self) -> list[str]:
+        """Keys not yet consumed, dead-lettered, vanished (RETRY-1) or gone with their file:
+        what the quiet tail still waits for."""
+        keys = self.keys
+        return sorted(k for k in self.open_keys if not keys[k].vanished and not self._gone(keys[k]))
 
     # -- the end --------------------------------------------------------------------------------
 
@@ -334,10 +376,11 @@ class Checker:
             for o in offsets
         }
         at = snap.at if snap else 0
-        counts = {"consumed": 0, "dlq": 0, "pending": 0}
+        counts = {"consumed": 0, "dlq": 0, "pending": 0, "unsettled": 0}
+        counts |= {"poison": 0, "poisonInDlq": 0}
         for key, info in self.keys.items():
             consumed = info.successes > 0
-            pending = False
+            pending = lost = False
             if not consumed and not info.dlq and info.latest is not None:
                 queue, offset = info.latest
                 pending = (
@@ -349,17 +392,75 @@ class Checker:
                 if not pending and not inv.copy_not_lost(
                     consumed, handed, committed.get(queue, NONE), offset
                 ):
+                    lost = True
                     self.report(inv.LOST, self._loss_rule(queue, offset), at, f"{key} at {queue}")
-            if not inv.dlq_accounted(consumed, info.dlq, pending) and (
-                info.latest is None or info.latest in info.handed_back
-            ):
+            accounted = inv.dlq_accounted(consumed, info.dlq, pending)
+            if not accounted and (info.latest is None or info.latest in info.handed_back):
                 rule = "RETRY-1" if self._retry_dropped() and info.vanished else None
                 self.report(inv.DLQ_ACCOUNTING, rule, at, f"{key}: handed back, never stored")
+            elif self.quiet is not None and not lost and not info.vanished:
+                counts["unsettled"] += self._unsettled(key, info, consumed, at)
             counts["consumed"] += consumed
             counts["dlq"] += info.dlq
             counts["pending"] += pending
+            counts["poison"] += info.poison
+            counts["poisonInDlq"] += info.poison and info.dlq
+        self._budgets(at)
         self.result.stats = {**self.stats, **counts, "keys": len(self.keys)}
+        self.result.liveness = self._liveness(counts, at)
+        self.result.coverage = self.coverage.to_json()
         return self.result
+
+    def _unsettled(self, key: str, info: KeyInfo, consumed: bool, at: int) -> bool:
+        """After the quiet tail: a poison message must be in the DLQ (INV-10), any other one
+        consumed or dead-lettered (INV-9), unless its file expired first; True when not."""
+        gone = self._gone(info)
+        where = f"{key} at {info.latest}" if info.latest else key
+        if info.poison and not consumed:
+            if not inv.poison_dead_lettered(info.dlq, gone):
+                self.report(inv.DLQ_MISSING, None, at, f"{where}: always fails, not in the DLQ")
+                return True
+            return False
+        if not inv.message_settled(consumed, info.dlq, gone):
+            self.report(inv.STUCK, None, at, f"{where}: neither consumed nor dead-lettered")
+            return True
+        return False
+
+    def _budgets(self, at: int) -> None:
+        setup = self.setup or h.Setup(
+            at=0, profile="", group="", topics=(), orderly=False, consumers=0
+        )
+        by_kind = self.result.allowed_by_kind
+        self.duplicate_budgets = duplicate_budgets(
+            setup, self.causes, by_kind.get(inv.DUPLICATE, {}), self.stats["produced"], at
+        )
+        self.commit_budgets = commit_budgets(self.causes, by_kind.get(inv.NONMONOTONIC_COMMIT, {}))
+        for kind, budgets in (
+            (inv.DUPLICATE_BUDGET, self.duplicate_budgets),
+            (inv.COMMIT_BUDGET, self.commit_budgets),
+        ):
+            for group, b in budgets.items():
+                if not inv.within_budget(b.count, b.budget):
+                    self.report(kind, None, at, f"{group}: {b.count} allowed > budget {b.budget}")
+
+    def _liveness(self, counts: dict[str, int], at: int) -> dict[str, object]:
+        def plain(budgets: dict[str, Budget]) -> dict[str, dict[str, int]]:
+            return {g: {"count": b.count, "budget": b.budget} for g, b in budgets.items()}
+
+        quiet = self.quiet
+        return {
+            "judged": quiet is not None,
+            "quietAt": quiet.at if quiet else None,
+            "quietUntil": quiet.until if quiet else None,
+            "endedAt": at,
+            "settled": quiet is not None and counts["unsettled"] == 0,
+            "stuck": self.result.violations.get(inv.STUCK, 0),
+            "dlqMissing": self.result.violations.get(inv.DLQ_MISSING, 0),
+            "poison": counts["poison"],
+            "poisonInDlq": counts["poisonInDlq"],
+            "duplicates": plain(self.duplicate_budgets),
+            "commits": plain(self.commit_budgets),
+        }
 
     def _lease(self) -> int:
         return self.setup.client_lock_ms if self.setup else 30_000

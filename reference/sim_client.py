@@ -61,6 +61,8 @@ class SimClient(ClientWatch):
         self.locked = {}
         self.put = None
         self.copy_of_key = {}
+        self.delayed = {}
+        self.calls = {}
         instance = ReferenceClientInstance(
             sim.scheduler,
             sim.remoting,
@@ -129,17 +131,18 @@ class SimClient(ClientWatch):
             self.raise_calls, throw = self.raise_calls - 1, True
         elif self.fail_calls > 0:
             self.fail_calls, fail = self.fail_calls - 1, True
-        self._duration = self.slow.pop(0) if self.slow else 0
+        self._duration = self.slow.pop(0) if self.slow else self._usual_duration()
         queue = name_of(mq)
         now = self.sim.clock.now_ms()
         offsets = tuple(m.queue_offset for m in msgs)
         keys = tuple(self.sim.key_of(queue, o) for o in offsets)
         fail = fail or any(k in self.sim.poison for k in keys)
+        pq = self.calls[(queue, offsets, now)] = self._pq_id(mq)
         self.sim.emit(
             h.Delivered(
                 at=now,
                 client=self.client_id,
-                pq=self._pq_id(mq),
+                pq=pq,
                 queue=queue,
                 offsets=offsets,
                 keys=keys,
@@ -151,6 +154,12 @@ class SimClient(ClientWatch):
         if throw:
             raise RuntimeError("listener exception (injected)")
         return not fail
+
+    def _usual_duration(self) -> int:
+        # A call lasts a few milliseconds, so the pull thread's next attempt (due at once) sees
+        # the batch still cached, as RocketMQ's pull thread does while the pool consumes.
+        mean = self.sim.config.consume_ms
+        return self.rng.randrange(1, 2 * mean) if mean > 0 else 0
 
     def concurrent_listener(
         self, msgs: Sequence[StoredMessage], ctx: ConsumeConcurrentlyContext

@@ -32,6 +32,8 @@ class SimConfig:
     produce_gap_ms: int = 40
     #: Probability that a listener call fails on its own (RECONSUME_LATER / SUSPEND).
     fail_rate: float = 0.02
+    #: Mean milliseconds a listener call lasts (uniform in 1 … 2·mean − 1; 0: no time at all).
+    consume_ms: int = 5
     #: Probability that a message is poison: every call with it fails, so it ends in the DLQ.
     poison_rate: float = 0.002
     latency_ms: int = 0
@@ -39,6 +41,15 @@ class SimConfig:
     pull_batch_size: int = 16
     consume_batch_size: int = 1
     max_reconsume_times: int = 3
+    #: consumeTimeout in minutes (CONC-13, PQ-18): 1, not 15, so that a run reaches the sweep.
+    consume_timeout_min: int = 1
+    #: consumeConcurrentlyMaxSpan (FLOW-8), scaled down like the count threshold.
+    max_span: int = 200
+    #: The quiet tail (`Simulator.quiet`): at most this long after the last timed fault ended;
+    #: 0 runs none (and judges no liveness).
+    quiet_tail_ms: int = 600_000
+    #: At most this many steps of quiet tail.
+    quiet_tail_steps: int = 50_000
     retry_queue_nums: int = 1
     commit_log_file_size: int = 64 * 1024
     #: The broker's RAM as the slave suggestion sees it (40 % of it counts as in memory).
@@ -67,6 +78,8 @@ class SimResult:
     elapsed_s: float
     history: dict[str, int]
     schedule: str
+    #: Steps of the quiet tail, after `steps`.
+    tail_steps: int = 0
 
     def to_json(self) -> dict[str, object]:
         """The `pullspec simulate --json` object."""
@@ -84,4 +97,6 @@ class SimResult:
             "elapsed_s": round(self.elapsed_s, 2),
             "history": self.history,
             "faults": self.schedule,
+            "liveness": {**self.check.liveness, "tailSteps": self.tail_steps},
+            "coverage": self.check.coverage,
         }

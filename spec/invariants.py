@@ -7,6 +7,10 @@ Some of them RocketMQ 4.x is known to break: the broker's commit is not increase
 orderly lease arithmetic assumes well-behaved clocks (REBAL-22). The checker reports such a
 failure as *allowed* with the rule that explains it; a failure nothing explains is a violation.
 The functions only state the property; explaining a failure is the checker's job.
+
+INV-9 and INV-10 are liveness: they are judged once the faults have stopped and a quiet tail
+has let every retry, restart and lease run out. INV-11 bounds what INV-2 and INV-4 allow: an
+allowed duplicate or backward commit needs a cause, and each cause can account for only so many.
 """
 
 from __future__ import annotations
@@ -21,6 +25,11 @@ ORDERLY_OVERLAP = "orderly-overlap"
 ORDERLY_REORDER = "orderly-reorder"
 FLOW_BOUND_EXCEEDED = "flow-bound-exceeded"
 DLQ_ACCOUNTING = "dlq-accounting"
+#: Liveness (judged after the quiet tail) and the budgets of the allowed anomalies.
+STUCK = "stuck"
+DLQ_MISSING = "dlq-missing"
+DUPLICATE_BUDGET = "duplicate-budget"
+COMMIT_BUDGET = "commit-budget"
 ANOMALIES = (
     LOST,
     DUPLICATE,
@@ -29,6 +38,10 @@ ANOMALIES = (
     ORDERLY_REORDER,
     FLOW_BOUND_EXCEEDED,
     DLQ_ACCOUNTING,
+    STUCK,
+    DLQ_MISSING,
+    DUPLICATE_BUDGET,
+    COMMIT_BUDGET,
 )
 
 
@@ -113,3 +126,38 @@ def dlq_accounted(consumed: bool, in_dlq: bool, pending: bool) -> bool:
     post: __return__ == (consumed or in_dlq or pending)
     """
     return consumed or in_dlq or pending
+
+
+@rule("INV-9", source="progress after the faults stop (RebalanceService, PullMessageService)")
+def message_settled(consumed: bool, in_dlq: bool, gone: bool) -> bool:
+    """Once the faults have stopped and a quiet tail has passed, every produced message is
+    consumed, in the dead-letter queue, or gone with its expired commit-log file.
+
+    post: __return__ == (consumed or in_dlq or gone)
+    """
+    return consumed or in_dlq or gone
+
+
+@rule("INV-10", source="SendMessageProcessor.consumerSendMsgBack (maxReconsumeTimes → %DLQ%)")
+def poison_dead_lettered(in_dlq: bool, gone: bool) -> bool:
+    """A message every listener call fails reaches the dead-letter queue after maxReconsumeTimes
+    retries, unless its expired commit-log file took it first.
+
+    post: __return__ == (in_dlq or gone)
+    """
+    return in_dlq or gone
+
+
+@rule(
+    "INV-11", source="at-least-once delivery: what a crash, a rebalance or a send-back can repeat"
+)
+def within_budget(count: int, budget: int) -> bool:
+    """The allowed duplicates (or backward commits) of one cause stay within the budget its
+    occurrences grant: a queue handover repeats at most one cache plus one persist interval of
+    messages, a failed send-back that stored a copy or a swept message one message, a re-put
+    one message.
+
+    pre: count >= 0 and budget >= 0
+    post: __return__ == (count <= budget)
+    """
+    return count <= budget
