@@ -16,14 +16,7 @@ from typing import TYPE_CHECKING
 
 from pullspec.reference import sim_history as h
 from pullspec.reference.client_instance import ReferenceClientInstance
-from pullspec.reference.consume_concurrently import ReferenceConsumeConcurrentlyService
-from pullspec.reference.consume_orderly import ReferenceConsumeOrderlyService
-from pullspec.reference.rebalance import NewPullRequest
-from pullspec.reference.sim_observe import (
-    ObservedList,
-    ObservedSendBack,
-    SimConsumer,
-)
+from pullspec.reference.sim_observe import ObservedList, SimConsumer
 from pullspec.reference.sim_watch import ClientWatch, name_of
 from pullspec.spec.consume_types import (
     ConsumeConcurrentlyContext,
@@ -84,22 +77,11 @@ class SimClient(ClientWatch):
 
     def _wire(self) -> None:
         c = self.consumer
-        c.rebalance.process_queue_factory = self._new_pq
-        original = c.rebalance.dispatch
-
-        def dispatch(request: NewPullRequest) -> None:
-            self.on_dispatch(request)
-            original(request)
-
-        c.rebalance.dispatch = dispatch
-        service = c.consume_service
-        service.send_back = ObservedSendBack(c.send_back, self)
         c.push.attempts = ObservedList(self.on_attempt)
         c.push.outcomes = ObservedList(self.on_outcome)
-        if isinstance(service, ReferenceConsumeOrderlyService):
-            service.records = ObservedList(self.on_orderly_record)
-        elif isinstance(service, ReferenceConsumeConcurrentlyService):
-            service.records = ObservedList(self.on_record)
+        c.consume_service.records = ObservedList(
+            self.on_orderly_record if self.orderly else self.on_record
+        )
 
     # -- life cycle ---------------------------------------------------------------------------
 

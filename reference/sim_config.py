@@ -4,13 +4,20 @@ determines a run), `SimHooks` (replaceable parts, for deliberately broken config
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import attrs
 
 from pullspec.reference.sim_checker import CheckResult
 from pullspec.reference.sim_cluster import RecordingStore
 from pullspec.reference.sim_faults import FAULT_KINDS, FaultStep
 from pullspec.reference.sim_observe import ObservedOffsetStore, ObservedProcessQueue
+from pullspec.reference.sim_parts import SimParts
+from pullspec.spec.clock import Clock
 from pullspec.spec.profiles import Profile
+
+if TYPE_CHECKING:
+    from pullspec.reference.sim_watch import ClientWatch
 
 
 @attrs.frozen(kw_only=True)
@@ -58,7 +65,8 @@ class SimConfig:
 
 @attrs.define
 class SimHooks:
-    """Replaceable parts, for deliberately broken configurations in tests."""
+    """Replaceable parts: the observing classes (subclassed by tests for deliberately broken
+    configurations) and another implementation's parts underneath them (`parts`)."""
 
     process_queue: type[ObservedProcessQueue] = ObservedProcessQueue
     offset_store: type[ObservedOffsetStore] = ObservedOffsetStore
@@ -66,6 +74,18 @@ class SimHooks:
     #: The client lease (PQ-15) and the broker lease (LEASE-1).
     client_lock_ms: int = 30_000
     broker_lock_ms: int = 60_000
+    #: A candidate's parts (reference.sim_parts); the reference's where it has none.
+    parts: SimParts = attrs.Factory(SimParts)
+
+    def store_class(self) -> type[RecordingStore]:
+        """The master's store class, over the candidate's store if it has one."""
+        return self.parts.master_store(self.master_store)
+
+    def new_process_queue(
+        self, clock: Clock, profile: Profile, owner: ClientWatch, pq_id: int
+    ) -> ObservedProcessQueue:
+        """A consumer's new ProcessQueue, over the candidate's if it has one."""
+        return self.parts.process_queue_class(self.process_queue)(clock, profile, owner, pq_id)
 
 
 @attrs.frozen

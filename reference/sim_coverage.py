@@ -54,6 +54,11 @@ SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
 _RULE_ID = re.compile(r"^[A-Z]+-\d+$")
 
 
+def _rule_key(rule_id: str) -> tuple[str, int]:
+    area, _, number = rule_id.rpartition("-")
+    return area, int(number) if number.isdigit() else 0
+
+
 def _stored(e: h.Stored) -> tuple[str, ...]:
     if e.topic.startswith("%DLQ%"):
         return ("RETRY-4",)
@@ -93,12 +98,30 @@ _RULES: dict[str, Callable[[Any], tuple[str, ...]]] = {
 }
 
 
+#: Every rule the history can show, by area and number.
+COVERABLE: tuple[str, ...] = tuple(
+    sorted(
+        {
+            *_DELAY_RULES.values(),
+            *_ANSWER_RULES.values(),
+            *_SENT_BACK_RULES.values(),
+            *_BROKER_COMMIT_RULES.values(),
+            *_LEASE_RULES.values(),
+            *("RETRY-4", "RETRY-8", "RETRY-9", "CODE-6", "PULLQ-9", "CONC-4", "ORDER-7"),
+            *("CONC-8", "CONC-9", "ORDER-9", "ORDER-11", "ORDER-14", "OFFSET-2", "REBAL-17"),
+            *("REBAL-9", "REBAL-10", "PQ-2", "PQ-14", "PQ-16", "STORE-19"),
+        },
+        key=_rule_key,
+    )
+)
+
+
 class Coverage:
     """Counts, per rule, the history events that show it."""
 
     def __init__(self) -> None:
         self.counts: dict[str, int] = {}
-        self.targets = TARGETS
+        self.targets: tuple[str, ...] = TARGETS
 
     def feed(self, e: h.Event) -> None:
         """Count the rules event `e` shows."""
@@ -124,8 +147,3 @@ class Coverage:
             "targets": {t: self.counts.get(t, 0) for t in self.targets},
             "missed": list(self.missed),
         }
-
-
-def _rule_key(rule_id: str) -> tuple[str, int]:
-    area, _, number = rule_id.rpartition("-")
-    return area, int(number) if number.isdigit() else 0

@@ -59,8 +59,9 @@ class ClientWatch:
         """The process runs and the consumer has not been shut down."""
         raise NotImplementedError
 
-    def _new_pq(self) -> ProcessQueue:
-        return self.sim.hooks.process_queue(
+    def new_process_queue(self) -> ProcessQueue:
+        """A new ProcessQueue of this consumer, numbered in the run (the rebalance's factory)."""
+        return self.sim.hooks.new_process_queue(
             self.sim.clock, self.sim.config.profile, self, self.sim.next_pq_id()
         )
 

@@ -402,11 +402,17 @@ class Simulator:
 
     def replay_command(self, steps: int | None = None) -> str:
         """The `pullspec simulate` command line that replays this run."""
-        cfg = self.config
+        steps = steps if steps is not None else self.steps
+        return self.replay_of(self.config, steps, self.schedule_text())
+
+    @staticmethod
+    def replay_of(cfg: SimConfig, steps: int, schedule: str, impl: str | None = None) -> str:
+        """The `pullspec simulate` command line that replays `steps` steps of `cfg` with the
+        fault steps `schedule` (and, with `impl`, that candidate's parts)."""
         parts = [
             "pullspec simulate",
             f"--seed {cfg.seed}",
-            f"--steps {steps if steps is not None else self.steps}",
+            f"--steps {steps}",
             f"--consumers {cfg.consumers}",
             f"--profile {cfg.profile.value}",
         ]
@@ -414,7 +420,9 @@ class Simulator:
             parts.append("--orderly")
         if not cfg.slave:
             parts.append("--no-slave")
-        parts.append(f'--schedule "{self.schedule_text()}"')
+        if impl is not None:
+            parts.append(f"--impl {impl}")
+        parts.append(f'--schedule "{schedule}"')
         return " ".join(parts)
 
 

@@ -43,6 +43,20 @@ ANOMALIES = (
     DUPLICATE_BUDGET,
     COMMIT_BUDGET,
 )
+#: The rule each anomaly breaks.
+ANOMALY_RULES = {
+    LOST: "INV-1",
+    DUPLICATE: "INV-2",
+    NONMONOTONIC_COMMIT: "INV-4",
+    ORDERLY_OVERLAP: "INV-5",
+    ORDERLY_REORDER: "INV-6",
+    FLOW_BOUND_EXCEEDED: "INV-7",
+    DLQ_ACCOUNTING: "INV-8",
+    STUCK: "INV-9",
+    DLQ_MISSING: "INV-10",
+    DUPLICATE_BUDGET: "INV-11",
+    COMMIT_BUDGET: "INV-11",
+}
 
 
 @rule("INV-1", source="at-least-once delivery in CLUSTERING (ProcessQueue.removeMessage)")
