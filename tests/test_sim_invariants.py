@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from pullspec.reference.sim_faults import (
     FAULT_KINDS,
+    TARGETED,
     FaultStep,
     format_schedule,
     generate,
@@ -65,3 +66,32 @@ def test_bad_fault_input_is_refused() -> None:
         parse_kinds("crash,boom")
     assert ("crash", "join") == parse_kinds("crash, join")
     assert () == parse_kinds("none")
+
+
+@given(st.booleans(), st.booleans(), st.booleans(), st.integers(0, 9), st.integers(0, 9))
+def test_inv_9_10_11_contracts(
+    consumed: bool, in_dlq: bool, gone: bool, count: int, budget: int
+) -> None:
+    check_call(inv.message_settled, consumed, in_dlq, gone)
+    check_call(inv.poison_dead_lettered, in_dlq, gone)
+    check_call(inv.within_budget, count, budget)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+def test_a_generated_schedule_opens_with_the_targeted_faults_and_lets_them_play_out(
+    seed: int,
+) -> None:
+    steps = generate(seed, 900_000, 3)
+    opener = steps[: len(TARGETED)]
+    assert set(TARGETED) == {s.kind for s in opener}
+    on = {s.kind: s.target for s in opener}
+    # The two listener kinds share a consumer; the stall and the expiry each have their own.
+    assert on["listener-stuck"] == on["consume-timeout"]
+    assert 3 == len({on["pull-stall"], on["expire-behind"], on["listener-stuck"]})
+    # No membership change, and no fault on an occupied consumer, until they have played out.
+    ends = {s.target: s.at + s.value + 40_000 for s in opener}
+    for s in steps[len(TARGETED) :]:
+        assert s.kind not in ("crash", "join", "leave") or s.at >= max(ends.values())
+        assert s.at >= ends.get(s.target, 0)
+    # A schedule without the targeted kinds draws as before: uniformly from the kinds given.
+    assert {"crash"} == {s.kind for s in generate(seed, 900_000, 3, ("crash",))}
