@@ -98,6 +98,13 @@ class SimClient(ClientWatch):
         """The process dies (nothing persisted, nothing unlocked)."""
         self.consumer.instance.crash()
 
+    def calm(self) -> None:
+        """Forget the injected faults that have not struck yet (the quiet tail): listener calls
+        still to fail, throw or last long, send-backs still to fail. Calls under way go on."""
+        self.fail_calls = self.raise_calls = 0
+        self.slow.clear()
+        self.send_back_faults.clear()
+
     def leave(self) -> None:
         """A clean shutdown (persist, unregister, unlock)."""
         self.consumer.shutdown()

@@ -361,10 +361,11 @@ class Simulator:
         )
 
     def quiet(self) -> None:
-        """Run the quiet tail (once): drop the faults still to come, stop the producer, start a
-        consumer if none is alive, and run until every message is consumed, dead-lettered or
-        gone, or until `quiet_tail_ms` after the last timed fault ends (a restart, a resume),
-        or for `quiet_tail_steps` steps. Liveness is judged against the end of the tail."""
+        """Run the quiet tail (once): drop the faults still to come (and the effects of those
+        applied that have not struck yet), stop the producer, start a consumer if none is
+        alive, and run until every message is consumed, dead-lettered or gone, or until
+        `quiet_tail_ms` after the last timed fault ends (a restart, a resume), or for
+        `quiet_tail_steps` steps. Liveness is judged against the end of the tail."""
         cfg = self.config
         if self.quiet_at is not None or cfg.quiet_tail_ms <= 0:
             return
@@ -372,6 +373,8 @@ class Simulator:
         self._faults.clear()
         self._stream = None
         self._produce_on = False
+        for client in self.clients.values():
+            client.calm()
         started: tuple[str, ...] = ()
         if not any(c.alive for c in self.clients.values()):
             name = f"c{len(self.clients)}"
