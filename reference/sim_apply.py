@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from pullspec.reference import sim_history as h
+from pullspec.reference.sim_cluster import RecordingStore
 from pullspec.reference.sim_faults import FaultStep
 
 if TYPE_CHECKING:
@@ -20,8 +21,6 @@ if TYPE_CHECKING:
 
 #: How long a pull-delay fault lasts.
 PULL_DELAY_WINDOW_MS = 30_000
-#: "Every file": expire-behind expires all commit-log files but the one being written.
-ALL_FILES = 1 << 30
 ClientFault = Callable[["Simulator", "SimClient", int], None]
 BrokerFault = Callable[["Simulator", int], None]
 
@@ -116,11 +115,11 @@ def _pull_stall(sim: Simulator, client: SimClient, value: int) -> None:
 
 
 def _expire_behind(sim: Simulator, client: SimClient, value: int) -> None:
-    # The consumer stops pulling (suspend, FLOW-4) while the others go on; halfway, every
-    # commit-log file but the one being written expires, so what it has not pulled yet is
-    # gone and its cursors lie below its queues' new min offsets.
+    # The consumer stops pulling (suspend, FLOW-4) while the others go on; just before it
+    # resumes, the old commit-log files expire, so its cursors lie below its queues' new min
+    # offsets while consumers a little behind still find their records.
     client.consumer.suspend()
-    sim.later(max(value // 2, 1), lambda: sim.expire(ALL_FILES), "expire")
+    sim.later(max(value - 1_000, 1), lambda: _expire_old_files(sim), "expire")
 
     def resume() -> None:
         if client.alive:
@@ -128,6 +127,20 @@ def _expire_behind(sim: Simulator, client: SimClient, value: int) -> None:
             sim.emit(h.Fault(at=sim.clock.now_ms(), fault="resume", target=client.client_id))
 
     sim.later(max(value, 1), resume, f"resume {client.client_id}")
+
+
+def _expire_old_files(sim: Simulator) -> None:
+    """Expire every commit-log file but the one being written — and the one before it while
+    the current one is less than half full: a queue's min offset is corrected only from
+    entries whose records survive (STORE-19), and a nearly empty file leaves none."""
+    store = sim.master.store
+    assert isinstance(store, RecordingStore)  # the simulation's master store
+    size = store.config.mapped_file_size_commit_log
+    top = store.get_max_phy_offset()
+    files = top // size - max(store.get_min_phy_offset(), 0) // size + 1
+    keep = 1 if top % size >= size // 2 else 2
+    if files > keep:
+        sim.expire(files - keep)
 
 
 def _send_back(mode: str) -> ClientFault:

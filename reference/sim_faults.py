@@ -36,7 +36,7 @@ FAULT_KINDS: dict[str, tuple[bool, str]] = {
     "listener-stuck": (True, "ms the next listener call hangs, short of consumeTimeout"),
     "consume-timeout": (True, "ms the next listener call lasts, past consumeTimeout"),
     "pull-stall": (True, "ms the pull thread is blocked, past pullMaxIdleTime"),
-    "expire-behind": (True, "ms the consumer stops pulling; halfway, all old files expire"),
+    "expire-behind": (True, "ms the consumer stops pulling; then the old files expire"),
 }
 #: The targeted kinds and the rule each is there to reach: a stuck listener holds its message
 #: while the queue moves on, so the span check delays pulls (FLOW-8); a call past
@@ -208,5 +208,5 @@ def _value(rng: random.Random, kind: str) -> int:
     if kind == "pull-stall":
         return rng.randrange(150_000, 180_000)  # past 120 s and the rebalance after it
     if kind == "expire-behind":
-        return rng.randrange(40_000, 60_000)  # its cursors fall a file or more behind
+        return rng.randrange(60_000, 80_000)  # its cursors fall a file or more behind
     return 0

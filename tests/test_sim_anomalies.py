@@ -219,11 +219,12 @@ class NeverDeliversDelayed(RecordingStore):
 
 def test_a_broker_whose_delayed_retries_never_come_back_leaves_messages_stuck() -> None:
     # Listener failures are sent back (delay level 3); nothing is poison, nothing is lost.
-    config: dict[str, object] = {"fail_rate": 0.05, "poison_rate": 0.0}
-    broken = run("", 1500, SimHooks(master_store=NeverDeliversDelayed), **config)
+    broken = run(
+        "", 1500, SimHooks(master_store=NeverDeliversDelayed), fail_rate=0.05, poison_rate=0.0
+    )
     assert [inv.STUCK] == list(violations(broken))
     assert (True, False) == (broken.check.liveness["judged"], broken.check.liveness["settled"])
-    clean = run("", 1500, **config)
+    clean = run("", 1500, fail_rate=0.05, poison_rate=0.0)
     assert ({}, True) == (violations(clean), clean.check.liveness["settled"])
 
 
@@ -243,11 +244,11 @@ class NeverDeadLetters(RecordingStore):
 
 def test_a_broker_that_never_dead_letters_keeps_poison_messages_out_of_the_dlq() -> None:
     # Only the poison messages fail; after maxReconsumeTimes (3) each belongs in %DLQ%G.
-    config: dict[str, object] = {"fail_rate": 0.0, "poison_rate": 0.01}
-    broken = run("", 1500, SimHooks(master_store=NeverDeadLetters), **config)
+    hooks = SimHooks(master_store=NeverDeadLetters)
+    broken = run("", 1500, hooks, fail_rate=0.0, poison_rate=0.01)
     assert [inv.DLQ_MISSING] == list(violations(broken))
     assert 0 == broken.check.liveness["poisonInDlq"]
-    clean = run("", 1500, **config)
+    clean = run("", 1500, fail_rate=0.0, poison_rate=0.01)
     poison = clean.check.liveness["poison"]
     assert ({}, poison) == (violations(clean), clean.check.liveness["poisonInDlq"])
     assert isinstance(poison, int) and poison >= 1

@@ -192,3 +192,22 @@ def test_simulate_impl_refuses_a_candidate_without_parts_or_with_history(tmp_pat
     path = str(tmp_path / "h.jsonl")
     assert 2 == invoke("--impl", "fast", "--history", path, "--steps", "10")[0]
     assert 2 == invoke("--impl", "no.such.module:x", "--steps", "10")[0]
+
+
+def test_the_quiet_tail_starts_a_consumer_when_none_is_left_and_drains_the_group() -> None:
+    # The only consumer leaves at 5 s; messages keep coming until the tail stops the producer.
+    config = SimConfig(seed=3, consumers=1, schedule=parse_schedule("leave@5000:c0"))
+    result, sim = run(config, 1500)
+    quiet = [e for e in sim.history.events if isinstance(e, h.Quiet)]
+    assert [("c1#1",)] == [q.started for q in quiet]
+    assert ({}, True, 0) == (
+        result.check.violations,
+        result.check.liveness["settled"],
+        result.check.stats["pending"],
+    )
+    # Without a tail nothing drains the group, and liveness is not judged.
+    untailed, _ = run(attrs.evolve(config, quiet_tail_ms=0), 1500)
+    assert (False, True) == (
+        untailed.check.liveness["judged"],
+        untailed.check.stats["pending"] > 0,
+    )
