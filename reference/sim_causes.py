@@ -95,6 +95,8 @@ class KeyInfo:
     successes: int = 0
     dlq: bool = False
     latest: Copy | None = None
+    #: When the newest copy was stored.
+    latest_at: int = 0
     handed_back: set[Copy] = attrs.Factory(set)
     #: (via, ok, stored topic) of every hand-back of any copy of the key.
     sent_back: list[tuple[str, bool, str | None]] = attrs.Factory(list)

@@ -1,14 +1,20 @@
 """The anomaly checker: reads a history (`reference.sim_history`) once, in order, applies the
 invariants of `spec.invariants` to every event and reports each failure by its Jepsen-style name
 — `lost`, `duplicate`, `nonmonotonic-commit`, `orderly-overlap`, `orderly-reorder`,
-`flow-bound-exceeded`, `dlq-accounting` — either as *allowed*, with the rule of RocketMQ 4.x that
-explains it (`reference.sim_causes`), or as a *violation*.
+`flow-bound-exceeded`, `dlq-accounting`, and the four below — either as *allowed*, with the
+rule of RocketMQ 4.x that explains it (`reference.sim_causes`), or as a *violation*.
 
 Loss and accounting are judged at the end, against the run's final Snapshot: a message is
 consumed (a listener call said so), dead-lettered (a copy reached %DLQ%<group>), pending (its
 newest copy waits in the schedule topic, is cached by a live client, or sits at or above its
 queue's committed offset) or else lost (the committed offset passed an unconsumed copy nobody
 handed back) or unaccounted (a hand-back reported OK but no copy was stored).
+
+When the history has a quiet tail (a `Quiet` event), liveness is judged too: a message still
+pending then is `stuck`, a poison message not dead-lettered `dlq-missing` (INV-9, INV-10).
+The allowed duplicates and backward commits are held to the budgets their causes grant
+(`reference.sim_budget`: `duplicate-budget`, `commit-budget`, INV-11), and every event counts
+toward the rules it shows (`reference.sim_coverage`).
 """
 
 from __future__ import annotations
@@ -31,8 +37,12 @@ from pullspec.reference.sim_causes import (
 from pullspec.reference.sim_coverage import Coverage
 from pullspec.reference.sim_verdict import Anomaly, CheckResult
 from pullspec.spec import invariants as inv
+from pullspec.spec.config import DEFAULT_MESSAGE_DELAY_LEVEL
+from pullspec.spec.delay import parse_delay_levels
 
 SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
+#: Milliseconds of each delay level (RETRY-7, the store's default messageDelayLevel).
+DELAY_LEVELS = parse_delay_levels(DEFAULT_MESSAGE_DELAY_LEVEL)
 DLQ_PREFIX = "%DLQ%"
 #: Details kept per anomaly kind (counts are always complete).
 DETAILS_PER_KIND = 20
@@ -123,24 +133,24 @@ class Checker:
     def _setup(self, e: h.Setup) -> None:
         self.setup = e
 
-    def _copy(self, key: str, queue: str, offset: int, topic: str) -> None:
+    def _copy(self, key: str, queue: str, offset: int, topic: str, at: int) -> None:
         self.received[queue] = self.received.get(queue, 0) + 1
         info = self.keys.setdefault(key, KeyInfo())
         if topic.startswith(DLQ_PREFIX):
             info.dlq = True
             self.open_keys.discard(key)
         else:
-            info.latest = (queue, offset)
+            info.latest, info.latest_at = (queue, offset), at
 
     def _produce(self, e: h.Produce) -> None:
         self.stats["produced"] += 1
         self.open_keys.add(e.key)
-        self._copy(e.key, h.queue_name(e.topic, e.queue_id), e.offset, e.topic)
+        self._copy(e.key, h.queue_name(e.topic, e.queue_id), e.offset, e.topic, e.at)
         if e.poison:
             self.keys[e.key].poison = True
 
     def _stored(self, e: h.Stored) -> None:
-        self._copy(e.key, h.queue_name(e.topic, e.queue_id), e.offset, e.topic)
+        self._copy(e.key, h.queue_name(e.topic, e.queue_id), e.offset, e.topic, e.at)
 
     def _assigned(self, e: h.Assigned) -> None:
         self.causes.handovers.append(self.received.get(e.queue, 0))
@@ -355,11 +365,29 @@ class Checker:
         queue, offset = info.latest
         return offset < max(self.truncated.get(queue, NONE), self.moved_past.get(queue, NONE))
 
+    def _delayed_past(self, info: KeyInfo, at: int) -> bool:
+        """The newest copy waits in the schedule topic until after `at` (RETRY-8: its delay
+        level is its queue id + 1; an orderly hand-off past maxReconsumeTimes is delayed by
+        level 3 + reconsumeTimes, up to 2 h, on its way to the DLQ, ORDER-15)."""
+        if info.latest is None:
+            return False
+        topic, queue_id = h.split_queue_name(info.latest[0])
+        if topic != SCHEDULE_TOPIC:
+            return False
+        delay = DELAY_LEVELS[min(queue_id, len(DELAY_LEVELS) - 1)]
+        return info.latest_at + delay > at
+
     def unresolved(self) -> list[str]:
-        """Keys not yet consumed, dead-lettered, vanished (RETRY-1) or gone with their file:
-        what the quiet tail still waits for."""
-        keys = self.keys
-        return sorted(k for k in self.open_keys if not keys[k].vanished and not self._gone(keys[k]))
+        """Keys not yet consumed, dead-lettered, vanished (RETRY-1), gone with their file or
+        delayed past the quiet tail: what the tail still waits for."""
+        keys, until = self.keys, self.quiet.until if self.quiet is not None else None
+        return sorted(
+            k
+            for k in self.open_keys
+            if not keys[k].vanished
+            and not self._gone(keys[k])
+            and not (until is not None and self._delayed_past(keys[k], until))
+        )
 
     # -- the end --------------------------------------------------------------------------------
 
@@ -376,8 +404,8 @@ class Checker:
             for o in offsets
         }
         at = snap.at if snap else 0
-        counts = {"consumed": 0, "dlq": 0, "pending": 0, "unsettled": 0}
-        counts |= {"poison": 0, "poisonInDlq": 0}
+        counts = {"consumed": 0, "dlq": 0, "pending": 0, "poison": 0, "poisonInDlq": 0}
+        settling = {"delayed": 0, "gone": 0, inv.STUCK: 0, inv.DLQ_MISSING: 0}
         for key, info in self.keys.items():
             consumed = info.successes > 0
             pending = lost = False
@@ -399,7 +427,9 @@ class Checker:
                 rule = "RETRY-1" if self._retry_dropped() and info.vanished else None
                 self.report(inv.DLQ_ACCOUNTING, rule, at, f"{key}: handed back, never stored")
             elif self.quiet is not None and not lost and not info.vanished:
-                counts["unsettled"] += self._unsettled(key, info, consumed, at)
+                state = self._unsettled(key, info, consumed, at)
+                if state is not None:
+                    settling[state] += 1
             counts["consumed"] += consumed
             counts["dlq"] += info.dlq
             counts["pending"] += pending
@@ -407,24 +437,26 @@ class Checker:
             counts["poisonInDlq"] += info.poison and info.dlq
         self._budgets(at)
         self.result.stats = {**self.stats, **counts, "keys": len(self.keys)}
-        self.result.liveness = self._liveness(counts, at)
+        self.result.liveness = self._liveness(counts, settling, at)
         self.result.coverage = self.coverage.to_json()
         return self.result
 
-    def _unsettled(self, key: str, info: KeyInfo, consumed: bool, at: int) -> bool:
+    def _unsettled(self, key: str, info: KeyInfo, consumed: bool, at: int) -> str | None:
         """After the quiet tail: a poison message must be in the DLQ (INV-10), any other one
-        consumed or dead-lettered (INV-9), unless its file expired first; True when not."""
-        gone = self._gone(info)
+        consumed or dead-lettered (INV-9), unless its file expired first ("gone") or its copy
+        is delayed past the end ("delayed", RETRY-8); the anomaly reported, else None."""
+        if consumed or info.dlq:
+            return None
+        if self._delayed_past(info, at):
+            return "delayed"
+        if self._gone(info):
+            return "gone"
         where = f"{key} at {info.latest}" if info.latest else key
-        if info.poison and not consumed:
-            if not inv.poison_dead_lettered(info.dlq, gone):
-                self.report(inv.DLQ_MISSING, None, at, f"{where}: always fails, not in the DLQ")
-                return True
-            return False
-        if not inv.message_settled(consumed, info.dlq, gone):
-            self.report(inv.STUCK, None, at, f"{where}: neither consumed nor dead-lettered")
-            return True
-        return False
+        if info.poison:
+            self.report(inv.DLQ_MISSING, None, at, f"{where}: always fails, not in the DLQ")
+            return inv.DLQ_MISSING
+        self.report(inv.STUCK, None, at, f"{where}: neither consumed nor dead-lettered")
+        return inv.STUCK
 
     def _budgets(self, at: int) -> None:
         setup = self.setup or h.Setup(
@@ -443,19 +475,26 @@ class Checker:
                 if not inv.within_budget(b.count, b.budget):
                     self.report(kind, None, at, f"{group}: {b.count} allowed > budget {b.budget}")
 
-    def _liveness(self, counts: dict[str, int], at: int) -> dict[str, object]:
+    def _liveness(
+        self, counts: dict[str, int], settling: dict[str, int], at: int
+    ) -> dict[str, object]:
         def plain(budgets: dict[str, Budget]) -> dict[str, dict[str, int]]:
             return {g: {"count": b.count, "budget": b.budget} for g, b in budgets.items()}
 
         quiet = self.quiet
+        unsettled = settling[inv.STUCK] + settling[inv.DLQ_MISSING]
         return {
             "judged": quiet is not None,
             "quietAt": quiet.at if quiet else None,
             "quietUntil": quiet.until if quiet else None,
             "endedAt": at,
-            "settled": quiet is not None and counts["unsettled"] == 0,
-            "stuck": self.result.violations.get(inv.STUCK, 0),
-            "dlqMissing": self.result.violations.get(inv.DLQ_MISSING, 0),
+            "settled": quiet is not None and unsettled == 0,
+            "stuck": settling[inv.STUCK],
+            "dlqMissing": settling[inv.DLQ_MISSING],
+            # Neither consumed nor dead-lettered, but excused: expired with their file, or
+            # their copy delayed past the end (RETRY-8).
+            "gone": settling["gone"],
+            "delayed": settling["delayed"],
             "poison": counts["poison"],
             "poisonInDlq": counts["poisonInDlq"],
             "duplicates": plain(self.duplicate_budgets),

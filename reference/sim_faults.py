@@ -120,27 +120,33 @@ def fault_stream(
     """An endless random schedule from min(`first_at_ms`, `mean_gap_ms`) on: one fault every
     `mean_gap_ms` on average, hitting consumers c0 … c<consumers−1> (joins add c<consumers>, …).
 
-    It opens with the targeted kinds among `kinds` (`TARGETED`) in a seed-shuffled order, twice
-    as dense, so that every run reaches the rules they target: pull-stall, expire-behind and the
-    two listener kinds (which get along) hit different consumers as far as there are. Until a
-    targeted fault has played out, the stream draws no crash, join or leave (a rebalance would
-    take its queues away) and hits no consumer it occupies. Otherwise kinds are drawn uniformly
-    from `kinds`. The same arguments always give the same steps (random.Random(seed))."""
+    It opens with the targeted kinds among `kinds` (`TARGETED`), twice as dense, so that every
+    run reaches the rules they target: pull-stall and the two listener kinds in a seed-shuffled
+    order, then expire-behind; pull-stall, expire-behind and the two listener kinds (which get
+    along) hit different consumers as far as there are. Until a targeted fault has played out,
+    the stream draws no crash, join or leave (a rebalance would take its queues away) and hits
+    no consumer it occupies. Otherwise kinds are drawn uniformly from `kinds`. The same
+    arguments always give the same steps (random.Random(seed))."""
     rng = random.Random(seed)
     if not kinds or consumers < 1:
         return
     names = [f"c{i}" for i in range(consumers)]
-    opener = [k for k in TARGETED if k in kinds]
+    opener = [k for k in TARGETED if k in kinds and k != "expire-behind"]
     rng.shuffle(opener)
+    if "expire-behind" in kinds:
+        opener.append("expire-behind")  # last: see _opener_value
     victims = rng.sample(names, len(names))
     victim_of = {k: victims[i % len(victims)] for k, i in _OPENER_SLOTS.items()}
     busy: dict[str, int] = {}  # consumer → until when a targeted fault occupies it
+    started: dict[str, int] = {}  # targeted kind → when it struck
     at = min(first_at_ms, mean_gap_ms)
     while True:
         if opener:
             at += rng.randrange(mean_gap_ms // 4, mean_gap_ms * 3 // 4 + 1)
             kind = opener.pop(0)
-            step = FaultStep(at, kind, victim_of[kind], _value(rng, kind))
+            started[kind] = at
+            value = _opener_value(rng, kind, at, started)
+            step = FaultStep(at, kind, victim_of[kind], value)
             busy[step.target] = max(busy.get(step.target, 0), at + step.value + _PLAYS_OUT_MS)
             yield step
             continue
@@ -162,6 +168,19 @@ def fault_stream(
         yield FaultStep(at, kind, target, _value(rng, kind))
 
 
+def _opener_value(rng: random.Random, kind: str, at: int, started: dict[str, int]) -> int:
+    """A targeted fault's value. expire-behind comes last and pauses long enough that its
+    expiry falls after the consume-timeout call has been swept (at most two minutes after it
+    began): that call's queue lags behind its held message (FLOW-8), and an expiry meanwhile
+    would correct the queue away (RESULT-10) before the sweep found the message."""
+    value = _value(rng, kind)
+    if kind == "expire-behind" and "consume-timeout" in started:
+        value = max(value, started["consume-timeout"] + _SWEPT_WITHIN_MS - at)
+    return value
+
+
+#: A call past consumeTimeout (1 min) is swept by the cleaner run after it expires: within 2 min.
+_SWEPT_WITHIN_MS = 125_000
 #: Which of the shuffled consumers each targeted kind hits: the two listener kinds share one.
 _OPENER_SLOTS = {"pull-stall": 0, "expire-behind": 1, "listener-stuck": 2, "consume-timeout": 2}
 #: Faults that change the group's membership, and so move queues between consumers.

@@ -14,7 +14,11 @@ reference model's behaviour; the conformance suite and the CLI only drive it.
 A *step* is one event of the world's scheduler (a client's or a broker's task, a pull arriving
 or answered, a produce, a scheduled restart) or one fault step; `run(n)` takes n steps. Every
 step's effects are recorded in a history (`reference.sim_history`) checked as it grows
-(`reference.sim_checker`).
+(`reference.sim_checker`). `finish()` runs the quiet tail — no more faults, no more produces,
+until the group has settled — and then judges the run, liveness included.
+
+Another implementation's parts can stand in for the reference's (`SimHooks.parts`,
+`reference.sim_parts`); the history is observed the same way.
 """
 
 from __future__ import annotations

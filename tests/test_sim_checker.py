@@ -536,3 +536,21 @@ def test_a_handover_grants_one_cache_and_one_persist_interval_of_its_queue() -> 
     } == got
     commits = commit_budgets(Causes(handovers=[0, 9], cursor_moves=1, corrections=1), {})
     assert {"handover": Budget(0, 2 * 2 + 1), "correction": Budget(0, 1)} == commits
+
+
+def test_a_copy_delayed_past_the_end_of_the_run_is_not_judged() -> None:
+    # An orderly hand-off past maxReconsumeTimes carries DELAY 3 + reconsumeTimes (ORDER-15):
+    # at 30 retries that is level 18, two hours in SCHEDULE_TOPIC_XXXX queue 17 (RETRY-8)
+    # before it reaches the DLQ. A level-3 copy (10 s) that never came back is missing.
+    poison = h.Produce(at=0, key="k0", topic="T", queue_id=0, offset=0, poison=True)
+
+    def delayed(level: int) -> CheckResult:
+        copy = h.Stored(
+            at=4, key="k0", topic="SCHEDULE_TOPIC_XXXX", queue_id=level - 1, offset=0,
+            reconsume_times=30,
+        )  # fmt: skip
+        return run(setup(), poison, copy, quiet(), snapshot(600_000, 0))
+
+    late = delayed(18)
+    assert ({}, 1, True) == (late.violations, late.liveness["delayed"], late.liveness["settled"])
+    assert {inv.DLQ_MISSING: 1} == delayed(3).violations

@@ -85,6 +85,14 @@ def test_a_generated_schedule_opens_with_the_targeted_faults_and_lets_them_play_
     opener = steps[: len(TARGETED)]
     assert set(TARGETED) == {s.kind for s in opener}
     on = {s.kind: s.target for s in opener}
+    at = {s.kind: s.at for s in opener}
+    # expire-behind comes last, its expiry (1 s before it resumes) after the consume-timeout
+    # call has been swept: within two minutes of its start.
+    eb = opener[-1]
+    assert ("expire-behind", True) == (
+        eb.kind,
+        eb.at + eb.value - 1_000 >= at["consume-timeout"] + 120_000,
+    )
     # The two listener kinds share a consumer; the stall and the expiry each have their own.
     assert on["listener-stuck"] == on["consume-timeout"]
     assert 3 == len({on["pull-stall"], on["expire-behind"], on["listener-stuck"]})
