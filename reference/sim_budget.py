@@ -1,4 +1,4 @@
-"""How many allowed duplicates and backward commits a run may show (INV-11): each cause the
+"""How many allowed duplicates and backward commits a run may show (LIVE-3): each cause the
 history records grants a budget, and the allowed anomalies of that cause must stay within it.
 
 RocketMQ 4.x allows a duplicate when a queue changes hands (REBAL-9, OFFSET-8, PQ-7, FLOW-12,

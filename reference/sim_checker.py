@@ -11,9 +11,9 @@ queue's committed offset) or else lost (the committed offset passed an unconsume
 handed back) or unaccounted (a hand-back reported OK but no copy was stored).
 
 When the history has a quiet tail (a `Quiet` event), liveness is judged too: a message still
-pending then is `stuck`, a poison message not dead-lettered `dlq-missing` (INV-9, INV-10).
+pending then is `stuck`, a poison message not dead-lettered `dlq-missing` (LIVE-1, LIVE-2).
 The allowed duplicates and backward commits are held to the budgets their causes grant
-(`reference.sim_budget`: `duplicate-budget`, `commit-budget`, INV-11), and every event counts
+(`reference.sim_budget`: `duplicate-budget`, `commit-budget`, LIVE-3), and every event counts
 toward the rules it shows (`reference.sim_coverage`).
 """
 
@@ -37,6 +37,7 @@ from pullspec.reference.sim_causes import (
 from pullspec.reference.sim_coverage import Coverage
 from pullspec.reference.sim_verdict import Anomaly, CheckResult
 from pullspec.spec import invariants as inv
+from pullspec.spec import liveness as live
 from pullspec.spec.config import DEFAULT_MESSAGE_DELAY_LEVEL
 from pullspec.spec.delay import parse_delay_levels
 
@@ -133,14 +134,16 @@ class Checker:
     def _setup(self, e: h.Setup) -> None:
         self.setup = e
 
-    def _copy(self, key: str, queue: str, offset: int, topic: str, at: int) -> None:
+    def _copy(
+        self, key: str, queue: str, offset: int, topic: str, at: int, bound: str = ""
+    ) -> None:
         self.received[queue] = self.received.get(queue, 0) + 1
         info = self.keys.setdefault(key, KeyInfo())
         if topic.startswith(DLQ_PREFIX):
             info.dlq = True
             self.open_keys.discard(key)
         else:
-            info.latest, info.latest_at = (queue, offset), at
+            info.latest, info.latest_at, info.latest_bound = (queue, offset), at, bound
 
     def _produce(self, e: h.Produce) -> None:
         self.stats["produced"] += 1
@@ -150,7 +153,8 @@ class Checker:
             self.keys[e.key].poison = True
 
     def _stored(self, e: h.Stored) -> None:
-        self._copy(e.key, h.queue_name(e.topic, e.queue_id), e.offset, e.topic, e.at)
+        queue = h.queue_name(e.topic, e.queue_id)
+        self._copy(e.key, queue, e.offset, e.topic, e.at, e.real_topic)
 
     def _assigned(self, e: h.Assigned) -> None:
         self.causes.handovers.append(self.received.get(e.queue, 0))
@@ -366,10 +370,11 @@ class Checker:
         return offset < max(self.truncated.get(queue, NONE), self.moved_past.get(queue, NONE))
 
     def _delayed_past(self, info: KeyInfo, at: int) -> bool:
-        """The newest copy waits in the schedule topic until after `at` (RETRY-8: its delay
-        level is its queue id + 1; an orderly hand-off past maxReconsumeTimes is delayed by
-        level 3 + reconsumeTimes, up to 2 h, on its way to the DLQ, ORDER-15)."""
-        if info.latest is None:
+        """The newest copy waits in the schedule topic, bound for the DLQ, until after `at`
+        (RETRY-8: its delay level is its queue id + 1; an orderly hand-off past
+        maxReconsumeTimes is delayed by level 3 + reconsumeTimes, up to 2 h, ORDER-15). A
+        delayed retry is not excused: its level is at most 3 + maxReconsumeTimes."""
+        if info.latest is None or not info.latest_bound.startswith(DLQ_PREFIX):
             return False
         topic, queue_id = h.split_queue_name(info.latest[0])
         if topic != SCHEDULE_TOPIC:
@@ -442,8 +447,8 @@ class Checker:
         return self.result
 
     def _unsettled(self, key: str, info: KeyInfo, consumed: bool, at: int) -> str | None:
-        """After the quiet tail: a poison message must be in the DLQ (INV-10), any other one
-        consumed or dead-lettered (INV-9), unless its file expired first ("gone") or its copy
+        """After the quiet tail: a poison message must be in the DLQ (LIVE-2), any other one
+        consumed or dead-lettered (LIVE-1), unless its file expired first ("gone") or its copy
         is delayed past the end ("delayed", RETRY-8); the anomaly reported, else None."""
         if consumed or info.dlq:
             return None
@@ -472,7 +477,7 @@ class Checker:
             (inv.COMMIT_BUDGET, self.commit_budgets),
         ):
             for group, b in budgets.items():
-                if not inv.within_budget(b.count, b.budget):
+                if not live.within_budget(b.count, b.budget):
                     self.report(kind, None, at, f"{group}: {b.count} allowed > budget {b.budget}")
 
     def _liveness(

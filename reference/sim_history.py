@@ -95,6 +95,8 @@ class Stored(Event):
     queue_id: int
     offset: int
     reconsume_times: int
+    #: For a schedule-topic copy, the topic it is delivered to when due (REAL_TOPIC, RETRY-8).
+    real_topic: str = ""
 
 
 @attrs.frozen(kw_only=True)

@@ -46,7 +46,13 @@ from pullspec.reference.sim_faults import FaultStep, fault_stream, format_schedu
 from pullspec.spec.clock import ManualClock
 from pullspec.spec.consume_types import retry_topic
 from pullspec.spec.consumer_config import ConsumeFromWhere, ConsumeMode, ConsumerConfig
-from pullspec.spec.message import PROPERTY_UNIQ_KEY, BrokerInnerMessage, MessageQueue, StoredMessage
+from pullspec.spec.message import (
+    PROPERTY_REAL_TOPIC,
+    PROPERTY_UNIQ_KEY,
+    BrokerInnerMessage,
+    MessageQueue,
+    StoredMessage,
+)
 
 #: Steps of quiet tail between two checks of whether every message is accounted for.
 DRAIN_CHECK_EVERY = 50
@@ -199,6 +205,7 @@ class Simulator:
                     queue_id=record.queue_id,
                     offset=record.queue_offset,
                     reconsume_times=record.reconsume_times,
+                    real_topic=record.get_property(PROPERTY_REAL_TOPIC) or "",
                 )
             )
 

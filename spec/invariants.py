@@ -8,9 +8,8 @@ orderly lease arithmetic assumes well-behaved clocks (REBAL-22). The checker rep
 failure as *allowed* with the rule that explains it; a failure nothing explains is a violation.
 The functions only state the property; explaining a failure is the checker's job.
 
-INV-9 and INV-10 are liveness: they are judged once the faults have stopped and a quiet tail
-has let every retry, restart and lease run out. INV-11 bounds what INV-2 and INV-4 allow: an
-allowed duplicate or backward commit needs a cause, and each cause can account for only so many.
+Liveness, and the budgets that bound what INV-2 and INV-4 allow, are the LIVE rules
+(`spec.liveness`); their anomalies are named here too.
 """
 
 from __future__ import annotations
@@ -52,10 +51,10 @@ ANOMALY_RULES = {
     ORDERLY_REORDER: "INV-6",
     FLOW_BOUND_EXCEEDED: "INV-7",
     DLQ_ACCOUNTING: "INV-8",
-    STUCK: "INV-9",
-    DLQ_MISSING: "INV-10",
-    DUPLICATE_BUDGET: "INV-11",
-    COMMIT_BUDGET: "INV-11",
+    STUCK: "LIVE-1",
+    DLQ_MISSING: "LIVE-2",
+    DUPLICATE_BUDGET: "LIVE-3",
+    COMMIT_BUDGET: "LIVE-3",
 }
 
 
@@ -140,38 +139,3 @@ def dlq_accounted(consumed: bool, in_dlq: bool, pending: bool) -> bool:
     post: __return__ == (consumed or in_dlq or pending)
     """
     return consumed or in_dlq or pending
-
-
-@rule("INV-9", source="progress after the faults stop (RebalanceService, PullMessageService)")
-def message_settled(consumed: bool, in_dlq: bool, gone: bool) -> bool:
-    """Once the faults have stopped and a quiet tail has passed, every produced message is
-    consumed, in the dead-letter queue, or gone with its expired commit-log file.
-
-    post: __return__ == (consumed or in_dlq or gone)
-    """
-    return consumed or in_dlq or gone
-
-
-@rule("INV-10", source="SendMessageProcessor.consumerSendMsgBack (maxReconsumeTimes → %DLQ%)")
-def poison_dead_lettered(in_dlq: bool, gone: bool) -> bool:
-    """A message every listener call fails reaches the dead-letter queue after maxReconsumeTimes
-    retries, unless its expired commit-log file took it first.
-
-    post: __return__ == (in_dlq or gone)
-    """
-    return in_dlq or gone
-
-
-@rule(
-    "INV-11", source="at-least-once delivery: what a crash, a rebalance or a send-back can repeat"
-)
-def within_budget(count: int, budget: int) -> bool:
-    """The allowed duplicates (or backward commits) of one cause stay within the budget its
-    occurrences grant: a queue handover repeats at most one cache plus one persist interval of
-    messages, a failed send-back that stored a copy or a swept message one message, a re-put
-    one message.
-
-    pre: count >= 0 and budget >= 0
-    post: __return__ == (count <= budget)
-    """
-    return count <= budget

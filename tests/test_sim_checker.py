@@ -356,7 +356,7 @@ def assigned(at: int, client: str, pq: int, start: int = 0) -> h.Assigned:
 
 
 def test_a_broker_commit_going_back_is_allowed_only_with_a_cause() -> None:
-    # c1 was given the queue (a handover: the cause COMMIT-1's stale writer needs, INV-11)
+    # c1 was given the queue (a handover: the cause COMMIT-1's stale writer needs, LIVE-3)
     handover = assigned(1, "c1#1", 2)
     stale = run(setup(), broker(1, "c0#1", 5, None), handover, broker(2, "c1#1", 3, 5))
     assert ({}, {"COMMIT-1": 1}) == (stale.violations, stale.allowed)
@@ -444,7 +444,7 @@ def test_a_cache_beyond_threshold_plus_batch_needs_two_pull_requests() -> None:
     assert {"RESULT-14": 1} == run(setup(), assigned, sent(1), sent(1), cached(15)).allowed
 
 
-# --- liveness (INV-9, INV-10) ----------------------------------------------------------------------
+# --- liveness (LIVE-1, LIVE-2) --------------------------------------------------------------------
 
 
 def quiet(at: int = 5) -> h.Quiet:
@@ -497,7 +497,7 @@ def test_the_checker_lists_what_the_quiet_tail_still_waits_for() -> None:
     assert ["k3"] == checker.unresolved()
 
 
-# --- budgets (INV-11) ------------------------------------------------------------------------------
+# --- budgets (LIVE-3) -----------------------------------------------------------------------------
 
 
 def test_allowed_duplicates_beyond_what_their_causes_grant_break_the_budget() -> None:
@@ -538,19 +538,21 @@ def test_a_handover_grants_one_cache_and_one_persist_interval_of_its_queue() -> 
     assert {"handover": Budget(0, 2 * 2 + 1), "correction": Budget(0, 1)} == commits
 
 
-def test_a_copy_delayed_past_the_end_of_the_run_is_not_judged() -> None:
+def test_a_copy_delayed_past_the_end_of_the_run_on_its_way_to_the_dlq_is_not_judged() -> None:
     # An orderly hand-off past maxReconsumeTimes carries DELAY 3 + reconsumeTimes (ORDER-15):
     # at 30 retries that is level 18, two hours in SCHEDULE_TOPIC_XXXX queue 17 (RETRY-8)
-    # before it reaches the DLQ. A level-3 copy (10 s) that never came back is missing.
+    # before it reaches %DLQ%G. A delayed retry, or a DLQ-bound copy due before the end, is
+    # judged.
     poison = h.Produce(at=0, key="k0", topic="T", queue_id=0, offset=0, poison=True)
 
-    def delayed(level: int) -> CheckResult:
+    def delayed(level: int, bound: str) -> CheckResult:
         copy = h.Stored(
             at=4, key="k0", topic="SCHEDULE_TOPIC_XXXX", queue_id=level - 1, offset=0,
-            reconsume_times=30,
+            reconsume_times=30, real_topic=bound,
         )  # fmt: skip
         return run(setup(), poison, copy, quiet(), snapshot(600_000, 0))
 
-    late = delayed(18)
+    late = delayed(18, "%DLQ%G")
     assert ({}, 1, True) == (late.violations, late.liveness["delayed"], late.liveness["settled"])
-    assert {inv.DLQ_MISSING: 1} == delayed(3).violations
+    assert {inv.DLQ_MISSING: 1} == delayed(3, "%DLQ%G").violations
+    assert {inv.DLQ_MISSING: 1} == delayed(18, "%RETRY%G").violations
