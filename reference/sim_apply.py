@@ -104,8 +104,13 @@ def _listener_slow(sim: Simulator, client: SimClient, value: int) -> None:
     client.slow.extend([value] * 3)
 
 
-def _listener_hangs(sim: Simulator, client: SimClient, value: int) -> None:
-    client.slow.insert(0, max(value, 1))  # the very next call
+def _listener_stuck(sim: Simulator, client: SimClient, value: int) -> None:
+    # The next call on the topic: its queue keeps moving, so the span grows past the held one.
+    client.stuck.append(max(value, 1))
+
+
+def _consume_timeout(sim: Simulator, client: SimClient, value: int) -> None:
+    client.slow.insert(0, max(value, 1))  # the very next call, on any queue
 
 
 def _pull_stall(sim: Simulator, client: SimClient, value: int) -> None:
@@ -186,8 +191,8 @@ _CLIENT_FAULTS: dict[str, ClientFault] = {
     "listener-fail": _listener_fail,
     "listener-exception": _listener_exception,
     "listener-slow": _listener_slow,
-    "listener-stuck": _listener_hangs,
-    "consume-timeout": _listener_hangs,
+    "listener-stuck": _listener_stuck,
+    "consume-timeout": _consume_timeout,
     "pull-stall": _pull_stall,
     "expire-behind": _expire_behind,
     "send-back-fail": _send_back("fail"),

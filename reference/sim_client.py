@@ -46,6 +46,9 @@ class SimClient(ClientWatch):
         self.fail_calls = 0
         self.raise_calls = 0
         self.slow: list[int] = []
+        #: Durations of the next calls with messages of the group's topic (not a retry topic,
+        #: whose few messages would not move its queue on): a stuck listener.
+        self.stuck: list[int] = []
         self.send_back_faults: list[str] = []
         self._duration = 0
         self.pqs = {}
@@ -103,6 +106,7 @@ class SimClient(ClientWatch):
         still to fail, throw or last long, send-backs still to fail. Calls under way go on."""
         self.fail_calls = self.raise_calls = 0
         self.slow.clear()
+        self.stuck.clear()
         self.send_back_faults.clear()
 
     def leave(self) -> None:
@@ -120,7 +124,10 @@ class SimClient(ClientWatch):
             self.raise_calls, throw = self.raise_calls - 1, True
         elif self.fail_calls > 0:
             self.fail_calls, fail = self.fail_calls - 1, True
-        self._duration = self.slow.pop(0) if self.slow else self._usual_duration()
+        if self.stuck and mq.topic == self.sim.topic:
+            self._duration = self.stuck.pop(0)
+        else:
+            self._duration = self.slow.pop(0) if self.slow else self._usual_duration()
         queue = name_of(mq)
         now = self.sim.clock.now_ms()
         offsets = tuple(m.queue_offset for m in msgs)

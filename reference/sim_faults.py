@@ -33,7 +33,7 @@ FAULT_KINDS: dict[str, tuple[bool, str]] = {
     "pull-delay": (False, "most ms each pull answer is late, for the next 30 s (reordered)"),
     "broker-down": (False, "ms during which the master refuses connections"),
     # Targeted kinds: each reaches a rule the kinds above rarely reach (`TARGETED`).
-    "listener-stuck": (True, "ms the next listener call hangs, short of consumeTimeout"),
+    "listener-stuck": (True, "ms the next call on the topic hangs, short of consumeTimeout"),
     "consume-timeout": (True, "ms the next listener call lasts, past consumeTimeout"),
     "pull-stall": (True, "ms the pull thread is blocked, past pullMaxIdleTime"),
     "expire-behind": (True, "ms the consumer stops pulling; then the old files expire"),
