@@ -49,7 +49,7 @@ from pullspec.spec.delay import parse_delay_levels
 from pullspec.spec.errors import PullspecError, UnsupportedError
 from pullspec.spec.process_queue import LOCK_MAX_LIVE_TIME_MS, PULL_MAX_IDLE_TIME_MS
 from pullspec.spec.profiles import Profile
-from pullspec.spec.retry import profile_request_version
+from pullspec.spec.ruleset import Ruleset
 
 PROTOCOL_VERSION = 1
 
@@ -286,6 +286,6 @@ class SubprocessCandidate:
             "retryQueueNums": group_config.retry_queue_nums,
             "maxDelayLevel": levels,
             "originalTopic": "T",
-            "requestVersion": _VERSION_NAMES[profile_request_version(profile)],
+            "requestVersion": _VERSION_NAMES[Ruleset.of(profile).client_request_version()],
         }
         return RemoteSendBack(RemoteSession(self, "send_back", config, profile))

@@ -23,8 +23,8 @@ from pullspec.spec.retry import (
     MQ_VERSION_ORDINALS,
     SendBackRequest,
     SendBackResponse,
-    profile_request_version,
 )
+from pullspec.spec.ruleset import Ruleset
 from pullspec.spec.status import BrokerRole, GetMessageStatus, PutMessageStatus, ResponseCode
 
 if TYPE_CHECKING:
@@ -358,7 +358,9 @@ class RemoteSendBack:
         if request.origin_msg_id is not None or request.unit_mode:
             raise UnsupportedError("a send-back beyond the vectors' header fields")
         version = (
-            profile_request_version(self._s.profile) if request_version is None else request_version
+            Ruleset.of(self._s.profile).client_request_version()
+            if request_version is None
+            else request_version
         )
         if version not in _VERSION_NAMES:
             raise UnsupportedError(f"request version {version} has no name")

@@ -32,23 +32,19 @@ from pullspec.spec.errors import (
     JAVA_INT_MAX,
     InvalidTypeError,
     NoSuchElementError,
+    require_bool,
     require_int,
     require_non_negative,
     require_range,
 )
 from pullspec.spec.message import StoredMessage
 from pullspec.spec.profiles import Profile
+from pullspec.spec.ruleset import Ruleset
 
 log = logging.getLogger(__name__)
 
 #: DefaultMQPushConsumer.sendMessageBack(msg, delayLevel) as clean_expired_msg calls it.
 SendMessageBack = Callable[[StoredMessage, int], object]
-
-
-def _require_bool(name: str, value: object) -> bool:
-    if not isinstance(value, bool):
-        raise InvalidTypeError(name, value, "bool")
-    return value
 
 
 class FastProcessQueue:
@@ -223,11 +219,9 @@ class FastProcessQueue:
         """cleanExpiredMsg (PQ-18): send expired head messages back (delay level 3) and uncache
         them; `send_message_back(msg, delay_level)` stands for DefaultMQPushConsumer's."""
         timeout = require_non_negative("consume_timeout_min", consume_timeout_min)
-        if _require_bool("consume_orderly", consume_orderly):
+        if require_bool("consume_orderly", consume_orderly):
             return
-        expired_head = (
-            pq.expired_head_v4_7 if self._profile is Profile.V4_7 else pq.expired_head_v4_9
-        )
+        expired_head = Ruleset.of(self._profile).expired_head
         # Java reads the size without the lock; locked, it never sees half a batch. Same cost.
         with self._lock:
             loops = min(len(self._cached), pq.CLEAN_EXPIRED_LOOP_MAX)
@@ -333,7 +327,7 @@ class FastProcessQueue:
 
     @dropped.setter
     def dropped(self, value: bool) -> None:
-        self._dropped = _require_bool("dropped", value)
+        self._dropped = require_bool("dropped", value)
 
     @property
     def locked(self) -> bool:
@@ -342,7 +336,7 @@ class FastProcessQueue:
 
     @locked.setter
     def locked(self, value: bool) -> None:
-        self._locked = _require_bool("locked", value)
+        self._locked = require_bool("locked", value)
 
     @property
     def last_lock_timestamp(self) -> int:

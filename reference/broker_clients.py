@@ -26,12 +26,10 @@ from pullspec.spec.profiles import Profile
 from pullspec.spec.results import PutMessageResult
 from pullspec.spec.retry import (
     SendBackResponse,
-    plain_send_target_v47,
-    plain_send_target_v49,
-    profile_request_version,
     put_response,
     retry_topic_config,
 )
+from pullspec.spec.ruleset import Ruleset
 from pullspec.spec.status import ResponseCode
 
 #: ClientHousekeepingService: a client whose last heartbeat is older than this (strictly) is
@@ -260,15 +258,15 @@ class ClientRequests:
         if not 0 <= msg.queue_id < cfg.write_queue_nums:
             return SendBackResponse(ResponseCode.SYSTEM_ERROR, f"queueId[{msg.queue_id}] illegal")
         group = self.group_config(retry_group) if retry_group is not None else None
-        rule = plain_send_target_v47 if self.profile is Profile.V4_7 else plain_send_target_v49
+        rules = Ruleset.of(self.profile)
         try:
-            target = rule(
+            target = rules.plain_send_target(
                 topic,
                 msg.queue_id,
                 group.retry_max_times if group is not None else None,
                 max_reconsume_times,
                 reconsume_times,
-                profile_request_version(self.profile),
+                rules.client_request_version(),
             )
         except NullPointerError as exc:  # 4.7 unboxes an absent maxReconsumeTimes
             return SendBackResponse(ResponseCode.SYSTEM_ERROR, str(exc))

@@ -39,6 +39,7 @@ from pullspec.spec.message import MessageQueue, StoredMessage, with_namespace
 from pullspec.spec.offset_store import OffsetStore
 from pullspec.spec.profiles import Profile
 from pullspec.spec.protocols import ProcessQueue
+from pullspec.spec.ruleset import Ruleset
 
 #: How long a listener call lasts for the TIME_OUT return type (CONC-5); 0 by default.
 ConsumeTime = Callable[[Sequence[StoredMessage]], int]
@@ -163,11 +164,7 @@ class ReferenceConsumeConcurrentlyService:
 
     def start(self) -> None:
         """Schedule the consume-timeout cleaner (CONC-13)."""
-        schedule = (
-            cc.clean_expire_schedule_v47
-            if self.profile is Profile.V4_7
-            else cc.clean_expire_schedule_v49
-        )(self.config.consume_timeout)
+        schedule = Ruleset.of(self.profile).clean_expire_schedule(self.config.consume_timeout)
         due = self.scheduler.clock.now_ms() + schedule.initial_delay_ms
         self._cleaner = self.scheduler.call_at(
             due, lambda: self._clean(schedule, due), "clean-expire"

@@ -43,6 +43,7 @@ from pullspec.spec.message import PROPERTY_RECONSUME_TIME, MessageQueue, StoredM
 from pullspec.spec.offset_store import OffsetStore
 from pullspec.spec.profiles import Profile
 from pullspec.spec.protocols import ProcessQueue
+from pullspec.spec.ruleset import Ruleset
 
 Task = Callable[[], None]
 #: How long a listener call lasts, in virtual milliseconds.
@@ -159,8 +160,7 @@ class ReferenceConsumeOrderlyService:
 
     def start(self) -> None:
         """Start periodic lockAll in CLUSTERING (ORDER-1)."""
-        rule = co.lock_schedule_v47 if self.profile is Profile.V4_7 else co.lock_schedule_v49
-        schedule = rule(self.config.message_model)
+        schedule = Ruleset.of(self.profile).lock_schedule(self.config.message_model)
         if schedule is not None:
             due = self.scheduler.clock.now_ms() + schedule.initial_delay_ms
             self._at(due, lambda: self._lock_periodically(schedule, due), "lockMQPeriodically")

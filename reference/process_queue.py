@@ -17,6 +17,7 @@ from pullspec.spec.clock import Clock
 from pullspec.spec.errors import InvalidTypeError, require_bool, require_int, require_non_negative
 from pullspec.spec.message import StoredMessage
 from pullspec.spec.profiles import Profile
+from pullspec.spec.ruleset import Ruleset
 
 log = logging.getLogger(__name__)
 # A library logs; the application decides where it goes (nothing by default).
@@ -101,9 +102,7 @@ class ReferenceProcessQueue:
         timeout = require_non_negative("consume_timeout_min", consume_timeout_min)
         if require_bool("consume_orderly", consume_orderly):
             return
-        expired_head = (
-            pq.expired_head_v4_7 if self._profile is Profile.V4_7 else pq.expired_head_v4_9
-        )
+        expired_head = Ruleset.of(self._profile).expired_head
         for _ in range(min(len(self._state.msg_tree), pq.CLEAN_EXPIRED_LOOP_MAX)):
             # A NumberFormatError escapes here, as Java's does: nothing in the sweep catches it.
             msg = expired_head(self._state.msg_tree, self._clock.now_ms(), timeout)

@@ -29,6 +29,7 @@ from pullspec.spec.process_queue import require_messages
 from pullspec.spec.profiles import Profile
 from pullspec.spec.protocols import ProcessQueue
 from pullspec.spec.pull_from_where import OffsetQueries, compute_pull_from_where_for
+from pullspec.spec.ruleset import Ruleset
 
 #: A scripted listener: consume `msgs` of `mq` now (True) or leave them waiting (False), as a
 #: listener still busy would; `ScriptedConsumeService.release` offers them again.
@@ -140,7 +141,7 @@ class StaticAssignment:
                 continue
             self.offset_store.remove_offset(mq)  # removeDirtyOffset (OFFSET-13)
             pq = ReferenceProcessQueue(self.clock, self.profile)
-            if self.config.orderly and self.profile is Profile.V4_9:
+            if self.config.orderly and Ruleset.of(self.profile).new_process_queue_locked():
                 pq.locked = True  # REBAL-11: pre-locked, lastLockTimestamp = creation time
             try:
                 offset = self.compute_pull_from_where(mq)

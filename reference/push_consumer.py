@@ -56,7 +56,6 @@ from pullspec.spec.pull_request import (
     on_pull_kernel_exception,
     pull_kernel_call,
     pull_message_request_header,
-    pull_status_for_response_code,
 )
 from pullspec.spec.pull_result import (
     PullResult,
@@ -71,6 +70,7 @@ from pullspec.spec.pull_route import (
     pull_target_address,
     recalculate_pull_from_which_node,
 )
+from pullspec.spec.ruleset import Ruleset
 from pullspec.spec.status import PullStatus
 
 
@@ -442,9 +442,9 @@ class ReferencePushConsumer:
         response: PullResponse,
     ) -> None:
         try:
-            # REQ-12: processPullResponse; 4.9 names the broker in the MQBrokerException.
-            named = addr if self.profile is Profile.V4_9 else None
-            status = pull_status_for_response_code(response.code, response.remark, named)
+            # REQ-12: processPullResponse.
+            rules = Ruleset.of(self.profile)
+            status = rules.pull_status_for_response_code(response.code, response.remark, addr)
             result = PullResult(
                 status,
                 response.next_begin_offset or 0,

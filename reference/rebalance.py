@@ -37,6 +37,7 @@ from pullspec.spec.profiles import Profile
 from pullspec.spec.protocols import BrokerLockClient, ProcessQueue
 from pullspec.spec.pull_from_where import OffsetQueries, compute_pull_from_where_for
 from pullspec.spec.rebalance import LockMarks, NewQueueOutcome, QueueView
+from pullspec.spec.ruleset import Ruleset
 
 
 @attrs.frozen
@@ -264,12 +265,7 @@ class ReferenceRebalancePushImpl:
             return None, rb.new_queue(self.profile, True, False, None)
         self.offset_store.remove_offset(mq)  # removeDirtyOffset (OFFSET-13)
         pq = self.process_queue_factory()
-        early = (
-            rb.new_process_queue_locked_v47
-            if self.profile is Profile.V4_7
-            else rb.new_process_queue_locked_v49
-        )
-        if early():
+        if Ruleset.of(self.profile).new_process_queue_locked():
             pq.locked = True  # REBAL-11: lastLockTimestamp is the creation time already
         try:
             next_offset: int | None = self.compute_pull_from_where(mq)

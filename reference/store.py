@@ -12,7 +12,7 @@ from typing import cast
 
 import attrs
 
-from pullspec.spec.batch import BatchLimits, check_in_disk_by_commit_offset, check_result_capacity
+from pullspec.spec.batch import BatchLimits, check_in_disk_by_commit_offset
 from pullspec.spec.clock import Clock
 from pullspec.spec.config import CQ_STORE_UNIT_SIZE, StoreConfig
 from pullspec.spec.delay import delay_rewrite, deliver_timestamp, parse_delay_levels
@@ -29,23 +29,19 @@ from pullspec.spec.filter import ExpressionMessageFilter, tags_string_to_tags_co
 from pullspec.spec.layout import body_crc as compute_body_crc
 from pullspec.spec.layout import (
     calc_msg_length,
-    check_message_limits,
     is_dispatched_type,
-    message_properties_to_string,
     needs_end_of_file_blank,
-    string_to_message_properties,
     validate_topic,
 )
 from pullspec.spec.message import PROPERTY_TAGS, BrokerInnerMessage, StoredMessage
 from pullspec.spec.profiles import Profile
 from pullspec.spec.protocols import MessageFilter
 from pullspec.spec.record import (
-    encode_blank,
     encode_stored,
     host_sys_flag,
-    with_blank_leftovers,
 )
 from pullspec.spec.results import GetMessageResult, PutMessageResult
+from pullspec.spec.ruleset import Ruleset
 from pullspec.spec.status import BrokerRole, GetMessageStatus, PutMessageStatus
 from pullspec.spec.store import (
     CQEntry,
@@ -110,11 +106,14 @@ class ReferenceMessageStore:
     _prepared: tuple[BrokerInnerMessage, tuple[BrokerInnerMessage, int, int]] | None = attrs.field(
         init=False, default=None
     )
+    #: The rules of `profile` (the mutation bank swaps one).
+    rules: Ruleset = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
         if not isinstance(self.config, StoreConfig):
             raise InvalidTypeError("config", self.config, "StoreConfig")
         self.profile = Profile.parse(self.profile)
+        self.rules = Ruleset.of(self.profile)
         self._role = self.config.broker_role
         self._offset_check_in_slave = self.config.offset_check_in_slave
         self._delay_levels = parse_delay_levels(self.config.message_delay_level)
@@ -172,9 +171,9 @@ class ReferenceMessageStore:
             self._counters.get(key, 0), msg.sys_flag
         )
         phys = file.start + file.written
-        properties_string = message_properties_to_string(msg.properties, self.profile)
+        properties_string = self.rules.message_properties_to_string(msg.properties)
         # Every reader of the commit log decodes the stored properties string (LAYOUT-13)
-        properties = string_to_message_properties(properties_string, self.profile)
+        properties = self.rules.string_to_message_properties(properties_string)
         record = StoredMessage(
             topic=msg.topic,
             queue_id=msg.queue_id,
@@ -230,20 +229,15 @@ class ReferenceMessageStore:
         why = validate_topic(msg.topic)
         if why:
             raise IllegalTopicError("topic", msg.topic, why)
-        properties_string = message_properties_to_string(msg.properties, self.profile)
+        properties_string = self.rules.message_properties_to_string(msg.properties)
         msg_length = calc_msg_length(
             msg.sys_flag,
             len(msg.body),
             len(msg.topic.encode("utf-8")),
             len(properties_string.encode("utf-8")),
         )
-        status = check_message_limits(
-            msg.topic,
-            properties_string,
-            len(msg.body),
-            msg_length,
-            self.config.max_message_size,
-            self.profile,
+        status = self.rules.check_message_limits(
+            msg.topic, properties_string, len(msg.body), msg_length, self.config.max_message_size
         )
         if status is not None:
             raise MessageIllegalError("msg", msg.topic, f"{msg_length}-byte record", status.value)
@@ -376,7 +370,7 @@ class ReferenceMessageStore:
             out += encode_stored(r, self._properties_strings[at])
             at += r.size
         if len(out) < size and at < file_end:
-            out += encode_blank(file_end - at, self.profile)
+            out += self.rules.encode_blank(file_end - at)
         return bytes(out[:size]).ljust(size, b"\0")
 
     def _bodies(
@@ -387,7 +381,7 @@ class ReferenceMessageStore:
         if whole_records_read(messages, entries):
             return None
         return tuple(
-            with_blank_leftovers(self._bytes(m.commitlog_offset, size), self.profile)
+            self.rules.with_blank_leftovers(self._bytes(m.commitlog_offset, size))
             for m, (_, size, _) in zip(messages, entries, strict=True)
         )
 
@@ -440,7 +434,7 @@ class ReferenceMessageStore:
             return GetMessageResult(
                 GetMessageStatus.OFFSET_FOUND_NULL, next_offset, min_offset, max_offset
             )
-        check_result_capacity(max_msg_nums, self.profile)
+        self.rules.check_result_capacity(max_msg_nums)
         number, first, end = window
         entries = queue.files[number].entries[
             first // CQ_STORE_UNIT_SIZE : end // CQ_STORE_UNIT_SIZE

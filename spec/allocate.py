@@ -16,7 +16,7 @@ from pullspec.spec.consumer_config import MessageModel
 from pullspec.spec.errors import InvalidArgumentError
 from pullspec.spec.message import RETRY_GROUP_TOPIC_PREFIX, MessageQueue
 from pullspec.spec.profiles import Profile
-from pullspec.spec.rules import rule
+from pullspec.spec.rules import Rules, rule, stated
 
 #: REBAL-1: rocketmq.client.rebalance.waitInterval.
 REBALANCE_WAIT_INTERVAL_MILLIS = 20_000
@@ -310,5 +310,12 @@ def client_id(
     enable_stream: bool = False,
 ) -> str:
     """REBAL-24 in `profile`."""
-    fn = client_id_v47 if profile is Profile.V4_7 else client_id_v49
-    return fn(client_ip, instance_name, unit_name, message_model, pid, nano_time, enable_stream)
+    return AllocateRules.of(profile).client_id(
+        client_ip, instance_name, unit_name, message_model, pid, nano_time, enable_stream
+    )
+
+
+class AllocateRules(Rules):
+    """The changed REBAL rule of the client id (see `spec.rules.Rules`)."""
+
+    client_id = stated(client_id_v47, client_id_v49)

@@ -37,7 +37,7 @@ from pullspec.spec.message import (
     without_namespace,
 )
 from pullspec.spec.profiles import Profile
-from pullspec.spec.rules import rule
+from pullspec.spec.rules import Rules, rule, stated
 
 _SVC = "ConsumeMessageConcurrentlyService"
 _ORDERLY = "ConsumeMessageOrderlyService"
@@ -279,8 +279,9 @@ def send_back_plan(
     namespace: str | None = None,
 ) -> SendBackPlan:
     """CONC-11 in `profile`."""
-    fn = send_back_plan_v47 if profile is Profile.V4_7 else send_back_plan_v49
-    return fn(msg, group, delay_level, broker_name, max_reconsume_times, namespace)
+    return SendBackRules.of(profile).send_back_plan(
+        msg, group, delay_level, broker_name, max_reconsume_times, namespace
+    )
 
 
 def max_reconsume_times_orderly(configured: int) -> int:
@@ -342,9 +343,14 @@ def orderly_dead_letter_message(
     profile: Profile, msg: StoredMessage, group: str, max_reconsume_times: int
 ) -> SendBackBuild:
     """ORDER-15 in `profile`."""
-    fn = (
-        orderly_dead_letter_message_v47
-        if profile is Profile.V4_7
-        else orderly_dead_letter_message_v49
+    rules = SendBackRules.of(profile)
+    return rules.orderly_dead_letter_message(msg, group, max_reconsume_times)
+
+
+class SendBackRules(Rules):
+    """The changed CONC and ORDER rules of the client's send-back (see `spec.rules.Rules`)."""
+
+    send_back_plan = stated(send_back_plan_v47, send_back_plan_v49)
+    orderly_dead_letter_message = stated(
+        orderly_dead_letter_message_v47, orderly_dead_letter_message_v49
     )
-    return fn(msg, group, max_reconsume_times)

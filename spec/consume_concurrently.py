@@ -37,7 +37,7 @@ from pullspec.spec.message import (
 )
 from pullspec.spec.offset_store import OffsetUpdate
 from pullspec.spec.profiles import Profile
-from pullspec.spec.rules import rule
+from pullspec.spec.rules import Rules, rule, stated
 
 _SVC = "ConsumeMessageConcurrentlyService"
 _S2 = ("002_c88c8921902728c1.txt",)
@@ -451,3 +451,9 @@ def concurrent_shutdown_steps() -> tuple[ShutdownStep, ...]:
     """
     # Verify there is no unlock: only the orderly service unlocks (ORDER-17)
     return (ShutdownStep.SCHEDULER, ShutdownStep.CONSUME_POOL, ShutdownStep.CLEANER)
+
+
+class ConsumeConcurrentlyRules(Rules):
+    """The changed CONC rule of the cleaner's schedule (see `spec.rules.Rules`)."""
+
+    clean_expire_schedule = stated(clean_expire_schedule_v47, clean_expire_schedule_v49)

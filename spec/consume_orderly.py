@@ -28,7 +28,7 @@ from pullspec.spec.offset_store import OffsetUpdate
 from pullspec.spec.process_queue import LOCK_INTERVAL_MS
 from pullspec.spec.profiles import Profile
 from pullspec.spec.rebalance import REBALANCE_LOCK_INITIAL_DELAY_MILLIS
-from pullspec.spec.rules import rule
+from pullspec.spec.rules import Rules, rule, stated
 
 #: ORDER-1: rocketmq.client.maxTimeConsumeContinuously, one ConsumeRequest's time slice.
 MAX_TIME_CONSUME_CONTINUOUSLY_MILLIS = 60_000
@@ -494,3 +494,9 @@ def has_consume_timeout_cleaner(consume_mode: ConsumeMode) -> bool:
     """
     # Verify the mode: the orderly service schedules no cleanExpireMsg
     return consume_mode is ConsumeMode.CONCURRENTLY
+
+
+class ConsumeOrderlyRules(Rules):
+    """The changed ORDER rule of the lock schedule (see `spec.rules.Rules`)."""
+
+    lock_schedule = stated(lock_schedule_v47, lock_schedule_v49)

@@ -25,7 +25,7 @@ from pullspec.spec.pull_route import (
     find_broker_address_in_admin,
     find_broker_address_in_subscribe_v49,
 )
-from pullspec.spec.rules import rule
+from pullspec.spec.rules import Rules, rule, stated
 
 T = TypeVar("T")
 
@@ -289,9 +289,7 @@ def offset_broker_address(
     Example: ``offset_broker_address(slave_only, slave_only, Profile.V4_9)`` with
     ``slave_only = BrokerAddrs([(1, "s:1")])`` is ``"s:1"``.
     """
-    if profile is Profile.V4_7:
-        return offset_broker_address_v47(broker_addrs, after_refresh)
-    return offset_broker_address_v49(broker_addrs, after_refresh)
+    return OffsetStoreRules.of(profile).offset_broker_address(broker_addrs, after_refresh)
 
 
 @rule("OFFSET-8", source="MQClientInstance.persistAllConsumerOffset", seeds=_S24)
@@ -402,3 +400,9 @@ def memory_after_rebalance_read(stored: int) -> int | None:
     """
     # Verify a queue that consumed nothing carries no commit and has nothing to persist.
     return stored if stored >= 0 else None
+
+
+class OffsetStoreRules(Rules):
+    """The changed OFFSET rule (see `spec.rules.Rules`)."""
+
+    offset_broker_address = stated(offset_broker_address_v47, offset_broker_address_v49)

@@ -28,7 +28,7 @@ from pullspec.spec.errors import (
 )
 from pullspec.spec.message import PROPERTY_CONSUME_START_TIME, PROPERTY_MAX_OFFSET, StoredMessage
 from pullspec.spec.profiles import Profile
-from pullspec.spec.rules import rule
+from pullspec.spec.rules import Rules, rule, stated
 
 S_000 = "000_26b83a4251c26823.txt"
 S_001 = "001_c163ec5dbc0ced81.txt"
@@ -510,3 +510,9 @@ def expired_head_v4_9(
     if not start:
         return None
     return msg_tree[0] if _expired(start, now, consume_timeout_min) else None
+
+
+class ProcessQueueRules(Rules):
+    """The changed PQ rule of the consume-timeout sweep (see `spec.rules.Rules`)."""
+
+    expired_head = stated(expired_head_v4_7, expired_head_v4_9)

@@ -31,7 +31,7 @@ from pullspec.spec.pull_actions import (
     Pull,
     PullDecision,
 )
-from pullspec.spec.rules import rule
+from pullspec.spec.rules import Rules, rule, stated
 
 MIB = 1024 * 1024
 
@@ -279,12 +279,6 @@ def correct_first_lock_offset_with_exception(
     return _corrected(offset, next_offset)
 
 
-_FIRST_LOCK = {
-    Profile.V4_7: correct_first_lock_offset,
-    Profile.V4_9: correct_first_lock_offset_with_exception,
-}
-
-
 @rule("FLOW-13", source=_SOURCE, seeds=_ALL_SEEDS)
 def check_subscription(has_subscription: bool, config: ConsumerConfig) -> Delay | None:
     """A topic with no SubscriptionData in subscriptionInner re-enqueues the request after E,
@@ -365,7 +359,7 @@ def decide_pull(
             raise InvalidArgumentError(
                 "compute_first_lock_offset", None, "required on a locked orderly first pull"
             )
-        step = _FIRST_LOCK[profile](
+        step = PullDecisionRules.of(profile).correct_first_lock_offset(
             previously_locked, next_offset, compute_first_lock_offset or _unused, config
         )
         same = attrs.evolve(
@@ -400,3 +394,11 @@ def _span_ok(process_queue: ProcessQueueSnapshot, config: ConsumerConfig) -> boo
 
 def _unused() -> int:
     raise AssertionError("FLOW-12 computed an offset for an already-locked request")
+
+
+class PullDecisionRules(Rules):
+    """The changed FLOW rule (see `spec.rules.Rules`)."""
+
+    correct_first_lock_offset = stated(
+        correct_first_lock_offset, correct_first_lock_offset_with_exception
+    )

@@ -9,7 +9,7 @@ from pullspec.spec.client_errors import MQClientError
 from pullspec.spec.consumer_config import ConsumeFromWhere
 from pullspec.spec.message import RETRY_GROUP_TOPIC_PREFIX, MessageQueue
 from pullspec.spec.profiles import Profile
-from pullspec.spec.rules import rule
+from pullspec.spec.rules import Rules, rule, stated
 
 _SEEDS = ("004_60fc00b6c6a023ff.txt", "003_97f7c1df5f6104bc.txt", "002_c88c8921902728c1.txt")
 
@@ -127,9 +127,14 @@ def compute_pull_from_where_for(
     4.9's deprecated `computePullFromWhere` wrapper catches the failure and returns −1, which is
     exactly the 4.7 function.
     """
-    fn = (
-        compute_pull_from_where
-        if profile is Profile.V4_7
-        else compute_pull_from_where_with_exception
+    return PullFromWhereRules.of(profile).compute_pull_from_where(
+        consume_from_where, mq, last_offset, admin, consume_timestamp_ms
     )
-    return fn(consume_from_where, mq, last_offset, admin, consume_timestamp_ms)
+
+
+class PullFromWhereRules(Rules):
+    """The changed REBAL rule of the first offset (see `spec.rules.Rules`)."""
+
+    compute_pull_from_where = stated(
+        compute_pull_from_where, compute_pull_from_where_with_exception
+    )

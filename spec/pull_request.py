@@ -24,7 +24,7 @@ from pullspec.spec.pull_route import (  # PullSysFlag and has_flag are used by t
     has_flag,  # noqa: F401
     sys_flag_for_broker,
 )
-from pullspec.spec.rules import rule
+from pullspec.spec.rules import Rules, rule, stated
 from pullspec.spec.status import PullStatus, ResponseCode
 
 _SEEDS = (
@@ -223,9 +223,7 @@ def pull_message_request_header(
     consumer_group: str, call: PullKernelCall, broker: FindBrokerResult, profile: Profile
 ) -> PullMessageRequestHeader:
     """REQ-9 in `profile`."""
-    if profile is Profile.V4_7:
-        return pull_message_request_header_v47(consumer_group, call, broker)
-    return pull_message_request_header_v49(consumer_group, call, broker)
+    return PullRequestRules.of(profile).pull_message_request_header(consumer_group, call, broker)
 
 
 @rule("REQ-11", source=_SOURCE, seeds=("000_26b83a4251c26823.txt", *_SEEDS_2_4))
@@ -248,24 +246,59 @@ _STATUS_BY_CODE = {
 }
 
 
-@rule(
-    "REQ-12",
-    source="MQClientAPIImpl.processPullResponse",
-    seeds=("001_c163ec5dbc0ced81.txt", *_SEEDS_2_4),
-)
-def pull_status_for_response_code(
-    code: int, remark: str | None = None, addr: str | None = None
-) -> PullStatus:
-    """A pull response maps SUCCESS to FOUND, PULL_NOT_FOUND to NO_NEW_MSG,
-    PULL_RETRY_IMMEDIATELY to NO_MATCHED_MSG and PULL_OFFSET_MOVED to OFFSET_ILLEGAL; any other
-    code throws MQBrokerException, which reaches the callback's onException.
-
-    raises: MQBrokerError
-    post: code in (0, 19, 20, 21)
-    """
-    # Verify broker errors (SUBSCRIPTION_NOT_LATEST, NO_PERMISSION, FLOW_CONTROL …) never become
-    # a PullStatus.
+def _pull_status(code: int, remark: str | None, addr: str | None) -> PullStatus:
+    # Broker errors (SUBSCRIPTION_NOT_LATEST, NO_PERMISSION, FLOW_CONTROL …) never become a
+    # PullStatus.
     for known, status in _STATUS_BY_CODE.items():
         if code == known:
             return status
     raise MQBrokerError(code, remark, addr)
+
+
+# [4.7]
+@rule(
+    "REQ-12",
+    source="MQClientAPIImpl.processPullResponse",
+    seeds=("001_c163ec5dbc0ced81.txt", *_SEEDS_2_4),
+    profiles=(Profile.V4_7,),
+    versions="4.9.7 passes the broker address into processPullResponse and into the thrown "
+    "MQBrokerException(code, remark, addr); the mapping is the same.",
+)
+def pull_status_for_response_code_v47(code: int, remark: str | None, addr: str) -> PullStatus:
+    """A pull response maps SUCCESS to FOUND, PULL_NOT_FOUND to NO_NEW_MSG,
+    PULL_RETRY_IMMEDIATELY to NO_MATCHED_MSG and PULL_OFFSET_MOVED to OFFSET_ILLEGAL; any other
+    code throws MQBrokerException(code, remark), which reaches the callback's onException
+    without naming the broker (`addr` is not passed in).
+
+    raises: MQBrokerError
+    post: code in (0, 19, 20, 21)
+    """
+    return _pull_status(code, remark, None)
+
+
+# [Modified in 4.9]
+@rule(
+    "REQ-12",
+    source="MQClientAPIImpl.processPullResponse",
+    seeds=("001_c163ec5dbc0ced81.txt", *_SEEDS_2_4),
+    profiles=(Profile.V4_9,),
+)
+def pull_status_for_response_code_v49(code: int, remark: str | None, addr: str) -> PullStatus:
+    """A pull response maps the codes as in 4.7, and the MQBrokerException thrown for any other
+    code names the broker address the request went to.
+
+    raises: MQBrokerError
+    post: code in (0, 19, 20, 21)
+    """
+    return _pull_status(code, remark, addr)
+
+
+class PullRequestRules(Rules):
+    """The changed REQ rules of the request (see `spec.rules.Rules`)."""
+
+    pull_message_request_header = stated(
+        pull_message_request_header_v47, pull_message_request_header_v49
+    )
+    pull_status_for_response_code = stated(
+        pull_status_for_response_code_v47, pull_status_for_response_code_v49
+    )

@@ -26,7 +26,7 @@ from pullspec.spec.message import (
 from pullspec.spec.offset_store import OffsetUpdate
 from pullspec.spec.profiles import Profile
 from pullspec.spec.pull_actions import Delay, DelayReason, Immediately
-from pullspec.spec.rules import rule
+from pullspec.spec.rules import Rules, rule, stated
 from pullspec.spec.status import PullStatus, ResponseCode
 
 JAVA_LONG_MAX = (1 << 63) - 1
@@ -376,9 +376,7 @@ def on_exception(
     error: BaseException, topic: str, config: ConsumerConfig, profile: Profile
 ) -> PullExceptionHandling:
     """RESULT-13 in `profile`."""
-    if profile is Profile.V4_7:
-        return on_exception_v47(error, topic, config)
-    return on_exception_v49(error, topic, config)
+    return PullResultRules.of(profile).on_exception(error, topic, config)
 
 
 @rule("RESULT-14", source="MQClientAPIImpl.pullMessageAsync")
@@ -401,3 +399,9 @@ def stores_despite_drop(dropped: bool) -> bool:
     """
     # Verify the consume services, not the callback, discard work for dropped queues.
     return True
+
+
+class PullResultRules(Rules):
+    """The changed RESULT rule (see `spec.rules.Rules`)."""
+
+    on_exception = stated(on_exception_v47, on_exception_v49)

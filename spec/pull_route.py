@@ -13,7 +13,7 @@ from pullspec.spec.client_errors import MQClientError
 from pullspec.spec.consumer_config import MASTER_ID
 from pullspec.spec.filter import is_tag_type
 from pullspec.spec.profiles import Profile
-from pullspec.spec.rules import rule
+from pullspec.spec.rules import Rules, rule, stated
 
 _SEEDS = (
     "000_26b83a4251c26823.txt",
@@ -161,9 +161,8 @@ def find_broker_address_in_subscribe(
     broker_addrs: BrokerAddrs | None, broker_id: int, only_this_broker: bool, profile: Profile
 ) -> FindBrokerResult | None:
     """REQ-6 in `profile`."""
-    if profile is Profile.V4_7:
-        return find_broker_address_in_subscribe_v47(broker_addrs, broker_id, only_this_broker)
-    return find_broker_address_in_subscribe_v49(broker_addrs, broker_id, only_this_broker)
+    rules = PullRouteRules.of(profile)
+    return rules.find_broker_address_in_subscribe(broker_addrs, broker_id, only_this_broker)
 
 
 @rule("REQ-7", source="PullAPIWrapper.pullKernelImpl", seeds=_SEEDS_2_4)
@@ -222,3 +221,11 @@ def pull_target_address(
     if not filter_servers:
         raise MQClientError(f"Find Filter Server Failed, Broker Addr: {broker_addr} topic: {topic}")
     return filter_servers[random_num % len(filter_servers)]
+
+
+class PullRouteRules(Rules):
+    """The changed REQ rule of the broker choice (see `spec.rules.Rules`)."""
+
+    find_broker_address_in_subscribe = stated(
+        find_broker_address_in_subscribe_v47, find_broker_address_in_subscribe_v49
+    )

@@ -23,7 +23,7 @@ from pullspec.spec.lease import REBALANCE_LOCK_MAX_LIVE_TIME_MS
 from pullspec.spec.message import MessageQueue
 from pullspec.spec.process_queue import LOCK_INTERVAL_MS, LOCK_MAX_LIVE_TIME_MS
 from pullspec.spec.profiles import Profile
-from pullspec.spec.rules import rule
+from pullspec.spec.rules import Rules, rule, stated
 
 #: ORDER-1, REBAL-20: the first lockAll's delay (the interval is PQ's LOCK_INTERVAL_MS).
 REBALANCE_LOCK_INITIAL_DELAY_MILLIS = 1_000
@@ -197,7 +197,7 @@ def _decide_offset(next_offset: int, present_at_put: bool) -> NewQueue:
 @rule("REBAL-10", source=_UPDATE, seeds=_S24, profiles=(Profile.V4_7,), versions=(
     "4.9.7 skips the queue when computePullFromWhereWithException throws (4.7.1: −1)"))  # fmt: skip
 def new_queue_v47(
-    is_order: bool, lock_ok: bool, next_offset: int, present_at_put: bool = False
+    is_order: bool, lock_ok: bool, next_offset: int | None, present_at_put: bool = False
 ) -> NewQueue:
     """A newly assigned queue is skipped when an orderly consumer cannot lock it, else its dirty
     offset is removed and it is added with a PullRequest at computePullFromWhere's offset when
@@ -206,10 +206,11 @@ def new_queue_v47(
     post: (__return__.outcome is NewQueueOutcome.LOCK_FAILED) == (is_order and not lock_ok)
     post: __return__.pull_request_offset is None or __return__.pull_request_offset == next_offset >= 0
     """
-    # Verify the broker lock first, in both message models
+    # The broker lock first, in both message models.
     if is_order and not lock_ok:
         return NewQueue(NewQueueOutcome.LOCK_FAILED, False)
-    return _decide_offset(next_offset, present_at_put)
+    # 4.7's computePullFromWhere never throws (it returns −1), so no offset reads as −1.
+    return _decide_offset(-1 if next_offset is None else next_offset, present_at_put)
 
 
 # [Modified in 4.9]
@@ -233,10 +234,8 @@ def new_queue_v49(
 
 
 def new_queue(profile: Profile, is_order: bool, lock_ok: bool, next_offset: int | None) -> NewQueue:
-    """REBAL-10 in `profile`; a 4.7 caller never passes None (its computation returns −1)."""
-    if profile is Profile.V4_7:
-        return new_queue_v47(is_order, lock_ok, -1 if next_offset is None else next_offset)
-    return new_queue_v49(is_order, lock_ok, next_offset)
+    """REBAL-10 in `profile`."""
+    return RebalanceRules.of(profile).new_queue(is_order, lock_ok, next_offset)
 
 
 # [4.7]
@@ -424,3 +423,10 @@ def destroy(table_mqs: Iterable[MessageQueue]) -> frozenset[MessageQueue]:
     """
     # Verify nothing is persisted or unlocked here (the services do that)
     return frozenset(table_mqs)
+
+
+class RebalanceRules(Rules):
+    """The changed REBAL rules of a new queue (see `spec.rules.Rules`)."""
+
+    new_queue = stated(new_queue_v47, new_queue_v49)
+    new_process_queue_locked = stated(new_process_queue_locked_v47, new_process_queue_locked_v49)

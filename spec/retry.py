@@ -36,7 +36,7 @@ from pullspec.spec.message import (
     retry_topic_name,
 )
 from pullspec.spec.profiles import Profile
-from pullspec.spec.rules import rule
+from pullspec.spec.rules import Rules, rule, stated
 from pullspec.spec.status import PutMessageStatus, ResponseCode
 
 SEND_BACK = "SendMessageProcessor.asyncConsumerSendMsgBack"
@@ -105,11 +105,6 @@ def request_version_ordinal(name: str) -> int:
     except KeyError:
         known = ", ".join(MQ_VERSION_ORDINALS)
         raise InvalidArgumentError("request_version", name, f"expected one of {known}") from None
-
-
-def profile_request_version(profile: Profile) -> int:
-    """The request version a client of `profile`'s release sends."""
-    return MQ_VERSION_ORDINALS["V4_7_1" if profile is Profile.V4_7 else "V4_9_7"]
 
 
 def _group_missing(group: str) -> SendBackResponse:
@@ -221,6 +216,28 @@ def retry_target_v49(group: str, retry_queue_nums: int, random_int: int) -> tupl
     return (retry_topic_name(group), random_int % retry_queue_nums)
 
 
+# [4.7]
+@rule("RETRY-2", source=_RETRY_2, seeds=SEED_004, profiles=V47)
+def retry_random_range_v47() -> tuple[int, int]:
+    """The queue choice draws `random_int` from java.util.Random.nextInt(): any Java int, as the
+    half-open range [−2³¹, 2³¹).
+
+    post: __return__ == (-(2**31), 2**31)
+    """
+    return (-(2**31), 2**31)
+
+
+# [Modified in 4.9]
+@rule("RETRY-2", source=_RETRY_2, seeds=SEED_004, profiles=V49)
+def retry_random_range_v49() -> tuple[int, int]:
+    """The queue choice draws `random_int` from ThreadLocalRandom.nextInt(99999999), the
+    half-open range [0, 99999999).
+
+    post: __return__ == (0, RANDOM_BOUND)
+    """
+    return (0, RANDOM_BOUND)
+
+
 _RETRY_3_VERSIONS = (
     "Changed in 4.9.1: an absent header value falls back to group.retryMaxTimes; 4.7.1 unboxes "
     "it and fails."
@@ -259,6 +276,28 @@ def max_reconsume_times_v49(
     if request_version >= V3_4_9 and header_value is not None:
         return header_value
     return group_retry_max_times
+
+
+# [4.7]
+@rule("RETRY-3", source="MQVersion.CURRENT_VERSION", profiles=V47)
+def client_request_version_v47() -> int:
+    """A 4.7.1 client sends its requests with version V4_7_1, so RETRY-3 reads their header's
+    maxReconsumeTimes.
+
+    post: __return__ >= V3_4_9
+    """
+    return MQ_VERSION_ORDINALS["V4_7_1"]
+
+
+# [Modified in 4.9]
+@rule("RETRY-3", source="MQVersion.CURRENT_VERSION", profiles=V49)
+def client_request_version_v49() -> int:
+    """A 4.9.7 client sends its requests with version V4_9_7, so RETRY-3 reads their header's
+    maxReconsumeTimes.
+
+    post: __return__ >= V3_4_9
+    """
+    return MQ_VERSION_ORDINALS["V4_9_7"]
 
 
 @attrs.frozen
@@ -421,7 +460,8 @@ def send_back_message_v49(
     source="ScheduleMessageService.messageTimeup",
     seeds=SEED_004,
     versions="4.9.7 delivers from a thread pool, corrects delay offsets at load and may deliver "
-    "asynchronously (off by default); the delivered message is the same.",
+    "asynchronously (off by default); the delivered message is the same. A record whose "
+    "delivery throws is logged and dropped in 4.7.1 and retried in 4.9.7.",
 )
 def delivered_message(record: StoredMessage) -> BrokerInnerMessage:
     """A due schedule message is stored again in REAL_TOPIC queue REAL_QID with its body, flag,
@@ -441,6 +481,28 @@ def delivered_message(record: StoredMessage) -> BrokerInnerMessage:
         _message(record, real_topic, int(real_qid), dict(record.properties)),
         reconsume_times=record.reconsume_times,
     )
+
+
+# [4.7]
+@rule("RETRY-9", source="ScheduleMessageService.DeliverDelayedMessageTimerTask", profiles=V47)
+def retries_undeliverable_record_v47() -> bool:
+    """A due record whose delivery throws (no usable REAL_TOPIC or REAL_QID) is logged and
+    dropped: the catch sits inside the loop, so the schedule moves past it.
+
+    post: __return__ is False
+    """
+    return False
+
+
+# [Modified in 4.9]
+@rule("RETRY-9", source="ScheduleMessageService.DeliverDelayedMessageTimerTask", profiles=V49)
+def retries_undeliverable_record_v49() -> bool:
+    """A due record whose delivery throws is tried again: the catch sits outside the loop and
+    the next timer task starts at that record's offset.
+
+    post: __return__ is True
+    """
+    return True
 
 
 def delivery_properties(properties: Properties) -> Properties:
@@ -561,3 +623,18 @@ def plain_send_target_v49(
         lambda g: max_reconsume_times_v49(header_max_reconsume_times, g, request_version),
         PERM_READ | PERM_WRITE,
     )
+
+
+class RetryRules(Rules):
+    """The changed RETRY rules (see `spec.rules.Rules`)."""
+
+    retry_target = stated(retry_target_v47, retry_target_v49)
+    retry_random_range = stated(retry_random_range_v47, retry_random_range_v49)
+    max_reconsume_times = stated(max_reconsume_times_v47, max_reconsume_times_v49)
+    client_request_version = stated(client_request_version_v47, client_request_version_v49)
+    dead_letter_target = stated(dead_letter_target_v47, dead_letter_target_v49)
+    send_back_message = stated(send_back_message_v47, send_back_message_v49)
+    retries_undeliverable_record = stated(
+        retries_undeliverable_record_v47, retries_undeliverable_record_v49
+    )
+    plain_send_target = stated(plain_send_target_v47, plain_send_target_v49)

@@ -10,7 +10,7 @@ from pullspec.spec.batch import SEEDS_GET_MESSAGE
 from pullspec.spec.layout import CQ_STORE_UNIT_SIZE, is_dispatched_type
 from pullspec.spec.message import StoredMessage
 from pullspec.spec.profiles import Profile
-from pullspec.spec.rules import rule
+from pullspec.spec.rules import Rules, rule, stated
 from pullspec.spec.scan import (  # re-exported: the scan is part of getMessage
     CQ_EXT_MAX_ADDRESS,
     CQEntry,
@@ -195,11 +195,7 @@ def classify_offset(
         return (GetMessageStatus.OFFSET_OVERFLOW_ONE, corr(overflow_one_next_offset(offset)))
     # Verify the offset is not past max
     if offset > max_offset:
-        target = (
-            overflow_badly_target_v47(min_offset, max_offset)
-            if profile is Profile.V4_7
-            else overflow_badly_target_v49(min_offset, max_offset)
-        )
+        target = StoreRules.of(profile).overflow_badly_target(min_offset, max_offset)
         return (GetMessageStatus.OFFSET_OVERFLOW_BADLY, corr(target))
     return None
 
@@ -424,3 +420,9 @@ __all__ = [
     "suggest_pulling_from_slave",
     "whole_records_read",
 ]
+
+
+class StoreRules(Rules):
+    """The changed STORE rule of the offset check (see `spec.rules.Rules`)."""
+
+    overflow_badly_target = stated(overflow_badly_target_v47, overflow_badly_target_v49)

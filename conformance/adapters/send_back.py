@@ -21,7 +21,8 @@ from pullspec.spec.errors import PullspecError, UnsupportedError
 from pullspec.spec.message import StoredMessage
 from pullspec.spec.profiles import Profile
 from pullspec.spec.results import PutMessageResult
-from pullspec.spec.retry import SendBackRequest, profile_request_version, request_version_ordinal
+from pullspec.spec.retry import SendBackRequest, request_version_ordinal
+from pullspec.spec.ruleset import Ruleset
 
 
 @attrs.define
@@ -54,7 +55,9 @@ def create(candidate: Any, config: dict[str, Any], profile: Profile, base: Path)
         factory(cfg, group, profile, clock),
         clock,
         config.get("originalTopic", "T"),
-        request_version_ordinal(version) if version else profile_request_version(profile),
+        request_version_ordinal(version)
+        if version
+        else Ruleset.of(profile).client_request_version(),
     )
 
 

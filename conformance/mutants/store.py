@@ -16,7 +16,6 @@ from pullspec.spec.profiles import Profile
 from pullspec.spec.protocols import MessageFilter
 
 _AREAS = ("store", "pull_code")
-_OTHER = {Profile.V4_7: Profile.V4_9, Profile.V4_9: Profile.V4_7}
 
 
 def store_candidate(
@@ -65,6 +64,21 @@ class _PerTopicCounters(dict[tuple[str, int], int]):
     def __setitem__(self, key: tuple[str, int], value: int) -> None:
         """Set the topic's counter."""
         super().__setitem__((key[0], 0), value)
+
+
+def _other_variant_init(name: str) -> Callable[[Any], None]:
+    """An __attrs_post_init__ whose store's ruleset states `name` with the other profile's
+    variant (one function of the ruleset swapped)."""
+
+    def init(self: Any) -> None:
+        from pullspec.reference.store import ReferenceMessageStore
+
+        ReferenceMessageStore.__attrs_post_init__(self)
+        mine = getattr(self.rules, name)
+        other = next(v for v in self.rules.slots()[name].variants if v is not mine)
+        self.rules = self.rules.swapped(name, other)
+
+    return init
 
 
 def _shared_counters_init(self: Any) -> None:
@@ -208,15 +222,8 @@ MUTANTS: tuple[Mutant, ...] = (
         "properties-other-profile",
         "LAYOUT-9",
         "Properties are encoded with the other profile's separator rule (one byte off per message).",
-        {
-            "pullspec.spec.layout": {
-                "message_properties_to_string": wrap(
-                    "pullspec.spec.layout",
-                    "message_properties_to_string",
-                    lambda f, props, profile: f(props, _OTHER[profile]),
-                )
-            }
-        },
+        {},
+        __attrs_post_init__=_other_variant_init("message_properties_to_string"),
     ),
     _mutant(
         "min-correction-strict",
