@@ -74,18 +74,18 @@ def is_the_batch_full(
     pre: size_py >= 0 and buffer_total >= 0 and message_total >= 0
     post: not __return__ if buffer_total == 0 or message_total == 0 else True
     """
-    # Verify something was returned: the first message always fits
+    # Something was returned: the first message always fits.
     if buffer_total == 0 or message_total == 0:
         return False
-    # Verify maxMsgNums is not reached
+    # Check that maxMsgNums is not reached.
     if max_msg_nums <= message_total:
         return True
     if is_in_disk:
-        # Verify the on-disk byte and count limits
+        # The on-disk byte and count limits.
         if buffer_total + size_py > limits.max_transfer_bytes_on_message_in_disk:
             return True
         return message_total > limits.max_transfer_count_on_message_in_disk - 1
-    # Verify the in-memory byte and count limits
+    # The in-memory byte and count limits.
     if buffer_total + size_py > limits.max_transfer_bytes_on_message_in_memory:
         return True
     return message_total > limits.max_transfer_count_on_message_in_memory - 1
@@ -137,7 +137,7 @@ def check_result_capacity_v49(max_msg_nums: int) -> int:
     raises: IllegalCapacityError
     post: __return__ >= 1
     """
-    # Verify the result list can be pre-sized with maxMsgNums
+    # The result list can be pre-sized with maxMsgNums.
     if max_msg_nums < 0:
         raise IllegalCapacityError(max_msg_nums)
     return max(1, max_msg_nums)

@@ -149,7 +149,7 @@ def service_send_back_call(
     post: __return__.delay_level == context.delay_level_when_next_consume
     post: __return__.broker_name == context.message_queue.broker_name
     """
-    # Verify the delay level comes from the context, not from the message
+    # The delay level comes from the context, not from the message.
     wrapped = attrs.evolve(msg, topic=with_namespace(msg.topic, namespace))
     return SendBackCall(
         wrapped, context.delay_level_when_next_consume, context.message_queue.broker_name
@@ -238,7 +238,7 @@ def send_back_plan_v47(
     post: __return__.fallback.message.get_property("DELAY") == str(3 + msg.reconsume_times)
     post: __return__.fallback.message.get_property("ORIGIN_MESSAGE_ID") == msg.get_property("ORIGIN_MESSAGE_ID")
     """
-    # Verify the header carries no broker name in 4.7.1
+    # The header carries no broker name in 4.7.1.
     return _send_back_plan(
         msg, group, delay_level, broker_name, max_reconsume_times, namespace, False
     )
@@ -263,7 +263,7 @@ def send_back_plan_v49(
     post: __return__.fallback.message.get_property("DELAY") == str(3 + msg.reconsume_times)
     post: __return__.fallback.message.get_property("ORIGIN_MESSAGE_ID") == msg.get_property("ORIGIN_MESSAGE_ID")
     """
-    # Verify the header names the broker (the RPC signature gained brokerName)
+    # The header names the broker (the RPC signature gained brokerName).
     return _send_back_plan(
         msg, group, delay_level, broker_name, max_reconsume_times, namespace, True
     )
@@ -294,7 +294,7 @@ def _dead_letter(
     msg: StoredMessage, group: str, max_times: int, keeps_origin: bool
 ) -> SendBackBuild:
     props = dict(msg.properties)
-    # Verify the order of setProperties and setOriginMessageId (the 4.7/4.9 difference)
+    # The order of setProperties and setOriginMessageId (the 4.7/4.9 difference).
     if keeps_origin:
         existing = props.get(PROPERTY_ORIGIN_MESSAGE_ID)
         props[PROPERTY_ORIGIN_MESSAGE_ID] = (

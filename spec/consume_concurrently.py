@@ -145,12 +145,12 @@ def split_for_submit(
     post: (__return__.later is None) == (rejected_at is None or rejected_at >= max(1, -(-len(msgs) // batch_max_size)))
     """
     batch = tuple(msgs)
-    # Verify the list fits one request (an empty list too: Java submits it as it is)
+    # The list fits one request (an empty list too: Java submits it as it is).
     if len(batch) <= batch_max_size:
         chunks: list[Batch] = [batch]
     else:
         chunks = [batch[i : i + batch_max_size] for i in range(0, len(batch), batch_max_size)]
-    # Verify whether the pool rejects a request; the rejected one swallows the rest
+    # Whether the pool rejects a request; the rejected one swallows the rest.
     if rejected_at is None or rejected_at >= len(chunks):
         return SubmitPlan(tuple(chunks), None)
     rest = tuple(m for c in chunks[rejected_at:] for m in c)
@@ -184,7 +184,7 @@ def resubmit_plan(kind: Resubmission) -> ResubmitPlan:
     post: __return__.delay_ms == 5000
     post: __return__.resplit == (kind is Resubmission.SEND_BACK_FAILED)
     """
-    # Verify which overload: only the message-list one splits again
+    # Which overload: only the message-list one splits again.
     return ResubmitPlan(RESUBMIT_DELAY_MILLIS, kind is Resubmission.SEND_BACK_FAILED)
 
 
@@ -217,12 +217,12 @@ def consume_request_steps(
     post: dropped_on_entry or __return__[-1] is (RunStep.DISCARD_RESULT if dropped_after_listener else RunStep.PROCESS_CONSUME_RESULT)
     post: (RunStep.HOOK_BEFORE in __return__) == (has_hook and not dropped_on_entry)
     """
-    # Verify the queue is alive: a dropped one keeps its messages and commits nothing
+    # The queue is alive: a dropped one keeps its messages and commits nothing.
     if dropped_on_entry:
         return (RunStep.RETURN_DROPPED,)
     hook_before = (RunStep.HOOK_BEFORE,) if has_hook else ()
     hook_after = (RunStep.HOOK_AFTER,) if has_hook else ()
-    # Verify the queue survived the listener call: a result for a dropped queue is discarded
+    # The queue survived the listener call: a result for a dropped queue is discarded.
     last = RunStep.DISCARD_RESULT if dropped_after_listener else RunStep.PROCESS_CONSUME_RESULT
     return (
         RunStep.NEW_CONTEXT,
@@ -259,11 +259,11 @@ def normalise_status(
     post: __return__[0] is (ConsumeConcurrentlyStatus.RECONSUME_LATER if status is None else status)
     post: status is None or (__return__[1] is ConsumeReturnType.TIME_OUT) == (consume_rt_ms >= consume_timeout_min * 60000)
     """
-    # Verify a status came back; a thrown Throwable leaves it null
+    # A status came back; a thrown Throwable leaves it null.
     if status is None:
         kind = ConsumeReturnType.EXCEPTION if has_exception else ConsumeReturnType.RETURNNULL
         return ConsumeConcurrentlyStatus.RECONSUME_LATER, kind
-    # Verify the time-out with >=; it only labels the hook context
+    # The time-out compares with >=; it only labels the hook context.
     if consume_rt_ms >= consume_timeout_min * 60_000:
         return status, ConsumeReturnType.TIME_OUT
     if status is ConsumeConcurrentlyStatus.RECONSUME_LATER:
@@ -300,16 +300,16 @@ def ack_result(status: ConsumeConcurrentlyStatus, ack_index: int, size: int) -> 
     post: __return__ is None or __return__.ok_tps + __return__.failed_tps == size
     raises: IndexOutOfBoundsError
     """
-    # Verify the request holds messages (CONC-8 may have emptied a resubmitted list)
+    # Check that the request holds messages (CONC-8 may have emptied a resubmitted list).
     if size == 0:
         return None
     if status is ConsumeConcurrentlyStatus.CONSUME_SUCCESS:
-        # Verify the clamp: Integer.MAX_VALUE (the default) means "all consumed"
+        # The clamp: Integer.MAX_VALUE (the default) means "all consumed".
         ack = size - 1 if ack_index >= size else ack_index
         ok, failed = ack + 1, size - (ack + 1)
     else:
         ack, ok, failed = -1, 0, size
-    # Verify the failed range starts inside the list; Java's get(i) throws otherwise
+    # The failed range starts inside the list; Java's get(i) throws otherwise.
     if ack + 1 < 0:
         raise IndexOutOfBoundsError("ack_index", ack_index, "below -1: List.get(negative)")
     return AckResult(ack, ok, failed, tuple(range(ack + 1, size)))
@@ -332,7 +332,7 @@ def broadcasting_result(msgs: Sequence[StoredMessage], failed: Sequence[int]) ->
 
     post: __return__.remove == tuple(msgs) and __return__.retry_later == ()
     """
-    # Verify there is no retry path at all: the failures are logged and forgotten
+    # There is no retry path at all: the failures are logged and forgotten.
     return ConsumeResultPlan(tuple(msgs), ())
 
 
@@ -352,7 +352,7 @@ def clustering_result(
     post: len(__return__.retry_later) == sum(1 for ok in send_back_ok if not ok)
     """
     back_failed = {i for i, ok in zip(failed, send_back_ok, strict=True) if not ok}
-    # Verify which send-backs failed: only those stay cached, with the counter bumped in memory
+    # Which send-backs failed: only those stay cached, with the counter bumped in memory.
     retry = tuple(
         attrs.evolve(msgs[i], reconsume_times=msgs[i].reconsume_times + 1)
         for i in sorted(back_failed)
@@ -370,7 +370,7 @@ def offset_after_remove(offset: int, dropped: bool) -> OffsetUpdate | None:
     post: (__return__ is None) == (offset < 0 or dropped)
     post: __return__ is None or __return__ == OffsetUpdate(offset, True)
     """
-    # Verify there is something to commit and the queue is still ours
+    # Check that there is something to commit and the queue is still ours.
     if offset < 0 or dropped:
         return None
     return OffsetUpdate(offset, True)
@@ -390,7 +390,7 @@ def reset_retry_and_namespace(
     out: list[StoredMessage] = []
     for msg in msgs:
         original = msg.get_property(PROPERTY_RETRY_TOPIC)
-        # Verify both conditions: a RETRY_TOPIC on a message of another topic is left alone
+        # Both conditions: a RETRY_TOPIC on a message of another topic is left alone.
         topic = original if original is not None and msg.topic == group_topic else msg.topic
         out.append(attrs.evolve(msg, topic=without_namespace(topic, namespace)))
     return tuple(out)
@@ -405,7 +405,7 @@ def core_pool_size_after_update(core_pool_size: int, n: int, consume_thread_max:
 
     post: __return__ == (n if 0 < n <= 32767 and n < consume_thread_max else core_pool_size)
     """
-    # Verify the bounds; incCorePoolSize and decCorePoolSize are empty and never change it
+    # The bounds; incCorePoolSize and decCorePoolSize are empty and never change it.
     if 0 < n <= MAX_CORE_POOL_SIZE and n < consume_thread_max:
         return n
     return core_pool_size
@@ -422,7 +422,7 @@ def clean_expire_schedule_v47(consume_timeout_min: int) -> PeriodicTask:
 
     post: __return__ == PeriodicTask(consume_timeout_min * 60000, consume_timeout_min * 60000, False)
     """
-    # Verify the unit: consumeTimeout is in minutes
+    # The unit: consumeTimeout is in minutes.
     period = consume_timeout_min * 60_000
     return PeriodicTask(period, period, False)
 
@@ -436,7 +436,7 @@ def clean_expire_schedule_v49(consume_timeout_min: int) -> PeriodicTask:
 
     post: __return__ == PeriodicTask(consume_timeout_min * 60000, consume_timeout_min * 60000, True)
     """
-    # Verify the try/catch 4.9.7 wraps around each run
+    # 4.9.7 wraps a try/catch around each run.
     period = consume_timeout_min * 60_000
     return PeriodicTask(period, period, True)
 
@@ -449,7 +449,7 @@ def concurrent_shutdown_steps() -> tuple[ShutdownStep, ...]:
 
     post: __return__ == (ShutdownStep.SCHEDULER, ShutdownStep.CONSUME_POOL, ShutdownStep.CLEANER)
     """
-    # Verify there is no unlock: only the orderly service unlocks (ORDER-17)
+    # There is no unlock: only the orderly service unlocks (ORDER-17).
     return (ShutdownStep.SCHEDULER, ShutdownStep.CONSUME_POOL, ShutdownStep.CLEANER)
 
 

@@ -96,7 +96,7 @@ def fetch_lock_object(
     post: all(__return__[0][q] == n for q, n in monitors.items())
     """
     table = dict(monitors)
-    # Verify the queue has a monitor already (putIfAbsent keeps the first)
+    # Check that the queue has a monitor already (putIfAbsent keeps the first).
     if mq not in table:
         table[mq] = max(table.values(), default=-1) + 1
     return table, table[mq]
@@ -110,7 +110,7 @@ def submits_consume_request(dispatch_to_consume: bool) -> bool:
 
     post: __return__ == dispatch_to_consume
     """
-    # Verify the dispatch flag: a pull into a queue already being consumed starts nothing
+    # The dispatch flag: a pull into a queue already being consumed starts nothing.
     return dispatch_to_consume
 
 
@@ -138,13 +138,13 @@ def run_gate(
     post: not dropped_on_entry or __return__ is Gate.RETURN_DROPPED
     post: (__return__ is Gate.LOOP) == (not dropped_on_entry and (message_model is MessageModel.BROADCASTING or (locked and not lock_expired)))
     """
-    # Verify the queue is alive before taking the monitor
+    # Check that the queue is alive before taking the monitor.
     if dropped_on_entry:
         return Gate.RETURN_DROPPED
-    # Verify the lease: BROADCASTING needs none, CLUSTERING a locked, unexpired one
+    # The lease: BROADCASTING needs none, CLUSTERING a locked, unexpired one.
     if message_model is MessageModel.BROADCASTING or (locked and not lock_expired):
         return Gate.LOOP
-    # Verify the queue was not dropped while the request waited for the monitor
+    # Check that the queue was not dropped while the request waited for the monitor.
     if dropped_in_monitor:
         return Gate.RETURN_DROPPED
     return Gate.TRY_LOCK_LATER
@@ -200,16 +200,16 @@ def loop_step(
     clustering = message_model is MessageModel.CLUSTERING
     if dropped:
         return LoopStep(LoopExit.DROPPED)
-    # Verify the client lock each time round, not only at the gate
+    # The client lock is checked each time round, not only at the gate.
     if clustering and not locked:
         return LoopStep(LoopExit.NOT_LOCKED, try_lock_later_ms=TRY_LOCK_LATER_IN_LOOP_MILLIS)
     if clustering and lock_expired:
         return LoopStep(LoopExit.LOCK_EXPIRED, try_lock_later_ms=TRY_LOCK_LATER_IN_LOOP_MILLIS)
-    # Verify the time slice with a strict >: it bounds time, not the number of messages
+    # The time slice compares with a strict >: it bounds time, not the number of messages.
     if now - begin_time > MAX_TIME_CONSUME_CONTINUOUSLY_MILLIS:
         return LoopStep(LoopExit.TIME_SLICE, submit_later_ms=RESUBMIT_AFTER_SLICE_MILLIS)
     take = min(cached, batch_size)
-    # Verify the take found something; an empty take is the normal end
+    # The take found something; an empty take is the normal end.
     if take == 0:
         return LoopStep(LoopExit.EMPTY_TAKE)
     return LoopStep(None, take=take)
@@ -222,7 +222,7 @@ def take_size(consume_message_batch_max_size: int) -> tuple[int, bool]:
 
     post: __return__ == (consume_message_batch_max_size, False)
     """
-    # Verify no CONSUME_START_TIME: the orderly service has no expiry cleaner (ORDER-18)
+    # No CONSUME_START_TIME: the orderly service has no expiry cleaner (ORDER-18).
     return consume_message_batch_max_size, False
 
 
@@ -237,7 +237,7 @@ def listener_context(
     post: (__return__ is None) == dropped_under_consume_lock
     post: __return__ is None or (__return__.auto_commit and __return__.suspend_current_queue_time_millis == -1)
     """
-    # Verify the queue survived until the consume lock was held
+    # Check that the queue survived until the consume lock was held.
     if dropped_under_consume_lock:
         return None
     return ConsumeOrderlyContext(mq)
@@ -258,13 +258,13 @@ def normalise_orderly_status(
     post: __return__[0] is (ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT if status is None else status)
     post: status is None or (__return__[1] is ConsumeReturnType.TIME_OUT) == (consume_rt_ms >= consume_timeout_min * 60000)
     """
-    # Verify a status came back; a thrown Throwable leaves it null
+    # A status came back; a thrown Throwable leaves it null.
     if status is None:
         kind = ConsumeReturnType.EXCEPTION if has_exception else ConsumeReturnType.RETURNNULL
         return _SUSPEND, kind
     if consume_rt_ms >= consume_timeout_min * 60_000:
         return status, ConsumeReturnType.TIME_OUT
-    # Verify SUSPEND is the only failure; COMMIT and ROLLBACK keep the initial SUCCESS
+    # SUSPEND is the only failure; COMMIT and ROLLBACK keep the initial SUCCESS.
     if status is _SUSPEND:
         return status, ConsumeReturnType.FAILED
     return status, ConsumeReturnType.SUCCESS
@@ -309,10 +309,10 @@ def process_result_auto_commit(
     post: __return__.continue_consume == (__return__.action is ResultAction.COMMIT)
     post: status is not ConsumeOrderlyStatus.ROLLBACK or __return__.action is ResultAction.COMMIT
     """
-    # Verify the status: COMMIT and ROLLBACK fall through to SUCCESS
+    # The status: COMMIT and ROLLBACK fall through to SUCCESS.
     if status is not _SUSPEND:
         return OrderlyResultPlan(ResultAction.COMMIT, True, ok_tps=size)
-    # Verify checkReconsumeTimes: false only when every message reached the DLQ
+    # CheckReconsumeTimes: false only when every message reached the DLQ.
     if reconsume_suspends:
         return _again(size, suspend_ms)
     return OrderlyResultPlan(ResultAction.COMMIT, True, failed_tps=size)
@@ -331,12 +331,12 @@ def process_result_manual_commit(
     """
     if status is ConsumeOrderlyStatus.SUCCESS:
         return OrderlyResultPlan(ResultAction.NONE, True, ok_tps=size)
-    # Verify COMMIT: it releases every uncommitted batch, earlier SUCCESS ones included
+    # COMMIT: it releases every uncommitted batch, earlier SUCCESS ones included.
     if status is ConsumeOrderlyStatus.COMMIT:
         return OrderlyResultPlan(ResultAction.COMMIT, True)
     if status is ConsumeOrderlyStatus.ROLLBACK:
         return OrderlyResultPlan(ResultAction.ROLLBACK, False, suspend_ms)
-    # Verify checkReconsumeTimes; when false nothing happens and the batch stays taken
+    # CheckReconsumeTimes; when false nothing happens and the batch stays taken.
     if reconsume_suspends:
         return _again(size, suspend_ms)
     return OrderlyResultPlan(ResultAction.NONE, True, failed_tps=size)
@@ -350,7 +350,7 @@ def orderly_offset_update(commit_offset: int, dropped: bool) -> OffsetUpdate | N
     post: (__return__ is None) == (commit_offset < 0 or dropped)
     post: __return__ is None or __return__ == OffsetUpdate(commit_offset, False)
     """
-    # Verify there is a commit and the queue is still ours
+    # Check that there is a commit and the queue is still ours.
     if commit_offset < 0 or dropped:
         return None
     return OffsetUpdate(commit_offset, False)
@@ -365,7 +365,7 @@ def suspend_delay(suspend_ms: int, default_suspend_ms: int) -> int:
     post: __return__ == min(30000, max(10, default_suspend_ms if suspend_ms == -1 else suspend_ms))
     """
     delay = default_suspend_ms if suspend_ms == SUSPEND_USE_DEFAULT else suspend_ms
-    # Verify the clamps; a listener cannot suspend a queue for more than 30 s
+    # The clamps; a listener cannot suspend a queue for more than 30 s.
     if delay < MIN_SUSPEND_MILLIS:
         return MIN_SUSPEND_MILLIS
     if delay > MAX_SUSPEND_MILLIS:
@@ -382,7 +382,7 @@ def resubmit_after_try_lock(stopped: bool, lock_ok: bool) -> int:
 
     post: __return__ == (10 if lock_ok and not stopped else 3000)
     """
-    # Verify the service runs: a stopped service sends no lock RPC and counts as failed
+    # The service runs: a stopped service sends no lock RPC and counts as failed.
     if not stopped and lock_ok:
         return RESUBMIT_AFTER_SLICE_MILLIS
     return RESUBMIT_AFTER_LOCK_FAILED_MILLIS
@@ -412,7 +412,7 @@ def check_reconsume_times(
     suspend = False
     out: list[StoredMessage] = []
     for msg, ok in zip(msgs, send_back_ok, strict=True):
-        # Verify the message is at the maximum: only then is it sent towards the DLQ
+        # The message is at the maximum: only then is it sent towards the DLQ.
         if reaches_dead_letter(msg, max_reconsume_times):
             msg = put_property(msg, PROPERTY_RECONSUME_TIME, str(msg.reconsume_times))
             if ok:
@@ -431,7 +431,7 @@ def consuming_after_exit(consuming: bool, exit: LoopExit) -> bool:
 
     post: __return__ == (False if exit is LoopExit.EMPTY_TAKE else consuming)
     """
-    # Verify the exit: takeMessages clears the flag only when it finds nothing (PQ-8)
+    # The exit: takeMessages clears the flag only when it finds nothing (PQ-8).
     return False if exit is LoopExit.EMPTY_TAKE else consuming
 
 
@@ -453,7 +453,7 @@ def lock_schedule_v47(message_model: MessageModel) -> PeriodicTask | None:
     post: (__return__ is None) == (message_model is MessageModel.BROADCASTING)
     post: __return__ is None or __return__ == PeriodicTask(1000, 20000, False)
     """
-    # Verify the model: only CLUSTERING starts periodic locking
+    # The model: only CLUSTERING starts periodic locking.
     return _lock_schedule(message_model, False)
 
 
@@ -466,7 +466,7 @@ def lock_schedule_v49(message_model: MessageModel) -> PeriodicTask | None:
     post: (__return__ is None) == (message_model is MessageModel.BROADCASTING)
     post: __return__ is None or __return__ == PeriodicTask(1000, 20000, True)
     """
-    # Verify the model: only CLUSTERING starts periodic locking
+    # The model: only CLUSTERING starts periodic locking.
     return _lock_schedule(message_model, True)
 
 
@@ -479,7 +479,7 @@ def orderly_shutdown_steps(message_model: MessageModel) -> tuple[ShutdownStep, .
     post: (ShutdownStep.UNLOCK_ALL in __return__) == (message_model is MessageModel.CLUSTERING)
     """
     steps = (ShutdownStep.STOP, ShutdownStep.SCHEDULER, ShutdownStep.CONSUME_POOL)
-    # Verify the model: BROADCASTING never locked anything
+    # The model: BROADCASTING never locked anything.
     if message_model is MessageModel.CLUSTERING:
         return (*steps, ShutdownStep.UNLOCK_ALL)
     return steps
@@ -492,7 +492,7 @@ def has_consume_timeout_cleaner(consume_mode: ConsumeMode) -> bool:
 
     post: __return__ == (consume_mode is ConsumeMode.CONCURRENTLY)
     """
-    # Verify the mode: the orderly service schedules no cleanExpireMsg
+    # The mode: the orderly service schedules no cleanExpireMsg.
     return consume_mode is ConsumeMode.CONCURRENTLY
 
 

@@ -125,7 +125,7 @@ def in_checked_range(setting: str, value: int) -> bool:
     post: not __return__ or value == -1 or value <= CHECKED_RANGES[setting][1]
     post: __return__ or value != -1 or setting not in OFF_WHEN_MINUS_ONE
     """
-    # Verify -1 switches the per-topic thresholds off rather than failing the range check.
+    # -1 switches the per-topic thresholds off rather than failing the range check.
     if value == -1 and setting in OFF_WHEN_MINUS_ONE:
         return True
     low, high = CHECKED_RANGES[setting]
@@ -284,7 +284,7 @@ def rewrite_queue_thresholds(config: ConsumerConfig, process_queue_count: int) -
     post: process_queue_count == 0 or config.pull_threshold_for_topic == -1 or __return__[0] >= 1
     post: config.pull_threshold_for_topic != -1 or __return__[0] == config.pull_threshold_for_queue
     """
-    # Verify the divisor counts every topic's process queues, the retry topic's included.
+    # The divisor counts every topic's process queues, the retry topic's included.
     if process_queue_count == 0:
         return config.pull_threshold_for_queue, config.pull_threshold_size_for_queue
     count = config.pull_threshold_for_queue

@@ -172,7 +172,7 @@ def needs_end_of_file_blank(msg_length: int, write_position: int, file_size: int
     pre: msg_length > 0 and 0 <= write_position <= file_size
     post: __return__ == (msg_length + 8 > file_size - write_position)
     """
-    # Verify the record leaves room for the 8-byte blank a completed file must end with
+    # The record leaves room for the 8-byte blank a completed file must end with.
     return msg_length + END_FILE_MIN_BLANK_LENGTH > file_size - write_position
 
 
@@ -247,7 +247,7 @@ def string_to_message_properties_v47(text: str) -> Properties:
     out: list[tuple[str, str]] = []
     for item in _java_split(text, PROPERTY_SEPARATOR):
         nv = _java_split(item, NAME_VALUE_SEPARATOR)
-        # Verify the pair split into exactly a name and a value (Java drops trailing empties)
+        # Check that the pair split into exactly a name and a value (Java drops trailing empties).
         if len(nv) == 2:
             out.append((nv[0], nv[1]))
     return tuple(out)
@@ -270,7 +270,7 @@ def string_to_message_properties_v49(text: str) -> Properties:
     out: list[tuple[str, str]] = []
     for item in text.split(PROPERTY_SEPARATOR):
         at = item.find(NAME_VALUE_SEPARATOR)
-        # Verify the segment has a name and a value around its first separator
+        # Check that the segment has a name and a value around its first separator.
         if len(item) >= 3 and 0 < at < len(item) - 1:
             out.append((item[:at], item[at + 1 :]))
     return tuple(out)
@@ -311,12 +311,12 @@ def check_message_limits_v47(
 
     post: __return__ in (None, PutMessageStatus.MESSAGE_ILLEGAL)
     """
-    # Verify the topic and properties fit their length fields
+    # Check that the topic and properties fit their length fields.
     if len(topic) > MAX_TOPIC_LENGTH or len(properties_string) > MAX_PROPERTIES_LENGTH:
         return PutMessageStatus.MESSAGE_ILLEGAL
     if len(properties_string.encode("utf-8")) > MAX_PROPERTIES_LENGTH:
         return PutMessageStatus.MESSAGE_ILLEGAL
-    # Verify the whole record fits maxMessageSize
+    # Check that the whole record fits maxMessageSize.
     if msg_length > max_message_size:
         return PutMessageStatus.MESSAGE_ILLEGAL
     return None
@@ -337,12 +337,12 @@ def check_message_limits_v49(
 
     post: __return__ is None or __return__.name in ("MESSAGE_ILLEGAL", "PROPERTIES_SIZE_EXCEEDED")
     """
-    # Verify the topic and properties fit their length fields
+    # Check that the topic and properties fit their length fields.
     if len(topic) > MAX_TOPIC_LENGTH or len(properties_string) > MAX_PROPERTIES_LENGTH:
         return PutMessageStatus.MESSAGE_ILLEGAL
     if len(properties_string.encode("utf-8")) > MAX_PROPERTIES_LENGTH:
         return PutMessageStatus.PROPERTIES_SIZE_EXCEEDED
-    # Verify the body, then the whole record, fit their limits
+    # Check that the body, then the whole record, fit their limits.
     if body_length > max_message_size:
         return PutMessageStatus.MESSAGE_ILLEGAL
     if msg_length > max_message_size + MESSAGE_SIZE_SLACK_4_9:

@@ -177,7 +177,7 @@ def put_message(
     raises: InvalidTypeError, NumberFormatError
     """
     batch = require_messages("msgs", msgs)
-    # Verify the MAX_OFFSET property before mutating: Java parses it after the tree changed.
+    # The MAX_OFFSET property is read before mutating: Java parses it after the tree changed.
     last_max_offset = max_offset_property(batch[-1]) if batch else None
     tree, count, size, new_offsets = state.msg_tree, state.msg_count, state.msg_size, []
     for msg in batch:
@@ -248,7 +248,7 @@ def max_span(cached_offsets: tuple[int, ...]) -> int:
     post: __return__ >= 0
     post: __return__ == (cached_offsets[-1] - cached_offsets[0] if cached_offsets else 0)
     """
-    # Verify the cache is non-empty
+    # Check that the cache is non-empty.
     if not cached_offsets:
         return 0
     return cached_offsets[-1] - cached_offsets[0]
@@ -272,7 +272,7 @@ def remove_message(
     """
     batch = require_messages("msgs", msgs)
     stamped = mark_consumed_at(state, require_int("now", now))
-    # Verify something is cached on entry
+    # Check that something is cached on entry.
     if not state.msg_tree:
         return stamped, -1
     tree, count, size = state.msg_tree, state.msg_count, state.msg_size
@@ -327,7 +327,7 @@ def commit(state: ProcessQueueState) -> tuple[ProcessQueueState, int]:
     post: __return__[0].consuming_tree == ()
     raises: NoSuchElementError
     """
-    # Verify something is being consumed: TreeMap.lastKey() throws on an empty map
+    # Something is being consumed: TreeMap.lastKey() throws on an empty map.
     if not state.consuming_tree:
         raise NoSuchElementError("commit: the consuming tree is empty")
     offset = state.consuming_tree[-1].queue_offset
@@ -506,7 +506,7 @@ def expired_head_v4_9(
     if not msg_tree:
         return None
     start = msg_tree[0].get_property(PROPERTY_CONSUME_START_TIME)
-    # Verify the head has started consuming (StringUtils.isNotEmpty)
+    # Check that the head has started consuming (StringUtils.isNotEmpty).
     if not start:
         return None
     return msg_tree[0] if _expired(start, now, consume_timeout_min) else None

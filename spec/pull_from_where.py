@@ -81,7 +81,7 @@ def compute_pull_from_where(
     post: last_offset > -2 or __return__ == -1
     post: last_offset != -1 or consume_from_where is not ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET or __return__ == 0
     """
-    # Verify ConsumeFromWhere matters only when nothing is stored, and the deprecated values
+    # ConsumeFromWhere matters only when nothing is stored, and the deprecated values
     # behave as CONSUME_FROM_LAST_OFFSET.
     try:
         return _compute(consume_from_where, mq, last_offset, admin, consume_timestamp_ms)
@@ -109,7 +109,7 @@ def compute_pull_from_where_with_exception(
     post: last_offset > -2 or __return__ == -1
     post: last_offset != -1 or consume_from_where is not ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET or __return__ == 0
     """
-    # Verify the rethrow: rebalance then skips the queue and FLOW-12 delays by E with the
+    # The rethrow: rebalance then skips the queue and FLOW-12 delays by E with the
     # first-lock flag still false.
     return _compute(consume_from_where, mq, last_offset, admin, consume_timestamp_ms)
 

@@ -55,7 +55,7 @@ def capture_pull_callback(now_ms: int, subscription_data: SubscriptionData) -> P
 
     post: __return__.subscription_data is subscription_data
     """
-    # Verify the callback filters with FLOW-13's object, not REQ-3's second lookup.
+    # The callback filters with FLOW-13's object, not REQ-3's second lookup.
     return PullCallbackContext(now_ms, subscription_data)
 
 
@@ -75,7 +75,7 @@ def commit_offset_for_pull(message_model: MessageModel, memory_offset: int) -> C
     post: __return__.enable == (message_model is MessageModel.CLUSTERING and memory_offset > 0)
     post: message_model is MessageModel.CLUSTERING or __return__.value == 0
     """
-    # Verify 0 and -1 (nothing in memory) are sent but never committed.
+    # 0 and -1 (nothing in memory) are sent but never committed.
     if message_model is not MessageModel.CLUSTERING:
         return CommitOffset(False, 0)
     return CommitOffset(memory_offset > 0, memory_offset)
@@ -91,7 +91,7 @@ def subscription_expression(
     post: __return__[0] is None or post_subscription_when_pull
     post: subscription_data is not None or __return__ == (None, False)
     """
-    # Verify the default sends no expression: the broker uses the heartbeat's subscription.
+    # The default sends no expression: the broker uses the heartbeat's subscription.
     if subscription_data is None:
         return None, False
     expression = None
@@ -132,7 +132,7 @@ def pull_kernel_call(
     post: __return__.broker_suspend_max_time_millis == 15000 and __return__.timeout_millis == 30000
     post: has_flag(__return__.sys_flag, PullSysFlag.SUSPEND)
     """
-    # Verify subVersion is the subscription's version timestamp, not a client version (S-15).
+    # The subVersion field is the subscription's version timestamp, not a client version (S-15).
     expression, class_filter = subscription_expression(
         subscription_lookup, config.post_subscription_when_pull
     )
@@ -200,7 +200,7 @@ def pull_message_request_header_v47(
     post: __return__.queue_offset == call.offset and __return__.bname is None
     post: not broker.slave or not __return__.sys_flag & 0x1
     """
-    # Verify the header's flag is the one REQ-8 computed for the chosen broker.
+    # The header's flag is the one REQ-8 computed for the chosen broker.
     return _header(consumer_group, call, sys_flag_for_broker(call.sys_flag, broker.slave))
 
 
@@ -214,7 +214,7 @@ def pull_message_request_header_v49(
     post: __return__.queue_offset == call.offset and __return__.bname == call.mq.broker_name
     post: not broker.slave or not __return__.sys_flag & 0x1
     """
-    # Verify bname names the queue's broker even when the request goes to a slave.
+    # The bname field names the queue's broker even when the request goes to a slave.
     header = pull_message_request_header_v47(consumer_group, call, broker)
     return attrs.evolve(header, bname=call.mq.broker_name)
 
@@ -233,7 +233,7 @@ def on_pull_kernel_exception(config: ConsumerConfig) -> Delay:
 
     post: __return__.ms == config.pull_time_delay_mills_when_exception
     """
-    # Verify a missing broker, an old broker, a missing filter server and a synchronous remoting
+    # A missing broker, an old broker, a missing filter server and a synchronous remoting
     # failure all take this one path.
     return Delay(config.pull_time_delay_mills_when_exception, DelayReason.PULL_KERNEL_EXCEPTION)
 

@@ -73,7 +73,7 @@ def unlock_delay(has_temp_message: bool) -> int:
 
     post: __return__ == (20000 if has_temp_message else 0)
     """
-    # Verify cached messages: they may still be in flight, so the broker lock is kept a while
+    # Cached messages: they may still be in flight, so the broker lock is kept a while.
     return UNLOCK_DELAY_TIME_MILLS if has_temp_message else 0
 
 
@@ -87,10 +87,10 @@ def remove_unnecessary(orderly: bool, clustering: bool, view: QueueView) -> Remo
     post: __return__.removed == (not (orderly and clustering) or view.consume_lock_free)
     post: __return__.inc_try_unlock_times == (not __return__.removed)
     """
-    # Verify the consumer is orderly and clustering: only then does a broker lock exist
+    # The consumer is orderly and clustering: only then does a broker lock exist.
     if not (orderly and clustering):
         return Removal(True)
-    # Verify the consume lock: a listener call still running keeps the queue in the table
+    # The consume lock: a listener call still running keeps the queue in the table.
     if not view.consume_lock_free:
         return Removal(False, None, True)
     return Removal(True, unlock_delay(view.has_temp_message))
@@ -146,7 +146,7 @@ def rebalance_pass1(
     for mq, view in table.items():
         if mq.topic != topic:
             continue
-        # Verify the assignment first, then (push only) the pull-idle self-heal
+        # The assignment first, then (push only) the pull-idle self-heal.
         if mq not in mq_set:
             reason = RemovalReason.NOT_ASSIGNED
         elif view.pull_expired and consume_passively:
@@ -227,7 +227,7 @@ def new_queue_v49(
     """
     if is_order and not lock_ok:
         return NewQueue(NewQueueOutcome.LOCK_FAILED, False)
-    # Verify the offset computation did not throw (computePullFromWhereWithException)
+    # Check that the offset computation did not throw (computePullFromWhereWithException).
     if next_offset is None:
         return NewQueue(NewQueueOutcome.OFFSET_FAILED, True)
     return _decide_offset(next_offset, present_at_put)
@@ -247,7 +247,7 @@ def new_process_queue_locked_v47() -> bool:
 
     post: __return__ is False
     """
-    # Verify the late lock: lock(mq) marked only queues already in the table
+    # The late lock: lock(mq) marked only queues already in the table.
     return False
 
 
@@ -259,7 +259,7 @@ def new_process_queue_locked_v49() -> bool:
 
     post: __return__ is True
     """
-    # Verify the fix: pq.setLocked(true) right after creation, for every consumer
+    # The fix: pq.setLocked(true) right after creation, for every consumer.
     return True
 
 
@@ -270,7 +270,7 @@ def dispatch_pull_requests(pull_requests: Sequence[T]) -> tuple[T, ...]:
 
     post: __return__ == tuple(pull_requests)
     """
-    # Verify nothing is delayed: executePullRequestImmediately for each
+    # Nothing is delayed: executePullRequestImmediately for each.
     return tuple(pull_requests)
 
 
@@ -296,7 +296,7 @@ def message_queue_changed(
     post: __return__.sub_version == now and __return__.send_heartbeat
     post: (__return__.queue_thresholds is None) == (process_queue_count == 0)
     """
-    # Verify the table is non-empty: FLOW-14 divides by its size
+    # The table is non-empty: FLOW-14 divides by its size.
     thresholds = (
         rewrite_queue_thresholds(config, process_queue_count) if process_queue_count else None
     )
@@ -310,7 +310,7 @@ def remove_process_queue(present: bool) -> tuple[str, ...]:
 
     post: __return__ == (("remove", "drop", "remove_unnecessary") if present else ("remove",))
     """
-    # Verify there was an entry; the removal's answer is not consulted
+    # There was an entry; the removal's answer is not consulted.
     return ("remove", "drop", "remove_unnecessary") if present else ("remove",)
 
 
@@ -334,7 +334,7 @@ def lock_one(
     post: __return__[0] == (granted is not None and mq in granted)
     post: __return__[1].unlocked == frozenset()
     """
-    # Verify an answer arrived (no master: no RPC; an exception is logged)
+    # An answer arrived (no master: no RPC; an exception is logged).
     if granted is None:
         return False, LockMarks()
     marks = frozenset(q for q in granted if q in table_mqs)
@@ -363,7 +363,7 @@ def lock_all_marks(
     post: granted is not None or __return__ == LockMarks()
     post: not (__return__.locked & __return__.unlocked)
     """
-    # Verify an answer arrived: without one nothing changes (FLOW-11 keeps pulling)
+    # An answer arrived: without one nothing changes (FLOW-11 keeps pulling).
     if granted is None:
         return LockMarks()
     present = frozenset(q for q in requested if q in table_mqs)
@@ -381,7 +381,7 @@ def unlock_marks(all_queues: bool, requested: Collection[MessageQueue], raised: 
     post: __return__.locked == frozenset()
     post: __return__.unlocked == (frozenset(requested) if all_queues and not raised else frozenset())
     """
-    # Verify which call: only unlockAll touches the flags, and only after success
+    # Which call: only unlockAll touches the flags, and only after success.
     if all_queues and not raised:
         return LockMarks(unlocked=frozenset(requested))
     return LockMarks()
@@ -407,7 +407,7 @@ def lease_timeline(last_lock: int) -> LeaseTimeline:
     post: __return__.broker_expired_from - __return__.client_expired_from == 30000
     post: __return__.renew_at < __return__.client_expired_from
     """
-    # Verify both expiries are strict (>): live at +30000 and +60000 exactly
+    # Both expiries are strict (>): live at +30000 and +60000 exactly.
     return LeaseTimeline(
         last_lock + LOCK_INTERVAL_MS,
         last_lock + LOCK_MAX_LIVE_TIME_MS + 1,
@@ -421,7 +421,7 @@ def destroy(table_mqs: Iterable[MessageQueue]) -> frozenset[MessageQueue]:
 
     post: __return__ == frozenset(table_mqs)
     """
-    # Verify nothing is persisted or unlocked here (the services do that)
+    # Nothing is persisted or unlocked here (the services do that).
     return frozenset(table_mqs)
 
 

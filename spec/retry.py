@@ -132,16 +132,16 @@ def send_back_checks(
     post: __return__ is None or (__return__.response.code is ResponseCode.SUCCESS) == (__return__.step == 4)
     """
     topic = retry_topic_name(group)
-    # Verify the group exists and the broker accepts writes
+    # Check that the group exists and the broker accepts writes.
     if not group_exists:
         return SendBackStop(2, _group_missing(group))
     if not broker_permission & PERM_WRITE:
         remark = f"the broker[{broker_ip}] sending message is forbidden"
         return SendBackStop(3, SendBackResponse(ResponseCode.NO_PERMISSION, remark))
-    # Verify the group has retry queues; without any the message is dropped with SUCCESS
+    # The group has retry queues; without any the message is dropped with SUCCESS.
     if retry_queue_nums <= 0:
         return SendBackStop(4, SendBackResponse(ResponseCode.SUCCESS))
-    # Verify the retry topic exists (created when absent) and is writable
+    # Check that the retry topic exists (created when absent) and is writable.
     if retry_topic_perm is None:
         return SendBackStop(
             5, SendBackResponse(ResponseCode.SYSTEM_ERROR, f"topic[{topic}] not exist")
@@ -149,7 +149,7 @@ def send_back_checks(
     if not retry_topic_perm & PERM_WRITE:
         remark = f"the topic[{topic}] sending message is forbidden"
         return SendBackStop(5, SendBackResponse(ResponseCode.NO_PERMISSION, remark))
-    # Verify the consumed record is still in the commit log
+    # Check that the consumed record is still in the commit log.
     if not record_found:
         remark = f"look message by offset failed, {offset}"
         return SendBackStop(6, SendBackResponse(ResponseCode.SYSTEM_ERROR, remark))
@@ -257,7 +257,7 @@ def max_reconsume_times_v47(
     """
     if request_version < V3_4_9:
         return group_retry_max_times
-    # Verify the header carries the value Integer unboxing needs
+    # Check that the header carries the value Integer unboxing needs.
     if header_value is None:
         raise NullPointerError("maxReconsumeTimes is absent from the send-back header (4.7)")
     return header_value
@@ -340,7 +340,7 @@ def dead_letter_target_v47(
     post: (__return__ is not None) == (stored_reconsume_times >= max_reconsume_times or delay_level < 0)
     post: __return__ is None or (__return__.perm == 2 and __return__.delay_level is None)
     """
-    # Verify the record has used up its retries or the consumer asked for the DLQ
+    # Check that the record has used up its retries or the consumer asked for the DLQ.
     if stored_reconsume_times < max_reconsume_times and delay_level >= 0:
         return None
     return DeadLetterTarget(dlq_topic_name(group), 0, PERM_WRITE, None)
@@ -357,7 +357,7 @@ def dead_letter_target_v49(
     post: (__return__ is not None) == (stored_reconsume_times >= max_reconsume_times or delay_level < 0)
     post: __return__ is None or (__return__.perm == 6 and __return__.delay_level == 0)
     """
-    # Verify the record has used up its retries or the consumer asked for the DLQ
+    # Check that the record has used up its retries or the consumer asked for the DLQ.
     if stored_reconsume_times < max_reconsume_times and delay_level >= 0:
         return None
     return DeadLetterTarget(dlq_topic_name(group), 0, PERM_READ | PERM_WRITE, 0)
@@ -474,7 +474,7 @@ def delivered_message(record: StoredMessage) -> BrokerInnerMessage:
     """
     real_topic = record.get_property(PROPERTY_REAL_TOPIC)
     real_qid = record.get_property(PROPERTY_REAL_QUEUE_ID)
-    # Verify the record says where it is to be delivered
+    # Check that the record says where it is to be delivered.
     if real_topic is None or real_qid is None or not real_qid.lstrip("-").isdigit():
         raise InvalidArgumentError("record", record.msg_id, "no usable REAL_TOPIC / REAL_QID")
     return attrs.evolve(
@@ -565,7 +565,7 @@ def _plain_send_target(
     if not topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
         return SendTarget(topic, queue_id)
     group = topic.removeprefix(RETRY_GROUP_TOPIC_PREFIX)
-    # Verify the group exists (group_retry_max_times is None when it does not)
+    # Check that the group exists (group_retry_max_times is None when it does not).
     if group_retry_max_times is None:
         return _group_missing(group)
     if (reconsume_times or 0) >= resolve_max(group_retry_max_times):

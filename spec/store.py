@@ -98,7 +98,7 @@ def next_offset_correction(
     post: __return__ in (old_offset, new_offset)
     post: broker_role is BrokerRole.SLAVE or __return__ == new_offset
     """
-    # Verify this broker may correct offsets
+    # Check that this broker may correct offsets.
     if broker_role is not BrokerRole.SLAVE or offset_check_in_slave:
         return new_offset
     return old_offset
@@ -184,16 +184,16 @@ def classify_offset(
     def corr(new_offset: int) -> int:
         return next_offset_correction(offset, new_offset, broker_role, offset_check_in_slave)
 
-    # Verify the queue holds anything
+    # Check that the queue holds anything.
     if max_offset == 0:
         return (GetMessageStatus.NO_MESSAGE_IN_QUEUE, corr(0))
-    # Verify the offset is not below min
+    # Check that the offset is not below min.
     if offset < min_offset:
         return (GetMessageStatus.OFFSET_TOO_SMALL, corr(min_offset))
-    # Verify the offset is not the caught-up max
+    # Check that the offset is not the caught-up max.
     if offset == max_offset:
         return (GetMessageStatus.OFFSET_OVERFLOW_ONE, corr(overflow_one_next_offset(offset)))
-    # Verify the offset is not past max
+    # Check that the offset is not past max.
     if offset > max_offset:
         target = StoreRules.of(profile).overflow_badly_target(min_offset, max_offset)
         return (GetMessageStatus.OFFSET_OVERFLOW_BADLY, corr(target))
@@ -221,11 +221,11 @@ def index_window(
     post: __return__ is None or __return__[1] < __return__[2]
     """
     pos = offset * CQ_STORE_UNIT_SIZE
-    # Verify the position is not below the queue's min
+    # Check that the position is not below the queue's min.
     if pos < min_logic_offset:
         return None
     for number, (start, written) in enumerate(files):
-        # Verify this is the file covering the position, and the entry was written
+        # Check that this is the file covering the position, and the entry was written.
         if start <= pos < start + file_size:
             rel = pos % file_size
             return (number, rel, written) if rel < written else None
@@ -278,7 +278,7 @@ def corrected_min_logic_offset(
     post: __return__ == current or __return__ >= first_file_start
     """
     for i, (phys, _size, _tags) in enumerate(first_file_entries):
-        # Verify the entry still points into the commit log
+        # Check that the entry still points into the commit log.
         if phys >= commit_log_min:
             return first_file_start + i * CQ_STORE_UNIT_SIZE
     return current
@@ -342,7 +342,7 @@ def commit_log_read_position(
     """
     if first_file_start is None or last_file_start is None:
         return None
-    # Verify a remaining file holds phys; at offset 0 the first remaining file serves instead
+    # A remaining file holds phys; at offset 0 the first remaining file serves instead.
     if first_file_start <= phys < last_file_start + file_size:
         file_start = phys - phys % file_size
     elif phys == 0:
@@ -351,7 +351,7 @@ def commit_log_read_position(
         return None
     position = phys % file_size
     readable = last_file_read_position if file_start == last_file_start else file_size
-    # Verify all `size` bytes are written (MappedFile.selectMappedBuffer)
+    # Check that all `size` bytes are written (MappedFile.selectMappedBuffer).
     if position + size > readable:
         return None
     return file_start + position
@@ -385,7 +385,7 @@ def looked_up_record(read_position: int | None, record_start: bool) -> int | Non
 
     post: __return__ is None or (record_start and __return__ == read_position)
     """
-    # Verify the bytes read begin a record
+    # Check that the bytes read begin a record.
     if read_position is None or not record_start:
         return None
     return read_position
