@@ -281,14 +281,6 @@ def on_client_gone(table: LockTable, client_id: str) -> LockTable:
     return table
 
 
-def expired_map(table: LockTable, now: int, max_live: int) -> dict[str, dict[MessageQueue, bool]]:
-    """For observation: every entry's LEASE-3 expiry at `now`, group by group."""
-    return {
-        g: {mq: is_expired(now, e, max_live) for mq, e in locks.items()}
-        for g, locks in table.groups.items()
-    }
-
-
 @runtime_checkable
 class LockManager(Protocol):
     """The broker's queue-lock manager (RebalanceLockManager) as consumers and tests see it."""

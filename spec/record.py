@@ -105,11 +105,6 @@ def host_sys_flag(sys_flag: int, born_host: HostAddress, store_host: HostAddress
     return flag
 
 
-def encode_host(host: HostAddress) -> bytes:
-    """A host field: the 4 or 16 address bytes then the port as a big-endian int."""
-    return host.ip + _INT.pack(host.port)
-
-
 def _check_range(name: str, value: int, bounds: tuple[int, int]) -> None:
     if not bounds[0] <= value <= bounds[1]:
         bits = bounds[1].bit_length() + 1
