@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from pullspec.fast.pq_tree import OffsetTree, body_bytes, require_longs, validate_batch
 from pullspec.spec import process_queue as pq
@@ -38,13 +38,11 @@ from pullspec.spec.errors import (
     require_range,
 )
 from pullspec.spec.message import StoredMessage
+from pullspec.spec.process_queue import SendMessageBack
 from pullspec.spec.profiles import Profile
 from pullspec.spec.ruleset import Ruleset
 
 log = logging.getLogger(__name__)
-
-#: DefaultMQPushConsumer.sendMessageBack(msg, delayLevel) as clean_expired_msg calls it.
-SendMessageBack = Callable[[StoredMessage, int], object]
 
 
 class FastProcessQueue:

@@ -235,6 +235,11 @@ class ClientRequests:
         """NOTIFY_CONSUMER_IDS_CHANGED messages to send: (client id, group), in order."""
         return self.consumer_manager.drain_notifications()
 
+    @property
+    def rules(self) -> Ruleset:
+        """The rules of this object's profile (a mutant swaps one)."""
+        return Ruleset.of(self.profile)
+
     def send_message_request(
         self,
         msg: BrokerInnerMessage,
@@ -258,7 +263,7 @@ class ClientRequests:
         if not 0 <= msg.queue_id < cfg.write_queue_nums:
             return SendBackResponse(ResponseCode.SYSTEM_ERROR, f"queueId[{msg.queue_id}] illegal")
         group = self.group_config(retry_group) if retry_group is not None else None
-        rules = Ruleset.of(self.profile)
+        rules = self.rules
         try:
             target = rules.plain_send_target(
                 topic,

@@ -162,9 +162,14 @@ class ReferenceConsumeConcurrentlyService:
 
     # -- life cycle (CONC-1, CONC-13, CONC-14) ----------------------------------------------------
 
+    @property
+    def rules(self) -> Ruleset:
+        """The rules of this object's profile (a mutant swaps one)."""
+        return Ruleset.of(self.profile)
+
     def start(self) -> None:
         """Schedule the consume-timeout cleaner (CONC-13)."""
-        schedule = Ruleset.of(self.profile).clean_expire_schedule(self.config.consume_timeout)
+        schedule = self.rules.clean_expire_schedule(self.config.consume_timeout)
         due = self.scheduler.clock.now_ms() + schedule.initial_delay_ms
         self._cleaner = self.scheduler.call_at(
             due, lambda: self._clean(schedule, due), "clean-expire"

@@ -158,9 +158,14 @@ class ReferenceConsumeOrderlyService:
 
     # -- life cycle (ORDER-1, ORDER-17) -----------------------------------------------------------
 
+    @property
+    def rules(self) -> Ruleset:
+        """The rules of this object's profile (a mutant swaps one)."""
+        return Ruleset.of(self.profile)
+
     def start(self) -> None:
         """Start periodic lockAll in CLUSTERING (ORDER-1)."""
-        schedule = Ruleset.of(self.profile).lock_schedule(self.config.message_model)
+        schedule = self.rules.lock_schedule(self.config.message_model)
         if schedule is not None:
             due = self.scheduler.clock.now_ms() + schedule.initial_delay_ms
             self._at(due, lambda: self._lock_periodically(schedule, due), "lockMQPeriodically")

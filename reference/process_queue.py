@@ -8,7 +8,7 @@ leaves the queue exactly as it was.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import attrs
 
@@ -16,14 +16,13 @@ from pullspec.spec import process_queue as pq
 from pullspec.spec.clock import Clock
 from pullspec.spec.errors import InvalidTypeError, require_bool, require_int, require_non_negative
 from pullspec.spec.message import StoredMessage
+from pullspec.spec.process_queue import SendMessageBack
 from pullspec.spec.profiles import Profile
 from pullspec.spec.ruleset import Ruleset
 
 log = logging.getLogger(__name__)
 # A library logs; the application decides where it goes (nothing by default).
 log.addHandler(logging.NullHandler())
-
-SendMessageBack = Callable[[StoredMessage, int], object]
 
 
 class ReferenceProcessQueue:
@@ -91,6 +90,11 @@ class ReferenceProcessQueue:
         """incTryUnlockTimes (PQ-20)."""
         self._state = pq.inc_try_unlock_times(self._state)
 
+    @property
+    def rules(self) -> Ruleset:
+        """The rules of this object's profile (a mutant swaps one)."""
+        return Ruleset.of(self._profile)
+
     def clean_expired_msg(
         self,
         send_message_back: SendMessageBack,
@@ -102,7 +106,7 @@ class ReferenceProcessQueue:
         timeout = require_non_negative("consume_timeout_min", consume_timeout_min)
         if require_bool("consume_orderly", consume_orderly):
             return
-        expired_head = Ruleset.of(self._profile).expired_head
+        expired_head = self.rules.expired_head
         for _ in range(min(len(self._state.msg_tree), pq.CLEAN_EXPIRED_LOOP_MAX)):
             # A NumberFormatError escapes here, as Java's does: nothing in the sweep catches it.
             msg = expired_head(self._state.msg_tree, self._clock.now_ms(), timeout)

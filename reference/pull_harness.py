@@ -118,6 +118,11 @@ class StaticAssignment:
         self._dispatcher = dispatcher
         self.do_rebalance()
 
+    @property
+    def rules(self) -> Ruleset:
+        """The rules of this object's profile (a mutant swaps one)."""
+        return Ruleset.of(self.profile)
+
     def do_rebalance(self) -> None:
         """REBAL-3 (queues of unsubscribed topics are dropped), REBAL-9 (pull-expired queues are
         dropped and removed) and REBAL-10 (missing queues of subscribed topics are created and
@@ -141,7 +146,7 @@ class StaticAssignment:
                 continue
             self.offset_store.remove_offset(mq)  # removeDirtyOffset (OFFSET-13)
             pq = ReferenceProcessQueue(self.clock, self.profile)
-            if self.config.orderly and Ruleset.of(self.profile).new_process_queue_locked():
+            if self.config.orderly and self.rules.new_process_queue_locked():
                 pq.locked = True  # REBAL-11: pre-locked, lastLockTimestamp = creation time
             try:
                 offset = self.compute_pull_from_where(mq)

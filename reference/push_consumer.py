@@ -433,6 +433,11 @@ class ReferencePushConsumer:
 
     # -- RESULT ------------------------------------------------------------------------------
 
+    @property
+    def rules(self) -> Ruleset:
+        """The rules of this object's profile (a mutant swaps one)."""
+        return Ruleset.of(self.profile)
+
     def _on_response(
         self,
         pr: PullRequest,
@@ -443,7 +448,7 @@ class ReferencePushConsumer:
     ) -> None:
         try:
             # REQ-12: processPullResponse.
-            rules = Ruleset.of(self.profile)
+            rules = self.rules
             status = rules.pull_status_for_response_code(response.code, response.remark, addr)
             result = PullResult(
                 status,

@@ -258,6 +258,11 @@ class ReferenceRebalancePushImpl:
             self.dispatch(request)
         return changed
 
+    @property
+    def rules(self) -> Ruleset:
+        """The rules of this object's profile (a mutant swaps one)."""
+        return Ruleset.of(self.profile)
+
     def _add(self, mq: MessageQueue) -> tuple[NewPullRequest | None, rb.NewQueue]:
         lock_ok = self.lock(mq) if self.orderly else True
         if self.orderly and not lock_ok:
@@ -265,7 +270,7 @@ class ReferenceRebalancePushImpl:
             return None, rb.new_queue(self.profile, True, False, None)
         self.offset_store.remove_offset(mq)  # removeDirtyOffset (OFFSET-13)
         pq = self.process_queue_factory()
-        if Ruleset.of(self.profile).new_process_queue_locked():
+        if self.rules.new_process_queue_locked():
             pq.locked = True  # REBAL-11: lastLockTimestamp is the creation time already
         try:
             next_offset: int | None = self.compute_pull_from_where(mq)

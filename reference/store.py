@@ -21,11 +21,10 @@ from pullspec.spec.errors import (
     InvalidArgumentError,
     InvalidTypeError,
     MessageIllegalError,
-    require_bool,
     require_int,
     require_str,
 )
-from pullspec.spec.filter import ExpressionMessageFilter, tags_string_to_tags_code
+from pullspec.spec.filter import tags_string_to_tags_code
 from pullspec.spec.layout import body_crc as compute_body_crc
 from pullspec.spec.layout import (
     calc_msg_length,
@@ -35,7 +34,7 @@ from pullspec.spec.layout import (
 )
 from pullspec.spec.message import PROPERTY_TAGS, BrokerInnerMessage, StoredMessage
 from pullspec.spec.profiles import Profile
-from pullspec.spec.protocols import MessageFilter
+from pullspec.spec.protocols import MessageFilter, check_get_message_arguments
 from pullspec.spec.record import (
     encode_stored,
     host_sys_flag,
@@ -45,6 +44,7 @@ from pullspec.spec.ruleset import Ruleset
 from pullspec.spec.status import BrokerRole, GetMessageStatus, PutMessageStatus
 from pullspec.spec.store import (
     CQEntry,
+    RoleHolder,
     assign_queue_offset,
     classify_offset,
     commit_log_read_position,
@@ -86,7 +86,7 @@ class _ConsumeQueue:
 
 
 @attrs.define
-class ReferenceMessageStore:
+class ReferenceMessageStore(RoleHolder):
     """A deterministic in-memory DefaultMessageStore that answers exactly as RocketMQ does."""
 
     config: StoreConfig = attrs.field(factory=StoreConfig)
@@ -117,26 +117,6 @@ class ReferenceMessageStore:
         self._role = self.config.broker_role
         self._offset_check_in_slave = self.config.offset_check_in_slave
         self._delay_levels = parse_delay_levels(self.config.message_delay_level)
-
-    # -- roles -------------------------------------------------------------------------------
-
-    @property
-    def broker_role(self) -> BrokerRole:
-        """The live broker role."""
-        return self._role
-
-    @property
-    def offset_check_in_slave(self) -> bool:
-        """The live offsetCheckInSlave switch."""
-        return self._offset_check_in_slave
-
-    def set_role(self, broker_role: BrokerRole, offset_check_in_slave: bool) -> None:
-        """Switch the broker role and offsetCheckInSlave at run time."""
-        if not isinstance(broker_role, BrokerRole):
-            raise InvalidTypeError("broker_role", broker_role, "BrokerRole")
-        require_bool("offset_check_in_slave", offset_check_in_slave)
-        self._role = broker_role
-        self._offset_check_in_slave = offset_check_in_slave
 
     # -- put -----------------------------------------------------------------------------------
 
@@ -397,23 +377,12 @@ class ReferenceMessageStore:
         message_filter: MessageFilter | None = None,
     ) -> GetMessageResult:
         """Answer a pull exactly as DefaultMessageStore.getMessage does."""
-        require_str("group", group)
-        require_str("topic", topic)
-        require_int("queue_id", queue_id)
-        require_int("offset", offset)
-        require_int("max_msg_nums", max_msg_nums)
-        # The broker's own filter type first: a runtime Protocol isinstance costs microseconds.
-        if (
-            message_filter is not None
-            and type(message_filter) is not ExpressionMessageFilter
-            and not isinstance(message_filter, MessageFilter)
-        ):
-            raise InvalidTypeError("message_filter", message_filter, "MessageFilter or None")
+        check_get_message_arguments(group, topic, queue_id, offset, max_msg_nums, message_filter)
         max_offset_py = self.get_max_phy_offset()
         queue = self._queue(topic, queue_id)
         min_offset, max_offset = self._min_max(queue)
         decided = classify_offset(
-            offset, min_offset, max_offset, self._role, self._offset_check_in_slave, self.profile
+            offset, min_offset, max_offset, self._role, self._offset_check_in_slave, self.rules
         )
         if decided is not None:
             return GetMessageResult(decided[0], decided[1], min_offset, max_offset)

@@ -13,7 +13,7 @@ cleanExpiredMsg sweep).
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import attrs
 
@@ -38,6 +38,10 @@ S_004 = "004_60fc00b6c6a023ff.txt"
 
 Tree = tuple[StoredMessage, ...]
 _JAVA_LONG = re.compile(r"[+-]?[0-9]+")
+
+
+#: DefaultMQPushConsumer.sendMessageBack(msg, delayLevel) as cleanExpiredMsg calls it (PQ-18).
+SendMessageBack = Callable[[StoredMessage, int], object]
 
 
 # -- the state -------------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from pullspec.spec.batch import SEEDS_GET_MESSAGE
+from pullspec.spec.errors import InvalidTypeError, require_bool
 from pullspec.spec.layout import CQ_STORE_UNIT_SIZE, is_dispatched_type
 from pullspec.spec.message import StoredMessage
 from pullspec.spec.profiles import Profile
@@ -172,10 +173,12 @@ def classify_offset(
     max_offset: int,
     broker_role: BrokerRole,
     offset_check_in_slave: bool,
-    profile: Profile,
+    profile: Profile | StoreRules,
 ) -> tuple[GetMessageStatus, int] | None:
     """The first matching case decides: an empty queue, an offset below min, equal to max, past
     max, or else (min ≤ offset < max) a window lookup, signalled by None.
+
+    `profile` is a profile or the rules of one (a ruleset: a swapped STORE-8 applies here).
 
     post: __return__ is None or __return__[0] is not GetMessageStatus.FOUND
     post: (__return__ is None) == (max_offset != 0 and min_offset <= offset < max_offset)
@@ -195,7 +198,8 @@ def classify_offset(
         return (GetMessageStatus.OFFSET_OVERFLOW_ONE, corr(overflow_one_next_offset(offset)))
     # Check that the offset is not past max.
     if offset > max_offset:
-        target = StoreRules.of(profile).overflow_badly_target(min_offset, max_offset)
+        rules = profile if isinstance(profile, StoreRules) else StoreRules.of(profile)
+        target = rules.overflow_badly_target(min_offset, max_offset)
         return (GetMessageStatus.OFFSET_OVERFLOW_BADLY, corr(target))
     return None
 
@@ -426,3 +430,34 @@ class StoreRules(Rules):
     """The changed STORE rule of the offset check (see `spec.rules.Rules`)."""
 
     overflow_badly_target = stated(overflow_badly_target_v47, overflow_badly_target_v49)
+
+
+class RoleHolder:
+    """The live broker role and offsetCheckInSlave switch of a store (STORE-6 reads both),
+    switchable at run time; a store sets `_role` and `_offset_check_in_slave` when built.
+
+    Example: after ``store.set_role(BrokerRole.SLAVE, False)`` a store's ``broker_role`` is
+    SLAVE and an out-of-range offset is no longer corrected (STORE-6).
+    """
+
+    _role: BrokerRole
+    _offset_check_in_slave: bool
+
+    @property
+    def broker_role(self) -> BrokerRole:
+        """The live broker role."""
+        return self._role
+
+    @property
+    def offset_check_in_slave(self) -> bool:
+        """The live offsetCheckInSlave switch."""
+        return self._offset_check_in_slave
+
+    def set_role(self, broker_role: BrokerRole, offset_check_in_slave: bool) -> None:
+        """Switch the broker role and offsetCheckInSlave at run time (bad input: a typed error
+        and no change)."""
+        if not isinstance(broker_role, BrokerRole):
+            raise InvalidTypeError("broker_role", broker_role, "BrokerRole")
+        require_bool("offset_check_in_slave", offset_check_in_slave)
+        self._role = broker_role
+        self._offset_check_in_slave = offset_check_in_slave
