@@ -42,7 +42,6 @@ from pullspec.reference.rebalance import NewPullRequest, ReferenceRebalancePushI
 from pullspec.reference.remoting import ReferenceRemoting
 from pullspec.reference.scheduler import Scheduler
 from pullspec.spec import allocate as al
-from pullspec.spec.client_send_back import SendBackClient
 from pullspec.spec.consume_concurrently import ConcurrentListener
 from pullspec.spec.consume_orderly import OrderlyListener
 from pullspec.spec.consumer_config import ConsumeMode, ConsumerConfig, MessageModel
@@ -52,6 +51,7 @@ from pullspec.spec.message import MessageQueue, retry_topic_name
 from pullspec.spec.offset_store import OffsetStore
 from pullspec.spec.profiles import Profile
 from pullspec.spec.protocols import ProcessQueue
+from pullspec.spec.retry import SendBackClient
 
 Listener = ConcurrentListener | OrderlyListener
 

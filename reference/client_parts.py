@@ -30,7 +30,6 @@ from pullspec.reference.push_consumer import RebalanceHooks
 from pullspec.reference.rebalance import NewPullRequest
 from pullspec.reference.scheduler import Scheduler
 from pullspec.spec import allocate as al
-from pullspec.spec.client_send_back import SendBackClient
 from pullspec.spec.consume_concurrently import ConcurrentListener
 from pullspec.spec.consume_orderly import OrderlyListener
 from pullspec.spec.consumer_config import ConsumerConfig
@@ -40,6 +39,7 @@ from pullspec.spec.offset_store import OffsetStore
 from pullspec.spec.profiles import Profile
 from pullspec.spec.protocols import BrokerLockClient, ConsumeMessageService, ProcessQueue
 from pullspec.spec.pull_from_where import OffsetQueries
+from pullspec.spec.retry import SendBackClient
 
 #: How long a listener call lasts, in virtual milliseconds.
 ConsumeTime = Callable[[Sequence[StoredMessage]], int]

@@ -17,7 +17,6 @@ from collections.abc import Iterable
 
 from pullspec.reference.remoting import ReferenceRemoting, RemotingConnectError
 from pullspec.spec.client_errors import MQBrokerError, MQClientError
-from pullspec.spec.client_send_back import ClientMessage, client_msg_id
 from pullspec.spec.clock import Clock
 from pullspec.spec.config import PERM_READ, PERM_WRITE, TopicConfig
 from pullspec.spec.errors import (
@@ -35,7 +34,7 @@ from pullspec.spec.message import (
     StoredMessage,
 )
 from pullspec.spec.profiles import Profile
-from pullspec.spec.retry import SendBackRequest
+from pullspec.spec.retry import ClientMessage, SendBackRequest, client_msg_id
 from pullspec.spec.status import ResponseCode
 
 #: DefaultMQProducer.retryTimesWhenSendFailed: a synchronous send is tried 1 + 2 times.
@@ -154,7 +153,7 @@ class RemotingLockClient:
 
 
 class RemotingSendBackClient:
-    """SendBackClient (spec.client_send_back) of one consumer group: CONSUMER_SEND_MSG_BACK to
+    """SendBackClient (spec.retry) of one consumer group: CONSUMER_SEND_MSG_BACK to
     the queue's master (CONC-11), and the internal producer's synchronous send of a
     client-built retry message (CONC-11 fallback, ORDER-15, RETRY-11)."""
 

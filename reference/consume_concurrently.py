@@ -5,7 +5,7 @@ The consume pool and both single-thread schedulers of RocketMQ are events of one
 a ConsumeRequest runs as an event due now, a delayed resubmission or a cleaner run as an event
 due later. A listener call takes `consume_time(msgs)` virtual milliseconds (0 by default): the
 consume thread is inside the listener until then, and the result is processed when it returns.
-Every decision is a rule of `spec.consume_concurrently` / `spec.client_send_back`; this class
+Every decision is a rule of `spec.consume_concurrently` / `spec.retry`; this class
 calls the listener and the send-back client, and applies the plans.
 
 RocketMQ mutates the cached MessageExt objects (CONSUME_START_TIME, the restored retry topic,
@@ -23,8 +23,8 @@ from typing import Protocol, runtime_checkable
 import attrs
 
 from pullspec.reference.scheduler import Scheduler
-from pullspec.spec import client_send_back as sb
 from pullspec.spec import consume_concurrently as cc
+from pullspec.spec import retry as sb
 from pullspec.spec.consume_concurrently import (
     ConcurrentListener,
     ConsumeConcurrentlyContext,

@@ -21,8 +21,8 @@ from typing import Protocol, runtime_checkable
 import attrs
 
 from pullspec.reference.scheduler import Scheduler
-from pullspec.spec import client_send_back as sb
 from pullspec.spec import consume_orderly as co
+from pullspec.spec import retry as sb
 from pullspec.spec.consume_concurrently import (
     ConsumeReturnType,
     PeriodicTask,

@@ -6,7 +6,7 @@ plan that comes back. Messages are frozen here, so where Java mutates a cached M
 (reconsumeTimes, topic, properties) a rule returns the changed copy. The vocabulary both
 services share (the consume return type, periodic tasks, shutdown steps) is defined here; the
 pool, the cleaner and shutdown (CONC-1, CONC-13, CONC-14) close the module; the send-back
-(CONC-10, CONC-11) is in `spec.client_send_back`.
+(CONC-10, CONC-11) is in `spec.retry`.
 
 A listener's context is mutable on purpose: the listener reports through it (setAckIndex,
 setDelayLevelWhenNextConsume), exactly as a Java listener does; the rule functions only read it.

@@ -6,7 +6,7 @@ lease expired, 60 s time slice, empty take), and the result tables of processCon
 (`process_result_auto_commit`, `process_result_manual_commit`) say what happens to the taken
 messages. The caller takes the messages, calls the listener and sends messages back; it hands
 the outcomes in. Periodic locking, shutdown and the absent cleaner (ORDER-1, ORDER-17, ORDER-18)
-close the module; the orderly DLQ message (ORDER-15) is in `spec.client_send_back`.
+close the module; the orderly DLQ message (ORDER-15) is in `spec.retry`.
 
 A listener's context is mutable on purpose: the listener reports through it
 (setAutoCommit, setSuspendCurrentQueueTimeMillis), exactly as a Java listener does; the rule

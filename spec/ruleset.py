@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from pullspec.spec.allocate import AllocateRules
 from pullspec.spec.batch import BatchRules
-from pullspec.spec.client_send_back import SendBackRules
 from pullspec.spec.consume_concurrently import ConsumeConcurrentlyRules
 from pullspec.spec.consume_orderly import ConsumeOrderlyRules
 from pullspec.spec.layout import LayoutRules
@@ -49,7 +48,6 @@ class Ruleset(
     RebalanceRules,
     RecordRules,
     RetryRules,
-    SendBackRules,
     StoreRules,
 ):
     """Every version difference of the spec in one profile (see `spec.rules.Rules`).

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pullspec.spec import client_send_back as sb
 from pullspec.spec import consume_concurrently as cc
+from pullspec.spec import retry as sb
 from pullspec.spec.consume_concurrently import (
     ConsumeConcurrentlyContext,
     ConsumeConcurrentlyStatus,

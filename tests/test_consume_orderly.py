@@ -6,8 +6,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pullspec.spec import client_send_back as sb
 from pullspec.spec import consume_orderly as co
+from pullspec.spec import retry as sb
 from pullspec.spec.consume_concurrently import ConsumeReturnType, PeriodicTask, ShutdownStep
 from pullspec.spec.consume_orderly import (
     ConsumeOrderlyContext,

@@ -17,7 +17,6 @@ from pullspec.reference.offset_store import ReferenceRemoteOffsetStore
 from pullspec.reference.process_queue import ReferenceProcessQueue
 from pullspec.reference.scheduler import Scheduler
 from pullspec.spec.client_errors import MQBrokerError, MQClientError
-from pullspec.spec.client_send_back import ClientMessage, SendBackClient
 from pullspec.spec.clock import ManualClock
 from pullspec.spec.consume_concurrently import (
     ConsumeConcurrentlyContext,
@@ -30,6 +29,7 @@ from pullspec.spec.errors import RejectedExecutionError
 from pullspec.spec.message import MessageQueue, StoredMessage
 from pullspec.spec.profiles import Profile
 from pullspec.spec.protocols import ConsumeMessageService
+from pullspec.spec.retry import ClientMessage, SendBackClient
 
 MQ = MessageQueue("T", "broker-a", 0)
 OK = ConsumeConcurrentlyStatus.CONSUME_SUCCESS

@@ -17,8 +17,8 @@ from pullspec.reference.areas import _wiring
 from pullspec.reference.consume_concurrently import ReferenceConsumeConcurrentlyService
 from pullspec.reference.process_queue import ReferenceProcessQueue
 from pullspec.reference.scheduler import Scheduler
-from pullspec.spec import client_send_back as csb
 from pullspec.spec import consume_concurrently as conc
+from pullspec.spec import retry as csb
 from pullspec.spec.clock import ManualClock
 from pullspec.spec.consume_concurrently import ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus
 from pullspec.spec.consume_orderly import has_consume_timeout_cleaner
@@ -40,7 +40,7 @@ def client_message_json(msg: csb.ClientMessage) -> dict[str, Any]:
 
 
 class SendBackStandIn:
-    """The client's two ways back (spec.client_send_back.SendBackClient): the RPC always fails,
+    """The client's two ways back (spec.retry.SendBackClient): the RPC always fails,
     the fallback send fails for the messages `failing` names (queue offsets, or by position in
     `fallback_oks`, consumed in order)."""
 
