@@ -7,6 +7,14 @@ A rule that changed between 4.7.1 and 4.9.7 registers one function per profile u
 ID; each variant is marked ``# [4.7]`` / ``# [Modified in 4.9]`` at its definition, the way
 consensus-specs marks forks. A rule may be stated by more than one function (LAYOUT-7: when a
 file ends in a blank, and what the blank holds); the first one registered states the rule itself.
+
+Code never chooses a variant by comparing profiles: it calls the rules object of its profile
+(`spec.ruleset.Ruleset.of(profile).overflow_badly_target(...)`). To add a profile difference,
+register one function per profile under the rule's ID (``profiles=(Profile.V4_7,)`` …, with a
+``versions=`` sentence) and declare them in the module's `Rules` class
+(``overflow_badly_target = stated(overflow_badly_target_v47, overflow_badly_target_v49)``);
+`spec.ruleset.Ruleset` combines those classes, and tests/test_ruleset.py fails until a changed
+rule is declared there.
 """
 
 from __future__ import annotations
@@ -263,7 +271,9 @@ def stated(*variants: F) -> Stated[F]:
     return Stated(*variants)
 
 
-_BUILT: dict[tuple[type, Profile], Rules] = {}
+#: Each class's rules of each profile, keyed by the ids of the class and the Profile member (a
+#: tuple of ints hashes in C; an Enum member hashes in Python, which the read paths would feel).
+_BUILT: dict[tuple[int, int], Rules] = {}
 
 
 class Rules:
@@ -282,10 +292,12 @@ class Rules:
     @classmethod
     def of(cls: type[RulesT], profile: Profile | str) -> RulesT:
         """The rules of `profile`, built once per class and profile."""
-        prof = Profile.parse(profile)
-        built = _BUILT.get((cls, prof))
+        built = _BUILT.get((id(cls), id(profile)))
         if built is None:
-            built = _BUILT[(cls, prof)] = cls(prof)
+            prof = Profile.parse(profile)  # a name such as "4.7": never a key (ids get reused)
+            built = _BUILT.get((id(cls), id(prof)))
+            if built is None:
+                built = _BUILT[(id(cls), id(prof))] = cls(prof)
         return cast(RulesT, built)
 
     @classmethod
