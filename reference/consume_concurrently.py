@@ -387,8 +387,7 @@ class ReferenceConsumeConcurrentlyService:
     ) -> tuple[bool, StoredMessage]:
         """DefaultMQPushConsumerImpl.sendMessageBack (CONC-11): the RPC, else the fallback
         send; returns whether one succeeded and the message as Java leaves it."""
-        plan = sb.send_back_plan(
-            self.profile,
+        plan = self.rules.send_back_plan(
             msg,
             self.group,
             delay_level,

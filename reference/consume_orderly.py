@@ -468,8 +468,8 @@ class ReferenceConsumeOrderlyService:
             ok = False
             if co.reaches_dead_letter(msg, max_times):
                 msg = put_property(msg, PROPERTY_RECONSUME_TIME, str(msg.reconsume_times))
-                build = sb.orderly_dead_letter_message(
-                    self.profile, msg, self.group, self.config.max_reconsume_times
+                build = self.rules.orderly_dead_letter_message(
+                    msg, self.group, self.config.max_reconsume_times
                 )
                 # The build shares (and so mutates) the consumed message's property map
                 msg = attrs.evolve(msg, properties=build.original_properties)

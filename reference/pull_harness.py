@@ -28,7 +28,7 @@ from pullspec.spec.offset_store import OffsetStore
 from pullspec.spec.process_queue import require_messages
 from pullspec.spec.profiles import Profile
 from pullspec.spec.protocols import ProcessQueue
-from pullspec.spec.pull_from_where import OffsetQueries, compute_pull_from_where_for
+from pullspec.spec.pull_from_where import OffsetQueries
 from pullspec.spec.ruleset import Ruleset
 
 #: A scripted listener: consume `msgs` of `mq` now (True) or leave them waiting (False), as a
@@ -178,8 +178,8 @@ class StaticAssignment:
         if self.config.consume_from_where is ConsumeFromWhere.CONSUME_FROM_TIMESTAMP:
             text = self.config.consume_timestamp or default_consume_timestamp(self.clock.now_ms())
             timestamp = parse_consume_timestamp(text)
-        return compute_pull_from_where_for(
-            self.profile, self.config.consume_from_where, queue, last, self.admin, timestamp
+        return self.rules.compute_pull_from_where(
+            self.config.consume_from_where, queue, last, self.admin, timestamp
         )
 
     def remove_process_queue(self, mq: MessageQueue) -> None:

@@ -55,18 +55,15 @@ from pullspec.spec.pull_request import (
     commit_offset_for_pull,
     on_pull_kernel_exception,
     pull_kernel_call,
-    pull_message_request_header,
 )
 from pullspec.spec.pull_result import (
     PullResult,
     PullResultHandling,
-    on_exception,
     on_success,
     stores_despite_drop,
 )
 from pullspec.spec.pull_route import (
     check_filter_type_supported,
-    find_broker_address_in_subscribe,
     pull_target_address,
     recalculate_pull_from_which_node,
 )
@@ -414,8 +411,8 @@ class ReferencePushConsumer:
         # REQ-6: look up, refresh the route (the registry is the route here) and look up again.
         for _ in range(2):
             addrs = self.remoting.broker_addrs(mq.broker_name)
-            found = find_broker_address_in_subscribe(
-                addrs, broker_id, self.only_this_broker, self.profile
+            found = self.rules.find_broker_address_in_subscribe(
+                addrs, broker_id, self.only_this_broker
             )
             if found is not None:
                 break
@@ -423,7 +420,7 @@ class ReferencePushConsumer:
             raise MQClientError(f"The broker[{mq.broker_name}] not exist")
         version = self.remoting.broker_version(found.broker_addr)
         check_filter_type_supported(call.expression_type, version, mq.broker_name)
-        header = pull_message_request_header(self.group, call, found, self.profile)
+        header = self.rules.pull_message_request_header(self.group, call, found)
         # REQ-10 looks at the caller's flag (before the slave rewrite) for the class filter.
         servers = self.remoting.filter_servers(mq.topic, found.broker_addr)
         target = pull_target_address(
@@ -520,7 +517,7 @@ class ReferencePushConsumer:
             self.log.append(("error", f"executeTaskLater Exception: {exc!r}"))
 
     def _on_exception(self, pr: PullRequest, error: BaseException) -> None:
-        handling = on_exception(error, pr.message_queue.topic, self.config, self.profile)
+        handling = self.rules.on_exception(error, pr.message_queue.topic, self.config)
         if handling.log_warning:
             self.log.append(("warn", f"execute the pull request exception: {error!r}"))
         now = self.scheduler.clock.now_ms()

@@ -35,7 +35,7 @@ from pullspec.spec.message import MessageQueue
 from pullspec.spec.offset_store import OffsetStore
 from pullspec.spec.profiles import Profile
 from pullspec.spec.protocols import BrokerLockClient, ProcessQueue
-from pullspec.spec.pull_from_where import OffsetQueries, compute_pull_from_where_for
+from pullspec.spec.pull_from_where import OffsetQueries
 from pullspec.spec.rebalance import LockMarks, NewQueueOutcome, QueueView
 from pullspec.spec.ruleset import Ruleset
 
@@ -164,8 +164,7 @@ class ReferenceRebalancePushImpl:
         """REBAL-17 as this profile's rebalance calls it: 4.7 gives −1 on a failed broker query,
         4.9 (computePullFromWhereWithException) raises MQClientError."""
         last = self.offset_store.read_offset(mq, ReadOffsetType.READ_FROM_STORE)
-        return compute_pull_from_where_for(
-            self.profile,
+        return self.rules.compute_pull_from_where(
             self.config.consume_from_where,
             mq,
             last,
@@ -267,7 +266,7 @@ class ReferenceRebalancePushImpl:
         lock_ok = self.lock(mq) if self.orderly else True
         if self.orderly and not lock_ok:
             self.log.append(("warn", f"add a new mq failed, {mq}, because lock failed"))
-            return None, rb.new_queue(self.profile, True, False, None)
+            return None, self.rules.new_queue(True, False, None)
         self.offset_store.remove_offset(mq)  # removeDirtyOffset (OFFSET-13)
         pq = self.process_queue_factory()
         if self.rules.new_process_queue_locked():
@@ -276,7 +275,7 @@ class ReferenceRebalancePushImpl:
             next_offset: int | None = self.compute_pull_from_where(mq)
         except MQClientError:
             next_offset = None
-        decision = rb.new_queue(self.profile, self.orderly, lock_ok, next_offset)
+        decision = self.rules.new_queue(self.orderly, lock_ok, next_offset)
         if decision.outcome is not NewQueueOutcome.ADDED:
             self.log.append(("warn", f"add new mq failed, {mq}: {decision.outcome.value}"))
             return None, decision
