@@ -191,6 +191,8 @@ class Driver(_client.DriverBase):
 
         service.listener = dropping
         service.consume(msgs, scratch, QUEUE)
+        # The listener call lasts `rt` virtual ms; its result is processed when it returns.
+        service.scheduler.run_for(rt)
         self._last_scratch = service
 
     def op_listener_returned(self, args: _client.Args) -> dict[str, Any]:
