@@ -25,6 +25,7 @@ from typing import cast
 import attrs
 
 from pullspec.reference.client_instance import ReferenceClientInstance
+from pullspec.reference.client_remoting import RemotingAdmin, RemotingOffsetClient
 from pullspec.reference.consume_concurrently import ReferenceConsumeConcurrentlyService
 from pullspec.reference.consume_orderly import ReferenceConsumeOrderlyService
 from pullspec.reference.offset_store import (
@@ -86,7 +87,7 @@ class ClientConsumer:
             profile=self.profile,
             lock_client=instance.lock_client,
             offset_store=self.offset_store,
-            admin=remoting.admin(),
+            admin=RemotingAdmin(remoting),
             route=instance.route,
             consumer_ids=instance.consumer_ids,
             strategy=strategy,
@@ -139,7 +140,7 @@ class ClientConsumer:
     ) -> OffsetStore:
         if self.config.message_model is MessageModel.CLUSTERING:
             return ReferenceRemoteOffsetStore(
-                remoting.offset_client(self.group, self.profile), self.group
+                RemotingOffsetClient(remoting, self.group, self.profile), self.group
             )
         if offset_dir is None:
             raise InvalidArgumentError("offset_dir", None, "BROADCASTING needs a directory")

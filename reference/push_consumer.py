@@ -1,8 +1,5 @@
 """The reference push consumer's pull path (DefaultMQPushConsumerImpl.pullMessage and its
-PullCallback) on the scheduler, plus two stand-ins the real rebalance and consume services
-replace: `StaticAssignment` (RebalanceHooks over a fixed set of queues) and
-`ScriptedConsumeService` (a ConsumeMessageService that calls a scripted listener), which live in
-`reference.pull_harness` and are re-exported here.
+PullCallback) on the scheduler.
 
 Every decision is a spec rule: FLOW via `decide_pull`, REQ via `spec.pull_request` and
 `spec.pull_route`, RESULT via `spec.pull_result`; this module applies their answers to the
@@ -17,7 +14,6 @@ from typing import Protocol, runtime_checkable
 
 import attrs
 
-from pullspec.reference.pull_harness import ScriptedConsumeService, StaticAssignment
 from pullspec.reference.pull_service import PullMessageService, PullRequest
 from pullspec.reference.remoting import OnException, OnResponse
 from pullspec.reference.scheduler import Scheduler
@@ -530,7 +526,5 @@ __all__ = [
     "PullOutcome",
     "RebalanceHooks",
     "ReferencePushConsumer",
-    "ScriptedConsumeService",
     "ServiceState",
-    "StaticAssignment",
 ]

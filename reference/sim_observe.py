@@ -20,6 +20,7 @@ from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING, TypeVar
 
 from pullspec.reference.client_consumer import ClientConsumer
+from pullspec.reference.client_remoting import RemotingOffsetClient
 from pullspec.reference.offset_store import BrokerOffsetClient, ReferenceRemoteOffsetStore
 from pullspec.reference.process_queue import ReferenceProcessQueue
 from pullspec.reference.remoting import ReferenceRemoting
@@ -184,5 +185,5 @@ class SimConsumer(ClientConsumer):
 
     def _offset_store(self, remoting: ReferenceRemoting, offset_dir: object) -> OffsetStore:
         return self.owner.sim.hooks.offset_store(
-            remoting.offset_client(self.group, self.profile), self.group, self.owner
+            RemotingOffsetClient(remoting, self.group, self.profile), self.group, self.owner
         )

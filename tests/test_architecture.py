@@ -18,7 +18,6 @@ TOLERATED: dict[str, tuple[str, ...]] = {
     "spec's face and its registry (the ruleset work)": ("pullspec.spec",),
     "fast's face and its read path": ("pullspec.fast",),
     "the whole-system simulator": ("pullspec.reference.sim_", "pullspec.reference.simulator"),
-    "reference: the remoting and its clients": ("pullspec.reference.",),
     "conformance": ("pullspec.conformance",),
 }
 

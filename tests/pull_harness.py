@@ -1,17 +1,15 @@
-"""Stand-ins that let the pull loop run end to end before the real rebalance (issue 4) and consume
-services exist: `StaticAssignment`, the RebalanceHooks of a fixed set of queues, and
-`ScriptedConsumeService`, a ConsumeMessageService that calls a scripted listener. Both follow the
-rulebook where they act (REBAL-9/10/12/14/16/17, CONC-4/9) and model nothing else."""
+"""A stand-in for the rebalance that lets the pull loop run end to end in tests: `StaticAssignment`,
+the RebalanceHooks of a fixed set of queues. It follows the rulebook where it acts (REBAL-9/10/12/
+14/16/17) and models nothing else; the reference's own rebalance is `ReferenceRebalancePushImpl`."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 from typing import Protocol
 
 from pullspec.reference.process_queue import ReferenceProcessQueue
 from pullspec.reference.pull_service import PullRequest
-from pullspec.reference.scheduler import Scheduler
 from pullspec.spec.client_errors import MQClientError
 from pullspec.spec.clock import Clock
 from pullspec.spec.consumer_config import (
@@ -21,18 +19,13 @@ from pullspec.spec.consumer_config import (
     default_consume_timestamp,
     parse_consume_timestamp,
 )
-from pullspec.spec.errors import InvalidArgumentError, InvalidTypeError, require_int, require_str
+from pullspec.spec.errors import InvalidArgumentError, InvalidTypeError, require_str
 from pullspec.spec.filter import SubscriptionData, build_subscription_data
-from pullspec.spec.message import MessageQueue, StoredMessage
+from pullspec.spec.message import MessageQueue
 from pullspec.spec.offset_store import OffsetStore
-from pullspec.spec.process_queue import require_messages
 from pullspec.spec.profiles import Profile
 from pullspec.spec.protocols import ProcessQueue
 from pullspec.spec.pull_from_where import OffsetQueries, compute_pull_from_where_for
-
-#: A scripted listener: consume `msgs` of `mq` now (True) or leave them waiting (False), as a
-#: listener still busy would; `ScriptedConsumeService.release` offers them again.
-Listener = Callable[[Sequence[StoredMessage], MessageQueue], bool]
 
 
 class PullDispatcher(Protocol):
@@ -189,83 +182,3 @@ class StaticAssignment:
         # REBAL-14: persist, then forget the offset; the orderly unlock is not modelled.
         self.offset_store.persist(mq)
         self.offset_store.remove_offset(mq)
-
-
-class ScriptedConsumeService:
-    """A ConsumeMessageService for tests: batches of `batch_size` messages are consumed on the
-    scheduler (call_soon) by the listener; a consumed batch is removed from its ProcessQueue and
-    the offset removeMessage returns is committed increase-only unless the queue was dropped
-    (CONC-4, CONC-9)."""
-
-    def __init__(
-        self,
-        scheduler: Scheduler,
-        offset_store: OffsetStore,
-        listener: Listener | None = None,
-        batch_size: int = 1,
-    ) -> None:
-        if not isinstance(scheduler, Scheduler):
-            raise InvalidTypeError("scheduler", scheduler, "Scheduler")
-        if not isinstance(offset_store, OffsetStore):
-            raise InvalidTypeError("offset_store", offset_store, "OffsetStore")
-        if listener is not None and not callable(listener):
-            raise InvalidTypeError("listener", listener, "a callable")
-        self.batch_size = require_int("batch_size", batch_size)
-        if self.batch_size < 1:
-            raise InvalidArgumentError("batch_size", batch_size, "must be >= 1")
-        self.scheduler, self.offset_store = scheduler, offset_store
-        self.listener: Listener = listener or (lambda msgs, mq: True)
-        #: Batches the listener left waiting, oldest first.
-        self.waiting: list[tuple[tuple[StoredMessage, ...], ProcessQueue, MessageQueue]] = []
-        #: (time, queue, offsets) of every batch consumed.
-        self.consumed: list[tuple[int, MessageQueue, tuple[int, ...]]] = []
-        #: (time, queue, offset) of every offset committed.
-        self.committed: list[tuple[int, MessageQueue, int]] = []
-        #: (time, queue, offsets) of batches discarded because their queue was dropped.
-        self.discarded: list[tuple[int, MessageQueue, tuple[int, ...]]] = []
-
-    def submit_consume_request(
-        self,
-        msgs: Sequence[StoredMessage],
-        process_queue: ProcessQueue,
-        message_queue: MessageQueue,
-        dispatch_to_consume: bool,
-    ) -> None:
-        """submitConsumeRequest: one consume event per batch, whatever dispatch_to_consume says
-        (the concurrent service ignores it, CONC-2)."""
-        batch = require_messages("msgs", msgs)
-        if not isinstance(process_queue, ProcessQueue):
-            raise InvalidTypeError("process_queue", process_queue, "ProcessQueue")
-        mq = _mq(message_queue)
-        if not isinstance(dispatch_to_consume, bool):
-            raise InvalidTypeError("dispatch_to_consume", dispatch_to_consume, "bool")
-        for i in range(0, len(batch), self.batch_size):
-            self._submit(batch[i : i + self.batch_size], process_queue, mq)
-
-    def release(self) -> None:
-        """Offer every waiting batch to the listener again (each in its own consume event)."""
-        waiting, self.waiting = self.waiting, []
-        for batch, pq, mq in waiting:
-            self._submit(batch, pq, mq)
-
-    def _submit(self, batch: tuple[StoredMessage, ...], pq: ProcessQueue, mq: MessageQueue) -> None:
-        self.scheduler.call_soon(lambda: self._consume(batch, pq, mq), "consume")
-
-    def _consume(
-        self, batch: tuple[StoredMessage, ...], pq: ProcessQueue, mq: MessageQueue
-    ) -> None:
-        now = self.scheduler.clock.now_ms()
-        offsets = tuple(m.queue_offset for m in batch)
-        if pq.dropped:  # CONC-4: a dropped queue's request is not consumed
-            self.discarded.append((now, mq, offsets))
-            return
-        if not self.listener(batch, mq):
-            self.waiting.append((batch, pq, mq))
-            return
-        self.consumed.append((now, mq, offsets))
-        if pq.dropped:  # CONC-9: no result processing for a queue dropped meanwhile
-            return
-        offset = pq.remove_messages(batch)
-        if offset >= 0 and not pq.dropped:
-            self.offset_store.update_offset(mq, offset, True)
-            self.committed.append((now, mq, offset))
