@@ -30,15 +30,21 @@ from typing import Any
 import attrs
 
 from pullspec.conformance import vectors
+from pullspec.conformance.candidates import CandidateTimeoutError
 from pullspec.conformance.machines import gen
-from pullspec.conformance.observe import (
-    CandidateTimeoutError,
-    Verdict,
-    compare,
-    resolve_candidate,
+from pullspec.conformance.observe import compare
+from pullspec.conformance.ops import (
+    MACHINE_AREAS,
+    OP_RULES,
+    Observation,
+    Op,
+    error_kind,
     rule_sort_key,
+    rules_for,
+    state_fields,
 )
-from pullspec.conformance.ops import MACHINE_AREAS, OP_RULES, Observation, Op, error_kind, rules_for
+from pullspec.conformance.resolve import resolve
+from pullspec.conformance.vectors import Verdict
 from pullspec.spec.errors import PullspecError, UnsupportedError
 from pullspec.spec.profiles import Profile
 
@@ -106,7 +112,7 @@ def candidates_for(impl: str, timeout: float) -> tuple[Any, Any]:
     """(reference, candidate), resolved once per process: Spark reuses its Python workers."""
     import pullspec.reference.factories as reference
 
-    return reference, resolve_candidate(impl, timeout)
+    return reference, resolve(impl, timeout)
 
 
 def _observe(adapter: Any, instance: Any, op: Op) -> dict[str, Any]:
@@ -147,16 +153,6 @@ def _statuses(raw: dict[str, Any], into: set[str]) -> None:
             into.add(f"error:{error_kind(raw['error']).value}")
         except PullspecError:
             into.add(f"error:{raw['error']}")
-
-
-def _state_fields(area: str, config: dict[str, Any]) -> tuple[str, ...]:
-    """The positional state field names of `config` (as Session.state_fields)."""
-    fields = config.get("stateFields")
-    if fields is None and area == "process_queue":
-        from pullspec.conformance.adapters.process_queue import DEFAULT_STATE_FIELDS
-
-        return DEFAULT_STATE_FIELDS
-    return tuple(fields or ())
 
 
 @attrs.define
@@ -243,7 +239,7 @@ def run_trace(
                 )
                 out.field = diff.field
                 out.rules = rules_for(
-                    area, op.name, diff.field, _state_fields(area, config), expected.fields
+                    area, op.name, diff.field, state_fields(area, config), expected.fields
                 )
         ctx.note_raw(op, raw)
     hit = {r for name in names for r in OP_RULES[area].get(name, ())}

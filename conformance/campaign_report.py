@@ -16,8 +16,7 @@ import attrs
 from pullspec.conformance import campaign_svg
 from pullspec.conformance.campaign import SIMULATION
 from pullspec.conformance.campaign_shrink import Replay
-from pullspec.conformance.observe import rule_sort_key
-from pullspec.conformance.ops import OP_RULES
+from pullspec.conformance.ops import OP_RULES, rule_sort_key
 
 #: Verdict columns of the tables, in order.
 VERDICTS = ("PASS", "DIVERGED", "CRASHED", "TIMEOUT", "UNSUPPORTED")

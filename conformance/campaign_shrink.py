@@ -19,7 +19,7 @@ from pullspec.conformance.campaign import FAILING, candidates_for, trace_key
 from pullspec.conformance.machines import gen
 from pullspec.conformance.machines.lockstep import LockstepError, MachineReport, Pair
 from pullspec.conformance.machines.minimize import minimize
-from pullspec.conformance.observe import Verdict
+from pullspec.conformance.vectors import Verdict
 from pullspec.spec.profiles import Profile
 
 

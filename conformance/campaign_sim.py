@@ -17,7 +17,7 @@ from typing import Any
 
 from pullspec.conformance.campaign import SIMULATION, Row
 from pullspec.conformance.campaign_shrink import Replay
-from pullspec.conformance.observe import Verdict
+from pullspec.conformance.vectors import Verdict
 from pullspec.spec.profiles import Profile
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from html import escape
 from typing import TYPE_CHECKING
 
-from pullspec.conformance.observe import rule_sort_key
+from pullspec.conformance.ops import rule_sort_key
 
 if TYPE_CHECKING:
     from pullspec.conformance.campaign_report import Summary

@@ -21,7 +21,8 @@ import click
 def bench_command(quick: bool, quiet: bool, as_json: bool) -> None:
     """Measure fast vs reference: pulls, batched pulls, scans, appends, recovery, process queue."""
     from pullspec.conformance import bench
-    from pullspec.conformance.candidates import resolve
+    from pullspec.conformance.candidates import factory
+    from pullspec.conformance.resolve import resolve
     from pullspec.fast.pq_bench import bench_process_queue
 
     if not quiet:
@@ -29,7 +30,7 @@ def bench_command(quick: bool, quiet: bool, as_json: bool) -> None:
     figures: dict[str, float] = dict(bench.run(quick=quick))
     if not quiet:
         click.echo("measuring the process queue…", err=True)
-    figures.update(bench_process_queue(quick, resolve("reference").process_queue))
+    figures.update(bench_process_queue(quick, factory(resolve("reference"), "process_queue")))
     if as_json:
         click.echo(json.dumps(figures, sort_keys=True))
     else:

@@ -104,9 +104,9 @@ def candidate_of(impl: str, timeout: float) -> Any:
             raise usage("cmd: needs a command, e.g. cmd:'python3 my_adapter.py'", "--impl")
         if shutil.which(argv[0]) is None:
             raise usage(f"cannot find the program {argv[0]!r} of {impl!r}", "--impl")
-    from pullspec.conformance.observe import resolve_candidate
+    from pullspec.conformance.resolve import resolve
 
-    return resolve_candidate(impl, timeout)
+    return resolve(impl, timeout)
 
 
 def close_candidate(candidate: Any) -> None:

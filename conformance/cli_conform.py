@@ -38,13 +38,9 @@ from pullspec.conformance.machines import (
     run_machine,
 )
 from pullspec.conformance.machines.simulation import SimulationReport, run_simulation
-from pullspec.conformance.observe import (
-    Verdict,
-    case_rules,
-    rule_sort_key,
-    verdict_of,
-)
-from pullspec.conformance.ops import CLIENT_AREAS, MACHINE_AREAS, OP_RULES
+from pullspec.conformance.observe import case_rules
+from pullspec.conformance.ops import CLIENT_AREAS, MACHINE_AREAS, OP_RULES, rule_sort_key
+from pullspec.conformance.vectors import Verdict
 from pullspec.spec import rules
 from pullspec.spec.errors import PullspecError
 from pullspec.spec.profiles import Profile
@@ -189,7 +185,7 @@ def run_conformance(
                 progress(done, total, f"vectors ({len(cases)} cases)")
             done += 1
             result = vectors.run_case(candidate, case, profile, base)
-            verdict, face = verdict_of(result), report.interfaces[case["area"]]
+            verdict, face = result.verdict, report.interfaces[case["area"]]
             face.cases[verdict.value] = face.cases.get(verdict.value, 0) + 1
             if verdict is Verdict.UNSUPPORTED:
                 continue

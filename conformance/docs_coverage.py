@@ -27,7 +27,8 @@ from typing import Any
 
 import attrs
 
-from pullspec.conformance import candidates, vectors
+from pullspec.conformance import vectors
+from pullspec.conformance.resolve import resolve
 from pullspec.spec import rules
 from pullspec.spec.errors import PullspecError
 from pullspec.spec.profiles import ALL_PROFILES, Profile
@@ -264,25 +265,11 @@ def _rule_codes(catalogue: Iterable[rules.Rule]) -> dict[CodeType, set[str]]:
     return codes
 
 
-def profile_folder(profile: Profile) -> str:
-    """The vector folder of a profile: ``rocketmq-4.9.7`` for 4.9."""
-    return "rocketmq-" + profile.tag.removeprefix("rocketmq-all-")
-
-
-#: The repository's reference-generated vectors (one ``reference-<profile>`` folder each).
-GENERATED_VECTORS = Path(__file__).resolve().parents[1] / "vectors"
-
-
-def generated_folder(profile: Profile) -> str:
-    """The reference-generated vector folder of a profile: ``reference-4.9`` for 4.9."""
-    return f"reference-{profile.value}"
-
-
 def trace_profile(
     vectors_dir: Path,
     profile: Profile,
     impl: str = "reference",
-    generated_dir: Path | None = GENERATED_VECTORS,
+    generated_dir: Path | None = vectors.GENERATED_VECTORS,
 ) -> tuple[dict[str, tuple[VectorHit, ...]], tuple[VectorRun, ...]]:
     """Replay one profile's recorded vector folders on `impl` (``rocketmq-<tag>`` and, when
     present, ``generated-<tag>``), recording the rule functions each case ran; then, unless
@@ -291,7 +278,7 @@ def trace_profile(
     Module-level and self-contained so that the two profiles can run in two processes.
     """
     codes = _rule_codes(rules.catalogue())
-    candidate = candidates.resolve(impl)
+    candidate = resolve(impl)
     hits: dict[str, list[VectorHit]] = {}
     current: set[str] = set()
 
@@ -301,10 +288,10 @@ def trace_profile(
             if found:
                 current.update(found)
 
-    recorded = profile_folder(profile)
+    recorded = vectors.profile_folder(profile)
     folders = [vectors_dir / recorded, vectors_dir / recorded.replace("rocketmq-", "generated-")]
     if generated_dir is not None:
-        folders.append(generated_dir / generated_folder(profile))
+        folders.append(generated_dir / vectors.generated_folder(profile))
     per_area: dict[str, dict[str, int]] = {}
     area_rules: dict[str, set[str]] = {}
     details: dict[str, str] = {}

@@ -16,10 +16,11 @@ from typing import Any
 
 import click
 
-from pullspec.conformance import candidates, docs_diagrams, vectors
-from pullspec.conformance.docs_coverage import profile_folder
+from pullspec.conformance import docs_diagrams, vectors
 from pullspec.conformance.docs_facts import PROJECT, Facts
 from pullspec.conformance.docs_render import code, escape, fenced, page_of
+from pullspec.conformance.resolve import resolve
+from pullspec.conformance.vectors import profile_folder
 from pullspec.spec.profiles import ALL_PROFILES, Profile
 
 MARKER = re.compile(r"^<!-- pullspec:([a-z-]+)(?: ([^>]*?))? -->$", re.M)
@@ -39,7 +40,7 @@ def offset_table(facts: Facts) -> str:
     rows: dict[tuple[Any, ...], dict[tuple[str, Profile], str]] = {}
     cases: dict[tuple[Any, ...], list[str]] = {}
     failed: list[str] = []
-    reference = candidates.resolve("reference")
+    reference = resolve("reference")
     for profile in ALL_PROFILES:
         folder = facts.shared.vectors / profile_folder(profile)
         for case in vectors.load_cases(folder, ["pull_code"]):

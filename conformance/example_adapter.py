@@ -20,8 +20,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import IO, Any
 
-from pullspec.conformance.observe import Session, resolve_candidate
+from pullspec.conformance.observe import Session
 from pullspec.conformance.ops import Op
+from pullspec.conformance.resolve import resolve
 from pullspec.spec.errors import ErrorKind, PullspecError
 from pullspec.spec.profiles import Profile
 
@@ -74,7 +75,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--impl", default="reference", help="the Python candidate to serve")
     args = parser.parse_args(argv)
-    serve(resolve_candidate(args.impl), sys.stdin, sys.stdout)
+    serve(resolve(args.impl), sys.stdin, sys.stdout)
 
 
 if __name__ == "__main__":

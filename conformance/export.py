@@ -18,8 +18,8 @@ from typing import Any
 
 from pullspec.conformance.machines import gen
 from pullspec.conformance.machines.edges import EDGE_CASES, Wrote
-from pullspec.conformance.observe import Session, case_rules, rule_sort_key
-from pullspec.conformance.ops import AREAS, Op
+from pullspec.conformance.observe import Session, case_rules
+from pullspec.conformance.ops import AREAS, Op, rule_sort_key
 from pullspec.spec.profiles import Profile
 
 FORMAT = "pullspec-vectors/1"

@@ -103,7 +103,7 @@ class ConformanceItem(pytest.Item):
         """Run the vectors or the machine and fail with every divergence found."""
         from pullspec.conformance import vectors
         from pullspec.conformance.machines import run_machine
-        from pullspec.conformance.observe import Verdict, verdict_of
+        from pullspec.conformance.vectors import Verdict
 
         opt = self.config.getoption
         profile = Profile.parse(opt("pullspec_profile"))
@@ -125,13 +125,13 @@ class ConformanceItem(pytest.Item):
         extra = [Path(d) for d in opt("pullspec_vectors")]
         cases += vectors.load_cases_with_base(extra, [self.area])
         results = [vectors.run_case(candidate, c, profile, base) for c, base in cases]
-        bad = [r for r in results if verdict_of(r) not in (Verdict.PASS, Verdict.UNSUPPORTED)]
+        bad = [r for r in results if r.verdict not in (Verdict.PASS, Verdict.UNSUPPORTED)]
         if bad:
             lines = [r.describe() for r in bad]
             raise ConformanceFailure(
                 f"{len(bad)} of {len(results)} cases failed:\n" + "\n".join(lines)
             )
-        if results and all(verdict_of(r) is Verdict.UNSUPPORTED for r in results):
+        if results and all(r.verdict is Verdict.UNSUPPORTED for r in results):
             pytest.skip(f"{impl}: {results[0].detail}")
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:

@@ -134,6 +134,20 @@ def adapter(area: str) -> AreaAdapter:
     return module  # type: ignore[no-any-return]
 
 
+def profile_folder(profile: Profile) -> str:
+    """The recorded vector folder of a profile: ``rocketmq-4.9.7`` for 4.9."""
+    return "rocketmq-" + profile.tag.removeprefix("rocketmq-all-")
+
+
+#: The repository's reference-generated vectors (one ``reference-<profile>`` folder each).
+GENERATED_VECTORS = Path(__file__).resolve().parents[1] / "vectors"
+
+
+def generated_folder(profile: Profile) -> str:
+    """The reference-generated vector folder of a profile: ``reference-4.9`` for 4.9."""
+    return f"reference-{profile.value}"
+
+
 #: The files of a store directory of ../shared/stores: the broker's answers are its vectors.
 STORE_ANSWERS, STORE_MESSAGES = "answers.jsonl", "messages.jsonl"
 

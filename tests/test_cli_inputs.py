@@ -234,7 +234,7 @@ def test_a_divergence_names_the_1_based_step_its_arguments_and_rules(tmp_path: P
 
 
 def test_a_crashed_adapter_keeps_the_last_whole_lines_of_its_stderr() -> None:
-    from pullspec.conformance.subprocess_candidate import stderr_tail
+    from pullspec.conformance.remote.channel import stderr_tail
 
     lines = [f"line {i}: " + "x" * 300 for i in range(20)]
     text = ("\n".join(lines) + "\n").encode()

@@ -7,9 +7,9 @@ import types
 from collections.abc import Sequence
 
 import pullspec.reference.factories as reference_factories
-from pullspec.conformance.candidates import resolve
 from pullspec.conformance.machines.simulation import candidate_hooks, lockstep, run_simulation
-from pullspec.conformance.observe import Verdict
+from pullspec.conformance.resolve import resolve
+from pullspec.conformance.vectors import Verdict
 from pullspec.reference.process_queue import ReferenceProcessQueue
 from pullspec.reference.sim_config import SimConfig
 from pullspec.reference.sim_faults import parse_schedule

@@ -18,6 +18,7 @@ from hypothesis import seed as hypothesis_seed
 from hypothesis.errors import Flaky, FlakyFailure
 from hypothesis.stateful import run_state_machine_as_test
 
+from pullspec.conformance.candidates import CandidateTimeoutError
 from pullspec.conformance.machines import gen
 from pullspec.conformance.machines.lockstep import (
     LockstepError,
@@ -29,8 +30,9 @@ from pullspec.conformance.machines.lockstep import (
     write_replay,
 )
 from pullspec.conformance.machines.minimize import minimize
-from pullspec.conformance.observe import CandidateTimeoutError, Session, Verdict
+from pullspec.conformance.observe import Session
 from pullspec.conformance.ops import AREAS, MACHINE_AREAS
+from pullspec.conformance.vectors import Verdict
 from pullspec.spec.errors import UnsupportedError
 from pullspec.spec.profiles import Profile
 

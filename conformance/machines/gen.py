@@ -18,9 +18,15 @@ from typing import Any, Protocol, TypeVar
 import attrs
 from hypothesis import strategies as st
 
-from pullspec.conformance.adapters.process_queue import DEFAULT_STATE_FIELDS
 from pullspec.conformance.machines import client_gen
-from pullspec.conformance.ops import CLIENT_AREAS, STATE_FIELDS, Observation, Op, check_area
+from pullspec.conformance.ops import (
+    CLIENT_AREAS,
+    DEFAULT_STATE_FIELDS,
+    STATE_FIELDS,
+    Observation,
+    Op,
+    check_area,
+)
 
 T = TypeVar("T")
 

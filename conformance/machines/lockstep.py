@@ -19,17 +19,11 @@ import attrs
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
 
+from pullspec.conformance.candidates import CandidateTimeoutError
 from pullspec.conformance.machines import gen
-from pullspec.conformance.observe import (
-    CandidateTimeoutError,
-    Divergence,
-    DivergenceKind,
-    Session,
-    Verdict,
-    compare,
-    rule_sort_key,
-)
-from pullspec.conformance.ops import Observation, Op, rules_for
+from pullspec.conformance.observe import Divergence, DivergenceKind, Session, compare
+from pullspec.conformance.ops import Observation, Op, rule_sort_key, rules_for
+from pullspec.conformance.vectors import Verdict
 from pullspec.spec.errors import UnsupportedError
 from pullspec.spec.profiles import Profile
 

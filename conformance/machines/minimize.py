@@ -15,8 +15,8 @@ from typing import Any
 import attrs
 
 from pullspec.conformance.machines.lockstep import MachineReport, replay_trace
-from pullspec.conformance.observe import Verdict
 from pullspec.conformance.ops import Op
+from pullspec.conformance.vectors import Verdict
 
 #: Replays one minimisation may spend (a bound for slow subprocess candidates).
 MAX_REPLAYS = 2000

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from pullspec.conformance.observe import Verdict
+from pullspec.conformance.vectors import Verdict
 from pullspec.reference import sim_history as h
 from pullspec.reference.process_queue import ReferenceProcessQueue
 from pullspec.reference.sim_cluster import RecordingStore
@@ -343,7 +343,7 @@ def main(argv: list[str] | None = None) -> int:
     """Replay one lockstep run: exit 1 and print the divergence if there is one."""
     import argparse
 
-    from pullspec.conformance.candidates import resolve
+    from pullspec.conformance.resolve import resolve
     from pullspec.reference.sim_faults import parse_schedule
 
     parser = argparse.ArgumentParser(prog="python -m pullspec.conformance.machines.simulation")

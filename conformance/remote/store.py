@@ -1,118 +1,24 @@
-"""The session with one remote instance and the forwarding objects built on it for the broker
-side: the message store, the pull path and the send-back processor (`SubprocessCandidate`'s
-`message_store`, `broker` and `send_back`), plus the typed errors a reply carries back.
+"""The forwarding objects of the broker side: the message store, the pull path and the
+send-back processor (`SubprocessCandidate`'s `message_store`, `broker` and `send_back`). Each
+call travels as the matching vector op; the records themselves never cross the protocol, only
+their offsets and sizes.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import Any
 
 import attrs
 
-from pullspec.conformance.adapters._config import STORE_KEYS
-from pullspec.conformance.observe import CandidateCrashedError
-from pullspec.conformance.ops import error_kind
+from pullspec.conformance.remote.session import VERSION_NAMES, RemoteSession, raise_observed
 from pullspec.spec.code import FLAG_SUBSCRIPTION, PullMessageRequest, PullResponse
-from pullspec.spec.config import BrokerConfig, StoreConfig
-from pullspec.spec.errors import ErrorKind, PullspecError, UnsupportedError
+from pullspec.spec.errors import UnsupportedError
 from pullspec.spec.filter import ExpressionMessageFilter
 from pullspec.spec.message import BrokerInnerMessage, StoredMessage
-from pullspec.spec.profiles import Profile
 from pullspec.spec.results import GetMessageResult, PutMessageResult
-from pullspec.spec.retry_request import (
-    MQ_VERSION_ORDINALS,
-    SendBackRequest,
-    SendBackResponse,
-    profile_request_version,
-)
+from pullspec.spec.retry import SendBackRequest, SendBackResponse, profile_request_version
 from pullspec.spec.status import BrokerRole, GetMessageStatus, PutMessageStatus, ResponseCode
-
-if TYPE_CHECKING:
-    from pullspec.conformance.subprocess_candidate import SubprocessCandidate
-
-
-class RemoteError(PullspecError):
-    """A typed error the subprocess reported: only its kind travels, never its text."""
-
-    def __init__(self, kind: ErrorKind, message: str = "") -> None:
-        self.kind = kind
-        super().__init__(f"{kind.value}: {message}" if message else kind.value)
-
-
-def raise_error(kind: ErrorKind, message: str = "") -> None:
-    """Raise the spec error of `kind` (UnsupportedError for UNSUPPORTED, so verdicts match)."""
-    if kind is ErrorKind.UNSUPPORTED:
-        raise UnsupportedError(message or "the subprocess does not support this")
-    raise RemoteError(kind, message)
-
-
-_FIELD_KEYS = {field: key for key, field in STORE_KEYS.items()}
-_VERSION_NAMES = {ordinal: name for name, ordinal in MQ_VERSION_ORDINALS.items()}
-
-
-def store_config_json(config: StoreConfig) -> dict[str, Any]:
-    """A StoreConfig in the vectors' MessageStoreConfig keys: the broker role and every setting
-    that differs from RocketMQ's default (a default is left out, so an adapter never sees a
-    1 GiB commit-log size it did not ask for); UnsupportedError if a setting has no key."""
-    out: dict[str, Any] = {"brokerRole": config.broker_role.value}
-    default = StoreConfig()
-    for field in attrs.fields(StoreConfig):
-        value = getattr(config, field.name)
-        if field.name == "broker_role" or value == getattr(default, field.name):
-            continue
-        if field.name not in _FIELD_KEYS:
-            raise UnsupportedError(f"StoreConfig.{field.name} has no vector key")
-        out[_FIELD_KEYS[field.name]] = value
-    return out
-
-
-def broker_config_json(config: BrokerConfig) -> dict[str, Any]:
-    """A BrokerConfig in the vectors' keys (only slaveReadEnable may differ from the default)."""
-    if attrs.evolve(config, slave_read_enable=False) != BrokerConfig():
-        raise UnsupportedError("a BrokerConfig beyond slaveReadEnable")
-    return {"slaveReadEnable": config.slave_read_enable}
-
-
-def raise_observed(observation: dict[str, Any]) -> None:
-    """Raise the typed error an observation carries (after its state was taken in)."""
-    if observation.get("error") is not None:
-        raise_error(error_kind(observation["error"]))
-
-
-class RemoteSession:
-    """One remote instance, created at its first op so that config learnt late still goes into
-    `create`; a config change after that recreates it and replays its ops, which must answer
-    exactly as before (a candidate that does not is not deterministic: CRASHED)."""
-
-    def __init__(
-        self, peer: SubprocessCandidate, area: str, config: dict[str, Any], profile: Profile
-    ) -> None:
-        self.peer, self.area, self.config, self.profile = peer, area, config, profile
-        self._instance: int | None = None
-        self._history: list[tuple[str, dict[str, Any], dict[str, Any]]] = []
-
-    def configure(self, **changes: Any) -> None:
-        """Set create-config keys; recreate and replay when they change a live instance."""
-        if all(self.config.get(k) == v for k, v in changes.items()):
-            return
-        self.config.update(changes)
-        if self._instance is None:
-            return
-        history, self._history, self._instance = self._history, [], None
-        for op, args, reply in history:
-            if self._raw(op, args) != reply:
-                raise CandidateCrashedError(f"replaying {op} {args} answered differently")
-
-    def _raw(self, op: str, args: dict[str, Any]) -> dict[str, Any]:
-        if self._instance is None:
-            self._instance = self.peer.create(self.area, self.config, self.profile)
-        reply = self.peer.call(self._instance, self.area, op, args)
-        self._history.append((op, args, reply))
-        return reply
-
-    def call(self, op: str, args: dict[str, Any]) -> dict[str, Any]:
-        """Run one op and answer its observation (a top-level error reply raises)."""
-        return self.peer.check(self._raw(op, args))
 
 
 def _message_json(msg: BrokerInnerMessage) -> dict[str, Any]:
@@ -182,7 +88,7 @@ class RemoteStore:
         raise_observed(self._learn(self._s.call("set_role", args)))
         self._role, self._check = broker_role, offset_check_in_slave
 
-    def put_messages(self, msgs: list[BrokerInnerMessage]) -> list[PutMessageResult]:
+    def put_messages(self, msgs: Sequence[BrokerInnerMessage]) -> list[PutMessageResult]:
         """Forward `put`."""
         key = "originalTopic" if self._s.area == "send_back" else "topic"
         for m in msgs:
@@ -235,6 +141,16 @@ class RemoteStore:
             offsets=tuple(seen["msgOffsets"]),
             total_size=seen["bufferTotalSize"],
         )
+
+    def look_message_by_offset(self, commitlog_offset: int) -> StoredMessage | None:
+        """Not a vector op: the records stay in the subprocess."""
+        raise UnsupportedError("a subprocess store answers offsets, not the records")
+
+    def check_in_disk_by_consume_offset(
+        self, topic: str, queue_id: int, consume_offset: int
+    ) -> bool:
+        """Not a vector op."""
+        raise UnsupportedError("checkInDiskByConsumeOffset is not a vector op")
 
     def delete_expired_files(self) -> int:
         """Forward `delete_expired`, one forced clean round (docs/protocol.md, `store`); the
@@ -360,10 +276,10 @@ class RemoteSendBack:
         version = (
             profile_request_version(self._s.profile) if request_version is None else request_version
         )
-        if version not in _VERSION_NAMES:
+        if version not in VERSION_NAMES:
             raise UnsupportedError(f"request version {version} has no name")
         self._s.configure(
-            requestVersion=_VERSION_NAMES[version],
+            requestVersion=VERSION_NAMES[version],
             originalTopic=request.origin_topic or self._s.config["originalTopic"],
         )
         args = {

@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from pullspec.conformance.adapters.process_queue import DEFAULT_STATE_FIELDS
-from pullspec.conformance.subprocess_remote_store import RemoteSession, raise_observed
+from pullspec.conformance.ops import DEFAULT_STATE_FIELDS
+from pullspec.conformance.remote.session import RemoteSession, raise_observed
 from pullspec.spec.clock import Clock
 from pullspec.spec.errors import UnsupportedError
 from pullspec.spec.message import PROPERTY_MAX_OFFSET, MessageQueue, StoredMessage
