@@ -17,13 +17,17 @@ from pullspec.conformance import campaign_svg
 from pullspec.conformance.campaign import SIMULATION
 from pullspec.conformance.campaign_shrink import Replay
 from pullspec.conformance.ops import OP_RULES, rule_sort_key
+from pullspec.reference.sim_coverage import COVERABLE, TARGETS
 
 #: Verdict columns of the tables, in order.
 VERDICTS = ("PASS", "DIVERGED", "CRASHED", "TIMEOUT", "UNSUPPORTED")
 
 
 def in_scope(area: str) -> tuple[str, ...]:
-    """The rule IDs the ops of `area` can exercise, in catalogue order."""
+    """The rule IDs the ops of `area` can exercise (for the simulation, the rules a history can
+    show, reference.sim_coverage), in catalogue order."""
+    if area == SIMULATION:
+        return tuple(sorted(COVERABLE, key=rule_sort_key))
     found = {r for ids in OP_RULES.get(area, {}).values() for r in ids}
     return tuple(sorted(found, key=rule_sort_key))
 
@@ -53,11 +57,16 @@ class AreaLine:
         return tuple(r for r in in_scope(self.area) if self.rules.get(r))
 
     def rules_shown(self, sep: str) -> str:
-        """Rules hit out of those in scope (`12/16`); `–` for the simulation, whose rows name
-        rules only when they diverge."""
-        if self.area == SIMULATION:
-            return "–"
+        """Rules hit out of those in scope (`12/16`)."""
         return f"{len(self.rules_hit)}{sep}{len(in_scope(self.area))}"
+
+    @property
+    def targets(self) -> dict[str, int]:
+        """The simulation's targeted rules (reference.sim_coverage.TARGETS) and how many seeds
+        reached each; empty for the other areas."""
+        if self.area != SIMULATION:
+            return {}
+        return {t: int(self.rules.get(t, 0)) for t in TARGETS}
 
     def to_json(self) -> dict[str, Any]:
         """The JSON form of this area in the summary."""
@@ -69,6 +78,7 @@ class AreaLine:
             "rules_hit": list(self.rules_hit),
             "rules_in_scope": len(in_scope(self.area)),
             "statuses": dict(sorted(self.statuses.items())),
+            **({"targets": self.targets} if self.area == SIMULATION else {}),
         }
 
 
@@ -201,6 +211,16 @@ def _throughput(s: Summary) -> str:
     )
 
 
+def _targets(s: Summary) -> list[str]:
+    """A line per simulation area: how many seeds reached each targeted rule."""
+    return [
+        f"{a.area} targets reached: "
+        + ", ".join(f"{rule} {n}/{a.traces}" for rule, n in a.targets.items())
+        for a in s.areas
+        if a.area == SIMULATION
+    ]
+
+
 def text(s: Summary) -> str:
     """The summary table printed at the end of a campaign."""
     head = f"{'area':<14}{'traces':>8}{'ops':>11}" + "".join(f"{v:>12}" for v in VERDICTS[:4])
@@ -217,6 +237,7 @@ def text(s: Summary) -> str:
             "(simulation: the simulator run with the reference's parts and with the "
             "candidate's, histories compared event by event; its ops are events)"
         )
+        lines.extend(_targets(s))
     lines.append(_throughput(s))
     for f in s.failures[:10]:
         lines.append(
@@ -244,7 +265,7 @@ def markdown(s: Summary) -> str:
         )
     for area, why in s.unsupported.items():
         out.append(f"| {area} | – | – | UNSUPPORTED: {why} |" + " |" * (len(VERDICTS) + 1))
-    out += ["", "![Rule coverage and throughput](campaign.svg)", ""]
+    out += ["", *_targets(s), "", "![Rule coverage and throughput](campaign.svg)", ""]
     if s.replays:
         out += ["## Minimal failing traces", ""]
         out += [f"- {r.area} seed {r.seed} ({_ops(r.steps)}): `{r.command}`" for r in s.replays]

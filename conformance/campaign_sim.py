@@ -1,12 +1,15 @@
-"""The campaign's `simulation` area: the whole-system lockstep, one seed per row.
+"""The campaign's `simulation` area: `pullspec simulate --impl`, one seed per row.
 
 Each seed runs the simulator (reference.simulator: a consumer group under the seed's fault
-schedule) twice — with the reference parts, then with the candidate's message store and process
-queue substituted where it has them — and compares the two histories event by event
-(conformance.machines.simulation.lockstep, as `pullspec conform` does for a few seeds). A row's
+schedule, then a quiet tail) with the reference's parts and with the candidate's substituted
+where it has them, side by side, comparing the two histories event by event
+(conformance.machines.simulation.compare, as `pullspec conform` does for a few seeds). A row's
 `ops` are the events compared, which the summary keeps apart from the lockstep areas' diffed
-ops; a divergence names the differing event, the rule IDs it mentions and, as `detail`, the
-command that replays the seed.
+ops; its `rule_ids` are the rules the history reached (reference.sim_coverage), so the report
+shows which seeds reached the targeted rules. A divergence names the differing event, the rule
+IDs it mentions and, as `detail`, the command that replays the seed; a candidate run whose own
+history breaks an invariant (a violation, liveness or a budget) is DIVERGED too, of kind
+INVARIANT, with the INV rules it broke.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from typing import Any
 
 from pullspec.conformance.campaign import SIMULATION, Row
 from pullspec.conformance.campaign_shrink import Replay
+from pullspec.conformance.ops import rule_sort_key
 from pullspec.conformance.vectors import Verdict
 from pullspec.spec.profiles import Profile
 
@@ -47,30 +51,35 @@ def _event_name(event: dict[str, Any] | None) -> str | None:
 
 def run_simulation(candidate: Any, impl: str, seed: int, profile: Profile, steps: int) -> Row:
     """The whole-system lockstep of `seed` and its row (conformance.campaign.COLUMNS)."""
-    from pullspec.conformance.machines.simulation import DEFAULT_FAULT_GAP_MS, lockstep
+    from pullspec.conformance.machines.simulation import DEFAULT_FAULT_GAP_MS, compare
     from pullspec.reference.sim_config import SimConfig
+    from pullspec.reference.simulator import Simulator
+    from pullspec.spec.invariants import ANOMALY_RULES
 
     started, cpu = time.perf_counter(), time.process_time()
     config = SimConfig(seed=seed, profile=profile, mean_fault_gap_ms=DEFAULT_FAULT_GAP_MS)
-    try:
-        verdict, events, divergence, detail = lockstep(candidate, config, steps, impl=impl)
-    except Exception as exc:  # the reference run failing is a crash of the simulation itself
-        verdict, events, divergence, detail = (
-            Verdict.CRASHED,
-            0,
-            None,
-            f"{type(exc).__name__}: {exc}",
-        )
-    step = op = field = None
+    kind = step = op = field = None
     rules: list[str] = []
-    if divergence is not None:
-        events = divergence.index + 1
-        step, op = events, _event_name(divergence.expected) or _event_name(divergence.actual)
-        field, rules, detail = (
-            f"history[{divergence.index}]",
-            list(divergence.rules),
-            divergence.replay,
-        )
+    covered: list[str] = []
+    try:
+        found = compare(candidate, config, steps, impl=impl)
+        verdict, events, detail = found.verdict, found.events, found.detail
+    except Exception as exc:  # the reference run failing is a crash of the simulation itself
+        found, verdict, events, detail = None, Verdict.CRASHED, 0, f"{type(exc).__name__}: {exc}"
+    if found is not None and found.reference is not None:
+        reached = found.reference.check.coverage.get("rules")
+        covered = sorted(reached, key=rule_sort_key) if isinstance(reached, dict) else []
+    if found is not None and found.divergence is not None:
+        d = found.divergence
+        events = d.index + 1
+        step, op = events, _event_name(d.expected) or _event_name(d.actual)
+        field, rules, detail = f"history[{d.index}]", list(d.rules), d.replay
+    elif found is not None and found.candidate is not None and found.candidate.check.violations:
+        # Identical histories, but the run itself breaks an invariant.
+        broken = sorted(found.candidate.check.violations)
+        verdict, kind, step, op, field = Verdict.DIVERGED, "INVARIANT", events, broken[0], "check"
+        rules = sorted({ANOMALY_RULES[k] for k in broken if k in ANOMALY_RULES}, key=rule_sort_key)
+        detail = Simulator.replay_of(config, steps, found.candidate.schedule, impl)
     return (
         seed,
         SIMULATION,
@@ -78,12 +87,12 @@ def run_simulation(candidate: Any, impl: str, seed: int, profile: Profile, steps
         impl,
         events,
         verdict.value,
-        None,
+        kind,
         step,
         op,
         field,
         rules,
-        [],
+        covered,
         [],
         detail,
         time.perf_counter() - started,

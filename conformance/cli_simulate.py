@@ -1,5 +1,7 @@
 """`pullspec simulate`: run the whole-system simulator (`reference.simulator`) and check its
-history for the anomalies of docs/narrative/anomalies.md."""
+history for the anomalies of docs/narrative/anomalies.md; with `--impl`, run it with a
+candidate's parts as well and compare the two histories event by event
+(`conformance.machines.simulation.compare`)."""
 
 from __future__ import annotations
 
@@ -56,6 +58,12 @@ DETAILS_SHOWN = 5
     help="The RocketMQ version whose rules the model follows.",
 )
 @click.option("--no-slave", is_flag=True, help="Run the master alone.")
+@click.option(
+    "--impl",
+    default=None,
+    help="Also run with this candidate's parts (reference, fast, module:factory) and compare "
+    "its history with the reference's, event by event.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.option(
     "--history",
@@ -82,13 +90,16 @@ def simulate_command(
     schedule: str | None,
     profile: str,
     no_slave: bool,
+    impl: str | None,
     as_json: bool,
     history_file: Path | None,
     progress_every: int,
     quiet: bool,
 ) -> None:
     """Simulate a consumer group under faults and report the anomalies its history shows:
-    violations (exit 1) and anomalies RocketMQ 4.x allows, counted by rule."""
+    violations (exit 1), anomalies RocketMQ 4.x allows (counted by rule), liveness after a
+    quiet tail, and the rules the run reached. With --impl, the candidate's run is checked and
+    must match the reference's event by event (exit 1 otherwise)."""
     try:
         config = SimConfig(
             seed=seed,
@@ -101,6 +112,11 @@ def simulate_command(
         )
     except ValueError as exc:
         raise click.UsageError(str(exc)) from exc
+    if impl is not None:
+        if history_file is not None:
+            raise click.UsageError("--history cannot be combined with --impl")
+        _simulate_candidate(impl, config, steps, as_json)
+        return
     started = time.perf_counter()
 
     def progress(done: int, virtual_ms: int) -> None:
@@ -143,7 +159,55 @@ def simulate_command(
         sys.exit(1)
 
 
-def _print(result: SimResult, sim: Simulator, history_file: Path | None) -> None:
+def _simulate_candidate(impl: str, config: SimConfig, steps: int, as_json: bool) -> None:
+    """Run the reference and `impl` side by side; print the candidate's verdict and the
+    lockstep's; exit 1 on a divergence, a crash or a violation."""
+    from pullspec.conformance.machines.simulation import PARTS, candidate_parts, compare
+    from pullspec.conformance.resolve import resolve
+    from pullspec.conformance.vectors import Verdict
+    from pullspec.spec.errors import PullspecError
+
+    try:
+        candidate = resolve(impl)
+    except PullspecError as exc:
+        raise click.UsageError(str(exc)) from exc
+    parts = candidate_parts(candidate).provided()
+    if not parts:
+        raise click.UsageError(f"--impl {impl}: provides none of {', '.join(PARTS)}")
+    found = compare(candidate, config, steps, impl=impl)
+    result = found.candidate
+    lockstep = {
+        "verdict": found.verdict.value,
+        "events": found.events,
+        "parts": list(parts),
+        "divergence": found.divergence.to_json() if found.divergence else None,
+        "detail": found.detail,
+    }
+    if as_json:
+        out: dict[str, object] = result.to_json() if result is not None else {}
+        out |= {"seed": config.seed, "impl": impl, "lockstep": lockstep}
+        click.echo(json.dumps(out))
+    else:
+        click.echo(
+            f"{impl} ({', '.join(parts)}) against the reference: {found.verdict.value}, "
+            f"{found.events} events compared"
+        )
+        if found.divergence is not None:
+            d = found.divergence
+            click.echo(f"  first difference at event {d.index} (rules {', '.join(d.rules)})")
+            click.echo(f"  reference: {json.dumps(d.expected)}")
+            click.echo(f"  {impl}: {json.dumps(d.actual)}")
+            click.echo(f"replay: {d.replay}")
+        elif found.detail:
+            click.echo(f"  {found.detail}")
+        if result is not None:
+            _print(result, None, None)
+    failed = found.verdict is not Verdict.PASS
+    if failed or (result is not None and result.check.violations):
+        sys.exit(1)
+
+
+def _print(result: SimResult, sim: Simulator | None, history_file: Path | None) -> None:
     stats = result.check.stats
     click.echo(
         f"{result.steps} steps, {result.virtual_ms / 1000:.1f} s virtual, "
@@ -171,8 +235,35 @@ def _print(result: SimResult, sim: Simulator, history_file: Path | None) -> None
         if anomaly.rule is None and shown.get(anomaly.kind, 0) < DETAILS_SHOWN:
             shown[anomaly.kind] = shown.get(anomaly.kind, 0) + 1
             click.echo(f"  {anomaly.kind} at {anomaly.at} ms: {anomaly.detail}")
-    if violations:
+    _print_liveness(result)
+    if violations and sim is not None:
         click.echo(f"replay: {sim.replay_command()}")
+
+
+def _print_liveness(result: SimResult) -> None:
+    live = result.check.liveness
+    if live.get("judged"):
+        state = "settled" if live.get("settled") else "NOT settled"
+        click.echo(
+            f"liveness: {state} after a quiet tail of {result.tail_steps} steps; "
+            f"{live.get('poisonInDlq')} of {live.get('poison')} poison messages in the DLQ"
+        )
+    else:
+        click.echo("liveness: not judged (no quiet tail)")
+    for name in ("duplicates", "commits"):
+        groups = live.get(name)
+        if isinstance(groups, dict):
+            shown = ", ".join(
+                f"{g} {b['count']}/{b['budget']}" for g, b in groups.items() if b["count"]
+            )
+            click.echo(f"budget {name}: {shown or 'none used'}")
+    cover = result.check.coverage
+    targets = cover.get("targets")
+    if isinstance(targets, dict):
+        reached = ", ".join(f"{r} {n}" for r, n in targets.items())
+        missed = cover.get("missed")
+        gaps = ", ".join(str(m) for m in missed) if isinstance(missed, list) else ""
+        click.echo(f"targets: {reached}" + (f" (missed: {gaps})" if gaps else ""))
 
 
 COMMANDS = [simulate_command]

@@ -13,13 +13,9 @@ import random
 from collections.abc import Callable, Mapping
 
 from pullspec.reference.broker import ReferenceBroker
-from pullspec.reference.client_consumer import (
-    ClientConsumer,
-    ConsumeTime,
-    Listener,
-    new_push_consumer,
-)
+from pullspec.reference.client_consumer import ClientConsumer, Listener, new_push_consumer
 from pullspec.reference.client_instance import ReferenceClientInstance
+from pullspec.reference.client_parts import ConsumeTime
 from pullspec.reference.remoting import ReferenceRemoting
 from pullspec.reference.scheduler import Scheduler
 from pullspec.reference.store import ReferenceMessageStore

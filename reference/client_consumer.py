@@ -18,13 +18,19 @@ The wiring, part by part:
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import cast
 
 import attrs
 
 from pullspec.reference.client_instance import ReferenceClientInstance
+from pullspec.reference.client_parts import (
+    ClientRebalance,
+    ConsumerParts,
+    ConsumeService,
+    ConsumeTime,
+)
 from pullspec.reference.client_remoting import RemotingAdmin, RemotingOffsetClient
 from pullspec.reference.consume_concurrently import ReferenceConsumeConcurrentlyService
 from pullspec.reference.consume_orderly import ReferenceConsumeOrderlyService
@@ -37,19 +43,17 @@ from pullspec.reference.rebalance import NewPullRequest, ReferenceRebalancePushI
 from pullspec.reference.remoting import ReferenceRemoting
 from pullspec.reference.scheduler import Scheduler
 from pullspec.spec import allocate as al
+from pullspec.spec.client_send_back import SendBackClient
 from pullspec.spec.consume_types import ConcurrentListener, OrderlyListener, retry_topic
 from pullspec.spec.consumer_config import ConsumeMode, ConsumerConfig, MessageModel
 from pullspec.spec.errors import InvalidArgumentError, require_str
 from pullspec.spec.filter import SubscriptionData, build_subscription_data
-from pullspec.spec.message import MessageQueue, StoredMessage
+from pullspec.spec.message import MessageQueue
 from pullspec.spec.offset_store import OffsetStore
 from pullspec.spec.profiles import Profile
 from pullspec.spec.protocols import ProcessQueue
 
-#: How long a listener call lasts, in virtual milliseconds (orderly and concurrent services).
-ConsumeTime = Callable[[Sequence[StoredMessage]], int]
 Listener = ConcurrentListener | OrderlyListener
-ConsumeService = ReferenceConsumeConcurrentlyService | ReferenceConsumeOrderlyService
 
 
 class ClientConsumer:
@@ -66,7 +70,11 @@ class ClientConsumer:
         strategy: al.AllocateStrategy = al.allocate_averagely,
         offset_dir: str | Path | None = None,
         consume_time: ConsumeTime | None = None,
+        parts: ConsumerParts | None = None,
+        process_queue_factory: Callable[[], ProcessQueue] | None = None,
     ) -> None:
+        #: The factories of the replaceable parts (the reference's classes where None).
+        self.parts = parts or ConsumerParts()
         self.instance = instance
         self.group = require_str("group", group)
         self.config = config
@@ -78,8 +86,8 @@ class ClientConsumer:
         }
         remoting, scheduler = instance.remoting, instance.scheduler
         self.offset_store = self._offset_store(remoting, offset_dir)
-        self.send_back = instance.send_back_client(group, unit_mode=config.unit_mode)
-        self.rebalance = ReferenceRebalancePushImpl(
+        self.send_back = self._send_back_client()
+        self.rebalance: ClientRebalance = (self.parts.rebalance or ReferenceRebalancePushImpl)(
             scheduler,
             group=group,
             client_id=instance.client_id,
@@ -92,10 +100,11 @@ class ClientConsumer:
             consumer_ids=instance.consumer_ids,
             strategy=strategy,
             dispatch=self._dispatch,
+            process_queue_factory=process_queue_factory,
         )
         self.consume_service: ConsumeService
         if config.orderly:
-            orderly = ReferenceConsumeOrderlyService(
+            orderly = (self.parts.consume_orderly or ReferenceConsumeOrderlyService)(
                 scheduler,
                 group=group,
                 config=config,
@@ -109,7 +118,8 @@ class ClientConsumer:
             self.rebalance.consume_lock_free = orderly.consume_lock_free
             self.consume_service = orderly
         else:
-            self.consume_service = ReferenceConsumeConcurrentlyService(
+            concurrently = self.parts.consume_concurrently or ReferenceConsumeConcurrentlyService
+            self.consume_service = concurrently(
                 scheduler,
                 group=group,
                 config=config,
@@ -139,14 +149,17 @@ class ClientConsumer:
         self, remoting: ReferenceRemoting, offset_dir: str | Path | None
     ) -> OffsetStore:
         if self.config.message_model is MessageModel.CLUSTERING:
-            return ReferenceRemoteOffsetStore(
-                RemotingOffsetClient(remoting, self.group, self.profile), self.group
-            )
+            remote = self.parts.offset_store or ReferenceRemoteOffsetStore
+            return remote(RemotingOffsetClient(remoting, self.group, self.profile), self.group)
         if offset_dir is None:
             raise InvalidArgumentError("offset_dir", None, "BROADCASTING needs a directory")
         return ReferenceLocalFileOffsetStore.for_group(
             str(offset_dir), self.instance.client_id, self.group
         )
+
+    def _send_back_client(self) -> SendBackClient:
+        """The group's SendBackClient (CONSUMER_SEND_MSG_BACK and the internal producer)."""
+        return self.instance.send_back_client(self.group, unit_mode=self.config.unit_mode)
 
     def _dispatch(self, request: NewPullRequest) -> None:
         # dispatchPullRequest (REBAL-12): executePullRequestImmediately on the pull service

@@ -3,9 +3,11 @@ scheduler.
 
 The consume pool and both single-thread schedulers of RocketMQ are events of one `Scheduler`:
 a ConsumeRequest runs as an event due now, a delayed resubmission or a cleaner run as an event
-due later. A listener call takes no virtual time. Every decision is a rule of
-`spec.consume_concurrently` / `spec.client_send_back` / `spec.consume_lifecycle`; this class
-calls the listener and the send-back client, and applies the plans.
+due later. A listener call takes `consume_time(msgs)` virtual milliseconds (0 by default): the
+consume thread is inside the listener until then, and the result is processed when it returns.
+Every decision is a rule of `spec.consume_concurrently` / `spec.client_send_back` /
+`spec.consume_lifecycle`; this class calls the listener and the send-back client, and applies
+the plans.
 
 RocketMQ mutates the cached MessageExt objects (CONSUME_START_TIME, the restored retry topic,
 reconsumeTimes, the fallback's property puts); spec messages are frozen, so each change is
@@ -71,6 +73,8 @@ class ConsumeRecord:
     reconsume_times: tuple[int, ...]
     status: ConsumeConcurrentlyStatus
     return_type: ConsumeReturnType
+    #: When the listener returned (`at` for a call that took no time).
+    end: int = attrs.field(default=attrs.Factory(lambda self: self.at, takes_self=True))
 
 
 @attrs.frozen
@@ -289,12 +293,37 @@ class ReferenceConsumeConcurrentlyService:
             self.log.append(("warn", f"consumeMessage exception: {exc!r}"))
         if status is not None and not isinstance(status, ConsumeConcurrentlyStatus):
             raise InvalidTypeError("listener status", status, "ConsumeConcurrentlyStatus")
+        duration = self.consume_time(msgs)
+        if duration <= 0:
+            self._finish(msgs, pq, mq, context, status, has_exception, now)
+            return
+        # The consume thread stays inside the listener: the result is acted on when it returns,
+        # and meanwhile the cleaner (PQ-18) or a rebalance (CONC-4 step 10) may act on the queue.
+        self.scheduler.call_later(
+            duration,
+            lambda: self._finish(msgs, pq, mq, context, status, has_exception, now),
+            f"consumed {mq.queue_id}",
+        )
+
+    def _finish(
+        self,
+        msgs: cc.Batch,
+        pq: ProcessQueue,
+        mq: MessageQueue,
+        context: ConsumeConcurrentlyContext,
+        status: object,
+        has_exception: bool,
+        start: int,
+    ) -> None:
+        """The listener returned: normalise its status (CONC-5) and process the result."""
+        assert status is None or isinstance(status, ConsumeConcurrentlyStatus)
+        now = self.scheduler.clock.now_ms()
         final, kind = cc.normalise_status(
-            status, has_exception, self.consume_time(msgs), self.config.consume_timeout
+            status, has_exception, now - start, self.config.consume_timeout
         )
         offsets = tuple(m.queue_offset for m in msgs)
         times = tuple(m.reconsume_times for m in msgs)
-        self.records.append(ConsumeRecord(now, mq, offsets, times, final, kind))
+        self.records.append(ConsumeRecord(start, mq, offsets, times, final, kind, now))
         # CONC-4 step 10: the result of a queue dropped meanwhile is discarded
         if pq.dropped:
             self.log.append(

@@ -19,6 +19,8 @@ from pullspec.spec.message import StoredMessage
 from pullspec.spec.profiles import Profile
 
 log = logging.getLogger(__name__)
+# A library logs; the application decides where it goes (nothing by default).
+log.addHandler(logging.NullHandler())
 
 SendMessageBack = Callable[[StoredMessage, int], object]
 

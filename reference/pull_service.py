@@ -117,6 +117,8 @@ class PullMessageService:
         self.current: PullRequest | None = None
         #: How many requests the pull thread has taken.
         self.taken = 0
+        #: The pull thread takes nothing before this virtual time (`block_until`).
+        self._blocked_until = 0
         #: (level, message) for what RocketMQ logs; tests read it.
         self.log: list[tuple[str, str]] = []
 
@@ -224,12 +226,21 @@ class PullMessageService:
         box.append(handle)
         self._timers[handle] = self._scheduler.clock.now_ms() + delay
 
+    def block_until(self, at: int) -> None:
+        """The pull thread is stuck inside a call that returns at virtual time `at` (a fault a
+        test or the simulator injects): nothing is taken before then, while the timer, and so
+        the delayed re-enqueues, run on."""
+        self._blocked_until = max(self._blocked_until, require_int("at", at))
+
     def _schedule_take(self) -> None:
         if self._started and not self._stopped and self._queue and not self._take_scheduled:
             self._take_scheduled = True
             self._scheduler.call_soon(self._take, "pull-thread")
 
     def _take(self) -> None:
+        if self._blocked_until > self._scheduler.clock.now_ms():
+            self._scheduler.call_at(self._blocked_until, self._take, "pull-thread")
+            return
         self._take_scheduled = False
         if self._stopped or not self._queue:
             return

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from pullspec.reference import sim_history as h
+from pullspec.reference.sim_cluster import RecordingStore
 from pullspec.reference.sim_faults import FaultStep
 
 if TYPE_CHECKING:
@@ -103,6 +104,50 @@ def _listener_slow(sim: Simulator, client: SimClient, value: int) -> None:
     client.slow.extend([value] * 3)
 
 
+def _listener_stuck(sim: Simulator, client: SimClient, value: int) -> None:
+    # The next call on the topic: its queue keeps moving, so the span grows past the held one.
+    client.stuck.append(max(value, 1))
+
+
+def _consume_timeout(sim: Simulator, client: SimClient, value: int) -> None:
+    client.slow.insert(0, max(value, 1))  # the very next call, on any queue
+
+
+def _pull_stall(sim: Simulator, client: SimClient, value: int) -> None:
+    until = sim.clock.now_ms() + max(value, 1)
+    client.consumer.instance.pull_service.block_until(until)
+    sim.hold_until(until)
+
+
+def _expire_behind(sim: Simulator, client: SimClient, value: int) -> None:
+    # The consumer stops pulling (suspend, FLOW-4) while the others go on; just before it
+    # resumes, the old commit-log files expire, so its cursors lie below its queues' new min
+    # offsets while consumers a little behind still find their records.
+    client.consumer.suspend()
+    sim.later(max(value - 1_000, 1), lambda: _expire_old_files(sim), "expire")
+
+    def resume() -> None:
+        if client.alive:
+            client.consumer.resume()
+            sim.emit(h.Fault(at=sim.clock.now_ms(), fault="resume", target=client.client_id))
+
+    sim.later(max(value, 1), resume, f"resume {client.client_id}")
+
+
+def _expire_old_files(sim: Simulator) -> None:
+    """Expire every commit-log file but the one being written — and the one before it while
+    the current one is less than half full: a queue's min offset is corrected only from
+    entries whose records survive (STORE-19), and a nearly empty file leaves none."""
+    store = sim.master.store
+    assert isinstance(store, RecordingStore)  # the simulation's master store
+    size = store.config.mapped_file_size_commit_log
+    top = store.get_max_phy_offset()
+    files = top // size - max(store.get_min_phy_offset(), 0) // size + 1
+    keep = 1 if top % size >= size // 2 else 2
+    if files > keep:
+        sim.expire(files - keep)
+
+
 def _send_back(mode: str) -> ClientFault:
     def apply(sim: Simulator, client: SimClient, value: int) -> None:
         client.send_back_faults.extend([mode] * max(value, 1))
@@ -146,6 +191,10 @@ _CLIENT_FAULTS: dict[str, ClientFault] = {
     "listener-fail": _listener_fail,
     "listener-exception": _listener_exception,
     "listener-slow": _listener_slow,
+    "listener-stuck": _listener_stuck,
+    "consume-timeout": _consume_timeout,
+    "pull-stall": _pull_stall,
+    "expire-behind": _expire_behind,
     "send-back-fail": _send_back("fail"),
     "send-back-lost": _send_back("lost"),
 }

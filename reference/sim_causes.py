@@ -95,6 +95,9 @@ class KeyInfo:
     successes: int = 0
     dlq: bool = False
     latest: Copy | None = None
+    #: When the newest copy was stored, and where it goes when it is a delayed one.
+    latest_at: int = 0
+    latest_bound: str = ""
     handed_back: set[Copy] = attrs.Factory(set)
     #: (via, ok, stored topic) of every hand-back of any copy of the key.
     sent_back: list[tuple[str, bool, str | None]] = attrs.Factory(list)
@@ -103,6 +106,8 @@ class KeyInfo:
     #: Why a copy of the message reached a listener again after it had been consumed or handed
     #: back (the first such time).
     redelivered: str | None = None
+    #: Every listener call with it fails (Produce.poison): it must end in the DLQ (LIVE-2).
+    poison: bool = False
 
 
 def same_pq_cause(info: PqInfo, offset: int, since: int) -> str | None:

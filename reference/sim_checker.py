@@ -1,14 +1,20 @@
 """The anomaly checker: reads a history (`reference.sim_history`) once, in order, applies the
 invariants of `spec.invariants` to every event and reports each failure by its Jepsen-style name
 — `lost`, `duplicate`, `nonmonotonic-commit`, `orderly-overlap`, `orderly-reorder`,
-`flow-bound-exceeded`, `dlq-accounting` — either as *allowed*, with the rule of RocketMQ 4.x that
-explains it (`reference.sim_causes`), or as a *violation*.
+`flow-bound-exceeded`, `dlq-accounting`, and the four below — either as *allowed*, with the
+rule of RocketMQ 4.x that explains it (`reference.sim_causes`), or as a *violation*.
 
 Loss and accounting are judged at the end, against the run's final Snapshot: a message is
 consumed (a listener call said so), dead-lettered (a copy reached %DLQ%<group>), pending (its
 newest copy waits in the schedule topic, is cached by a live client, or sits at or above its
 queue's committed offset) or else lost (the committed offset passed an unconsumed copy nobody
 handed back) or unaccounted (a hand-back reported OK but no copy was stored).
+
+When the history has a quiet tail (a `Quiet` event), liveness is judged too: a message still
+pending then is `stuck`, a poison message not dead-lettered `dlq-missing` (LIVE-1, LIVE-2).
+The allowed duplicates and backward commits are held to the budgets their causes grant
+(`reference.sim_budget`: `duplicate-budget`, `commit-budget`, LIVE-3), and every event counts
+toward the rules it shows (`reference.sim_coverage`).
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from typing import Any
 
 from pullspec.reference import sim_causes as causes
 from pullspec.reference import sim_history as h
+from pullspec.reference.sim_budget import Budget, Causes, commit_budgets, duplicate_budgets
 from pullspec.reference.sim_causes import (
     NONE,
     BrokerQueue,
@@ -27,10 +34,16 @@ from pullspec.reference.sim_causes import (
     PqInfo,
     Success,
 )
+from pullspec.reference.sim_coverage import Coverage
 from pullspec.reference.sim_verdict import Anomaly, CheckResult
 from pullspec.spec import invariants as inv
+from pullspec.spec import liveness as live
+from pullspec.spec.config import DEFAULT_MESSAGE_DELAY_LEVEL
+from pullspec.spec.delay import parse_delay_levels
 
 SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
+#: Milliseconds of each delay level (RETRY-7, the store's default messageDelayLevel).
+DELAY_LEVELS = parse_delay_levels(DEFAULT_MESSAGE_DELAY_LEVEL)
 DLQ_PREFIX = "%DLQ%"
 #: Details kept per anomaly kind (counts are always complete).
 DETAILS_PER_KIND = 20
@@ -64,6 +77,13 @@ class Checker:
         self.clock_jumps: list[int] = []
         self.last_broker_lowering: dict[str, int] = {}
         self.stats = {"events": 0, "produced": 0, "deliveries": 0, "successes": 0}
+        #: Copies each queue received (produced or stored by the broker).
+        self.received: dict[str, int] = {}
+        #: Keys produced and neither consumed nor dead-lettered yet.
+        self.open_keys: set[str] = set()
+        self.quiet: h.Quiet | None = None
+        self.causes = Causes()
+        self.coverage = Coverage()
         self._handlers: dict[str, Callable[[Any], None]] = {
             "Setup": self._setup,
             "Produce": self._produce,
@@ -81,6 +101,7 @@ class Checker:
             "BrokerCommit": self._broker_commit,
             "Truncated": self._truncated,
             "Fault": self._fault,
+            "Quiet": self._quiet,
             "Snapshot": self._snapshot,
         }
 
@@ -105,6 +126,7 @@ class Checker:
     def feed(self, e: h.Event) -> None:
         """Take the next event of the history."""
         self.stats["events"] += 1
+        self.coverage.feed(e)
         handler = self._handlers.get(e.type)
         if handler is not None:
             handler(e)
@@ -112,21 +134,30 @@ class Checker:
     def _setup(self, e: h.Setup) -> None:
         self.setup = e
 
-    def _copy(self, key: str, queue: str, offset: int, topic: str) -> None:
+    def _copy(
+        self, key: str, queue: str, offset: int, topic: str, at: int, bound: str = ""
+    ) -> None:
+        self.received[queue] = self.received.get(queue, 0) + 1
         info = self.keys.setdefault(key, KeyInfo())
         if topic.startswith(DLQ_PREFIX):
             info.dlq = True
+            self.open_keys.discard(key)
         else:
-            info.latest = (queue, offset)
+            info.latest, info.latest_at, info.latest_bound = (queue, offset), at, bound
 
     def _produce(self, e: h.Produce) -> None:
         self.stats["produced"] += 1
-        self._copy(e.key, h.queue_name(e.topic, e.queue_id), e.offset, e.topic)
+        self.open_keys.add(e.key)
+        self._copy(e.key, h.queue_name(e.topic, e.queue_id), e.offset, e.topic, e.at)
+        if e.poison:
+            self.keys[e.key].poison = True
 
     def _stored(self, e: h.Stored) -> None:
-        self._copy(e.key, h.queue_name(e.topic, e.queue_id), e.offset, e.topic)
+        queue = h.queue_name(e.topic, e.queue_id)
+        self._copy(e.key, queue, e.offset, e.topic, e.at, e.real_topic)
 
     def _assigned(self, e: h.Assigned) -> None:
+        self.causes.handovers.append(self.received.get(e.queue, 0))
         broker = self.brokers.get(e.queue, BrokerQueue())
         self.pqs[e.pq] = PqInfo(
             e.client,
@@ -149,6 +180,7 @@ class Checker:
         info = self.pqs.get(e.pq)
         if info is not None and e.after < e.before:
             info.moves.append((e.at, e.after, e.rule))
+            self.causes.cursor_moves += 1
 
     def _pull_sent(self, e: h.PullSent) -> None:
         info = self.pqs.get(e.pq)
@@ -162,8 +194,11 @@ class Checker:
         if info is not None:
             info.in_flight = max(0, info.in_flight - 1)
             for offset in e.offsets:
-                info.puts[offset] = info.puts.get(offset, 0) + 1
+                puts = info.puts[offset] = info.puts.get(offset, 0) + 1
+                if puts > 1:
+                    self.causes.reputs += 1
         if e.status == "OFFSET_ILLEGAL":
+            self.causes.corrections += 1
             self.moved_past[e.queue] = max(self.moved_past.get(e.queue, NONE), e.next_offset)
 
     def _cached(self, e: h.Cached) -> None:
@@ -223,6 +258,7 @@ class Checker:
         self.stats["successes"] += 1
         info = self.keys.setdefault(key, KeyInfo())
         info.successes += 1
+        self.open_keys.discard(key)
         copy = (e.queue, offset)
         earlier = self.copy_successes.setdefault(copy, [])
         success = Success(e.at, e.client, e.pq)
@@ -269,6 +305,7 @@ class Checker:
         self.orderly_high[slot] = max(high, *e.offsets)
 
     def _sent_back(self, e: h.SentBack) -> None:
+        self.causes.sent_back(e)
         info = self.keys.setdefault(e.key, KeyInfo())
         info.sent_back.append((e.via, e.ok, e.stored))
         if e.ok:
@@ -309,6 +346,7 @@ class Checker:
         self.truncated[e.queue] = max(self.truncated.get(e.queue, NONE), e.min_offset)
 
     def _fault(self, e: h.Fault) -> None:
+        self.causes.fault(e)
         if e.fault == "crash":
             self.crashed.add(e.target)
         elif e.fault == "clock-jump":
@@ -316,8 +354,45 @@ class Checker:
         elif e.fault == "leave":
             self.left[e.target] = e.at
 
+    def _quiet(self, e: h.Quiet) -> None:
+        self.quiet = e
+
     def _snapshot(self, e: h.Snapshot) -> None:
         self.snapshot = e
+
+    # -- liveness -------------------------------------------------------------------------------
+
+    def _gone(self, info: KeyInfo) -> bool:
+        """The message's newest copy lies below its queue's expired or corrected-past offset."""
+        if info.latest is None:
+            return False
+        queue, offset = info.latest
+        return offset < max(self.truncated.get(queue, NONE), self.moved_past.get(queue, NONE))
+
+    def _delayed_past(self, info: KeyInfo, at: int) -> bool:
+        """The newest copy waits in the schedule topic, bound for the DLQ, until after `at`
+        (RETRY-8: its delay level is its queue id + 1; an orderly hand-off past
+        maxReconsumeTimes is delayed by level 3 + reconsumeTimes, up to 2 h, ORDER-15). A
+        delayed retry is not excused: its level is at most 3 + maxReconsumeTimes."""
+        if info.latest is None or not info.latest_bound.startswith(DLQ_PREFIX):
+            return False
+        topic, queue_id = h.split_queue_name(info.latest[0])
+        if topic != SCHEDULE_TOPIC:
+            return False
+        delay = DELAY_LEVELS[min(queue_id, len(DELAY_LEVELS) - 1)]
+        return info.latest_at + delay > at
+
+    def unresolved(self) -> list[str]:
+        """Keys not yet consumed, dead-lettered, vanished (RETRY-1), gone with their file or
+        delayed past the quiet tail: what the tail still waits for."""
+        keys, until = self.keys, self.quiet.until if self.quiet is not None else None
+        return sorted(
+            k
+            for k in self.open_keys
+            if not keys[k].vanished
+            and not self._gone(keys[k])
+            and not (until is not None and self._delayed_past(keys[k], until))
+        )
 
     # -- the end --------------------------------------------------------------------------------
 
@@ -334,10 +409,11 @@ class Checker:
             for o in offsets
         }
         at = snap.at if snap else 0
-        counts = {"consumed": 0, "dlq": 0, "pending": 0}
+        counts = {"consumed": 0, "dlq": 0, "pending": 0, "poison": 0, "poisonInDlq": 0}
+        settling = {"delayed": 0, "gone": 0, inv.STUCK: 0, inv.DLQ_MISSING: 0}
         for key, info in self.keys.items():
             consumed = info.successes > 0
-            pending = False
+            pending = lost = False
             if not consumed and not info.dlq and info.latest is not None:
                 queue, offset = info.latest
                 pending = (
@@ -349,17 +425,86 @@ class Checker:
                 if not pending and not inv.copy_not_lost(
                     consumed, handed, committed.get(queue, NONE), offset
                 ):
+                    lost = True
                     self.report(inv.LOST, self._loss_rule(queue, offset), at, f"{key} at {queue}")
-            if not inv.dlq_accounted(consumed, info.dlq, pending) and (
-                info.latest is None or info.latest in info.handed_back
-            ):
+            accounted = inv.dlq_accounted(consumed, info.dlq, pending)
+            if not accounted and (info.latest is None or info.latest in info.handed_back):
                 rule = "RETRY-1" if self._retry_dropped() and info.vanished else None
                 self.report(inv.DLQ_ACCOUNTING, rule, at, f"{key}: handed back, never stored")
+            elif self.quiet is not None and not lost and not info.vanished:
+                state = self._unsettled(key, info, consumed, at)
+                if state is not None:
+                    settling[state] += 1
             counts["consumed"] += consumed
             counts["dlq"] += info.dlq
             counts["pending"] += pending
+            counts["poison"] += info.poison
+            counts["poisonInDlq"] += info.poison and info.dlq
+        self._budgets(at)
         self.result.stats = {**self.stats, **counts, "keys": len(self.keys)}
+        self.result.liveness = self._liveness(counts, settling, at)
+        self.result.coverage = self.coverage.to_json()
         return self.result
+
+    def _unsettled(self, key: str, info: KeyInfo, consumed: bool, at: int) -> str | None:
+        """After the quiet tail: a poison message must be in the DLQ (LIVE-2), any other one
+        consumed or dead-lettered (LIVE-1), unless its file expired first ("gone") or its copy
+        is delayed past the end ("delayed", RETRY-8); the anomaly reported, else None."""
+        if consumed or info.dlq:
+            return None
+        if self._delayed_past(info, at):
+            return "delayed"
+        if self._gone(info):
+            return "gone"
+        where = f"{key} at {info.latest}" if info.latest else key
+        if info.poison:
+            self.report(inv.DLQ_MISSING, None, at, f"{where}: always fails, not in the DLQ")
+            return inv.DLQ_MISSING
+        self.report(inv.STUCK, None, at, f"{where}: neither consumed nor dead-lettered")
+        return inv.STUCK
+
+    def _budgets(self, at: int) -> None:
+        setup = self.setup or h.Setup(
+            at=0, profile="", group="", topics=(), orderly=False, consumers=0
+        )
+        by_kind = self.result.allowed_by_kind
+        self.duplicate_budgets = duplicate_budgets(
+            setup, self.causes, by_kind.get(inv.DUPLICATE, {}), self.stats["produced"], at
+        )
+        self.commit_budgets = commit_budgets(self.causes, by_kind.get(inv.NONMONOTONIC_COMMIT, {}))
+        for kind, budgets in (
+            (inv.DUPLICATE_BUDGET, self.duplicate_budgets),
+            (inv.COMMIT_BUDGET, self.commit_budgets),
+        ):
+            for group, b in budgets.items():
+                if not live.within_budget(b.count, b.budget):
+                    self.report(kind, None, at, f"{group}: {b.count} allowed > budget {b.budget}")
+
+    def _liveness(
+        self, counts: dict[str, int], settling: dict[str, int], at: int
+    ) -> dict[str, object]:
+        def plain(budgets: dict[str, Budget]) -> dict[str, dict[str, int]]:
+            return {g: {"count": b.count, "budget": b.budget} for g, b in budgets.items()}
+
+        quiet = self.quiet
+        unsettled = settling[inv.STUCK] + settling[inv.DLQ_MISSING]
+        return {
+            "judged": quiet is not None,
+            "quietAt": quiet.at if quiet else None,
+            "quietUntil": quiet.until if quiet else None,
+            "endedAt": at,
+            "settled": quiet is not None and unsettled == 0,
+            "stuck": settling[inv.STUCK],
+            "dlqMissing": settling[inv.DLQ_MISSING],
+            # Neither consumed nor dead-lettered, but excused: expired with their file, or
+            # their copy delayed past the end (RETRY-8).
+            "gone": settling["gone"],
+            "delayed": settling["delayed"],
+            "poison": counts["poison"],
+            "poisonInDlq": counts["poisonInDlq"],
+            "duplicates": plain(self.duplicate_budgets),
+            "commits": plain(self.commit_budgets),
+        }
 
     def _lease(self) -> int:
         return self.setup.client_lock_ms if self.setup else 30_000

@@ -16,14 +16,7 @@ from typing import TYPE_CHECKING
 
 from pullspec.reference import sim_history as h
 from pullspec.reference.client_instance import ReferenceClientInstance
-from pullspec.reference.consume_concurrently import ReferenceConsumeConcurrentlyService
-from pullspec.reference.consume_orderly import ReferenceConsumeOrderlyService
-from pullspec.reference.rebalance import NewPullRequest
-from pullspec.reference.sim_observe import (
-    ObservedList,
-    ObservedSendBack,
-    SimConsumer,
-)
+from pullspec.reference.sim_observe import ObservedList, SimConsumer
 from pullspec.reference.sim_watch import ClientWatch, name_of
 from pullspec.spec.consume_types import (
     ConsumeConcurrentlyContext,
@@ -53,6 +46,9 @@ class SimClient(ClientWatch):
         self.fail_calls = 0
         self.raise_calls = 0
         self.slow: list[int] = []
+        #: Durations of the next calls with messages of the group's topic (not a retry topic,
+        #: whose few messages would not move its queue on): a stuck listener.
+        self.stuck: list[int] = []
         self.send_back_faults: list[str] = []
         self._duration = 0
         self.pqs = {}
@@ -61,6 +57,8 @@ class SimClient(ClientWatch):
         self.locked = {}
         self.put = None
         self.copy_of_key = {}
+        self.delayed = {}
+        self.calls = {}
         instance = ReferenceClientInstance(
             sim.scheduler,
             sim.remoting,
@@ -82,22 +80,11 @@ class SimClient(ClientWatch):
 
     def _wire(self) -> None:
         c = self.consumer
-        c.rebalance.process_queue_factory = self._new_pq
-        original = c.rebalance.dispatch
-
-        def dispatch(request: NewPullRequest) -> None:
-            self.on_dispatch(request)
-            original(request)
-
-        c.rebalance.dispatch = dispatch
-        service = c.consume_service
-        service.send_back = ObservedSendBack(c.send_back, self)
         c.push.attempts = ObservedList(self.on_attempt)
         c.push.outcomes = ObservedList(self.on_outcome)
-        if isinstance(service, ReferenceConsumeOrderlyService):
-            service.records = ObservedList(self.on_orderly_record)
-        elif isinstance(service, ReferenceConsumeConcurrentlyService):
-            service.records = ObservedList(self.on_record)
+        c.consume_service.records = ObservedList(
+            self.on_orderly_record if self.orderly else self.on_record
+        )
 
     # -- life cycle ---------------------------------------------------------------------------
 
@@ -114,6 +101,14 @@ class SimClient(ClientWatch):
         """The process dies (nothing persisted, nothing unlocked)."""
         self.consumer.instance.crash()
 
+    def calm(self) -> None:
+        """Forget the injected faults that have not struck yet (the quiet tail): listener calls
+        still to fail, throw or last long, send-backs still to fail. Calls under way go on."""
+        self.fail_calls = self.raise_calls = 0
+        self.slow.clear()
+        self.stuck.clear()
+        self.send_back_faults.clear()
+
     def leave(self) -> None:
         """A clean shutdown (persist, unregister, unlock)."""
         self.consumer.shutdown()
@@ -129,17 +124,21 @@ class SimClient(ClientWatch):
             self.raise_calls, throw = self.raise_calls - 1, True
         elif self.fail_calls > 0:
             self.fail_calls, fail = self.fail_calls - 1, True
-        self._duration = self.slow.pop(0) if self.slow else 0
+        if self.stuck and mq.topic == self.sim.topic:
+            self._duration = self.stuck.pop(0)
+        else:
+            self._duration = self.slow.pop(0) if self.slow else self._usual_duration()
         queue = name_of(mq)
         now = self.sim.clock.now_ms()
         offsets = tuple(m.queue_offset for m in msgs)
         keys = tuple(self.sim.key_of(queue, o) for o in offsets)
         fail = fail or any(k in self.sim.poison for k in keys)
+        pq = self.calls[(queue, offsets, now)] = self._pq_id(mq)
         self.sim.emit(
             h.Delivered(
                 at=now,
                 client=self.client_id,
-                pq=self._pq_id(mq),
+                pq=pq,
                 queue=queue,
                 offsets=offsets,
                 keys=keys,
@@ -151,6 +150,12 @@ class SimClient(ClientWatch):
         if throw:
             raise RuntimeError("listener exception (injected)")
         return not fail
+
+    def _usual_duration(self) -> int:
+        # A call lasts a few milliseconds, so the pull thread's next attempt (due at once) sees
+        # the batch still cached, as RocketMQ's pull thread does while the pool consumes.
+        mean = self.sim.config.consume_ms
+        return self.rng.randrange(1, 2 * mean) if mean > 0 else 0
 
     def concurrent_listener(
         self, msgs: Sequence[StoredMessage], ctx: ConsumeConcurrentlyContext

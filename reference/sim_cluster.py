@@ -238,7 +238,7 @@ def build_brokers(
         mapped_file_size_commit_log=config.commit_log_file_size,
         total_physical_memory_size=config.memory_bytes,
     )
-    master_store = hooks.master_store(
+    master_store = hooks.store_class()(
         config=store_config,
         profile=profile,
         clock=clock,

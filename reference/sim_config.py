@@ -4,13 +4,20 @@ determines a run), `SimHooks` (replaceable parts, for deliberately broken config
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import attrs
 
 from pullspec.reference.sim_checker import CheckResult
 from pullspec.reference.sim_cluster import RecordingStore
 from pullspec.reference.sim_faults import FAULT_KINDS, FaultStep
 from pullspec.reference.sim_observe import ObservedOffsetStore, ObservedProcessQueue
+from pullspec.reference.sim_parts import SimParts
+from pullspec.spec.clock import Clock
 from pullspec.spec.profiles import Profile
+
+if TYPE_CHECKING:
+    from pullspec.reference.sim_watch import ClientWatch
 
 
 @attrs.frozen(kw_only=True)
@@ -32,6 +39,8 @@ class SimConfig:
     produce_gap_ms: int = 40
     #: Probability that a listener call fails on its own (RECONSUME_LATER / SUSPEND).
     fail_rate: float = 0.02
+    #: Mean milliseconds a listener call lasts (uniform in 1 … 2·mean − 1; 0: no time at all).
+    consume_ms: int = 5
     #: Probability that a message is poison: every call with it fails, so it ends in the DLQ.
     poison_rate: float = 0.002
     latency_ms: int = 0
@@ -39,6 +48,15 @@ class SimConfig:
     pull_batch_size: int = 16
     consume_batch_size: int = 1
     max_reconsume_times: int = 3
+    #: consumeTimeout in minutes (CONC-13, PQ-18): 1, not 15, so that a run reaches the sweep.
+    consume_timeout_min: int = 1
+    #: consumeConcurrentlyMaxSpan (FLOW-8), scaled down like the count threshold.
+    max_span: int = 200
+    #: The quiet tail (`Simulator.quiet`): at most this long after the last timed fault ended;
+    #: 0 runs none (and judges no liveness).
+    quiet_tail_ms: int = 600_000
+    #: At most this many steps of quiet tail.
+    quiet_tail_steps: int = 50_000
     retry_queue_nums: int = 1
     commit_log_file_size: int = 64 * 1024
     #: The broker's RAM as the slave suggestion sees it (40 % of it counts as in memory).
@@ -47,7 +65,8 @@ class SimConfig:
 
 @attrs.define
 class SimHooks:
-    """Replaceable parts, for deliberately broken configurations in tests."""
+    """Replaceable parts: the observing classes (subclassed by tests for deliberately broken
+    configurations) and another implementation's parts underneath them (`parts`)."""
 
     process_queue: type[ObservedProcessQueue] = ObservedProcessQueue
     offset_store: type[ObservedOffsetStore] = ObservedOffsetStore
@@ -55,6 +74,18 @@ class SimHooks:
     #: The client lease (PQ-15) and the broker lease (LEASE-1).
     client_lock_ms: int = 30_000
     broker_lock_ms: int = 60_000
+    #: A candidate's parts (reference.sim_parts); the reference's where it has none.
+    parts: SimParts = attrs.Factory(SimParts)
+
+    def store_class(self) -> type[RecordingStore]:
+        """The master's store class, over the candidate's store if it has one."""
+        return self.parts.master_store(self.master_store)
+
+    def new_process_queue(
+        self, clock: Clock, profile: Profile, owner: ClientWatch, pq_id: int
+    ) -> ObservedProcessQueue:
+        """A consumer's new ProcessQueue, over the candidate's if it has one."""
+        return self.parts.process_queue_class(self.process_queue)(clock, profile, owner, pq_id)
 
 
 @attrs.frozen
@@ -67,6 +98,8 @@ class SimResult:
     elapsed_s: float
     history: dict[str, int]
     schedule: str
+    #: Steps of the quiet tail, after `steps`.
+    tail_steps: int = 0
 
     def to_json(self) -> dict[str, object]:
         """The `pullspec simulate --json` object."""
@@ -84,4 +117,6 @@ class SimResult:
             "elapsed_s": round(self.elapsed_s, 2),
             "history": self.history,
             "faults": self.schedule,
+            "liveness": {**self.check.liveness, "tailSteps": self.tail_steps},
+            "coverage": self.check.coverage,
         }

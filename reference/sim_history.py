@@ -59,6 +59,15 @@ class Setup(Event):
     broker_lock_ms: int = 60_000
     seed: int = 0
     faults: tuple[str, ...] = ()
+    #: What the liveness check and the budgets read (RocketMQ's defaults when absent): the
+    #: retries before the DLQ (RETRY-4), the flow-control bounds (FLOW-6, FLOW-8), the persist
+    #: interval (OFFSET-8) and the number of the topic's queues.
+    max_reconsume_times: int = 16
+    pull_threshold_for_queue: int = 1000
+    pull_batch_size: int = 32
+    max_span: int = 2000
+    persist_interval_ms: int = 5000
+    queues: int = 4
 
 
 @attrs.frozen(kw_only=True)
@@ -70,6 +79,9 @@ class Produce(Event):
     topic: str
     queue_id: int
     offset: int
+    #: Every listener call with this message fails (the workload's poison message), so it must
+    #: end in the dead-letter queue.
+    poison: bool = False
 
 
 @attrs.frozen(kw_only=True)
@@ -83,6 +95,8 @@ class Stored(Event):
     queue_id: int
     offset: int
     reconsume_times: int
+    #: For a schedule-topic copy, the topic it is delivered to when due (REAL_TOPIC, RETRY-8).
+    real_topic: str = ""
 
 
 @attrs.frozen(kw_only=True)
@@ -97,6 +111,20 @@ class PullSent(Event):
     offset: int
     broker_id: int
     commit_offset: int
+
+
+@attrs.frozen(kw_only=True)
+class PullDelayed(Event):
+    """A pull attempt delayed for `reason` (a PULLQ-9 row: FLOW-4 PAUSED, FLOW-6/7/8 flow
+    control, FLOW-11 NOT_LOCKED …) by `ms`; only the first of a run of attempts of one
+    ProcessQueue delayed for the same reason is recorded."""
+
+    type: ClassVar[str] = "PullDelayed"
+    client: str
+    pq: int
+    queue: QueueName
+    reason: str
+    ms: int
 
 
 @attrs.frozen(kw_only=True)
@@ -199,7 +227,8 @@ class Assigned(Event):
 
 @attrs.frozen(kw_only=True)
 class Dropped(Event):
-    """ProcessQueue `pq` was dropped (PQ-14): `reason` names the rule."""
+    """ProcessQueue `pq` was dropped (PQ-14): `reason` names the rule — "PQ-16" when it was
+    pull-expired and rebalance re-created its queue at once (REBAL-9), else "PQ-14"."""
 
     type: ClassVar[str] = "Dropped"
     client: str
@@ -277,6 +306,18 @@ class Fault(Event):
 
 
 @attrs.frozen(kw_only=True)
+class Quiet(Event):
+    """The quiet tail begins: no more faults and no more produces; the run goes on until
+    `until` (or until every message is consumed or dead-lettered), then ends with a Snapshot
+    against which liveness is judged. `started` names consumers the tail started because none
+    was alive."""
+
+    type: ClassVar[str] = "Quiet"
+    until: int
+    started: tuple[str, ...] = ()
+
+
+@attrs.frozen(kw_only=True)
 class Snapshot(Event):
     """The end of a run: the master's committed and max offsets per queue, and each live
     client's cached offsets per queue (what is still pending)."""
@@ -295,6 +336,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
         Produce,
         Stored,
         PullSent,
+        PullDelayed,
         PullAnswered,
         Delivered,
         Consumed,
@@ -309,6 +351,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
         Lease,
         Truncated,
         Fault,
+        Quiet,
         Snapshot,
     )
 }

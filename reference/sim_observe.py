@@ -16,18 +16,21 @@ Tests subclass these to build deliberately broken configurations.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, TypeVar
 
-from pullspec.reference.client_consumer import ClientConsumer
+from pullspec.reference.client_consumer import ClientConsumer, Listener
+from pullspec.reference.client_instance import ReferenceClientInstance
+from pullspec.reference.client_parts import ConsumeTime
 from pullspec.reference.client_remoting import RemotingOffsetClient
 from pullspec.reference.offset_store import BrokerOffsetClient, ReferenceRemoteOffsetStore
 from pullspec.reference.process_queue import ReferenceProcessQueue
+from pullspec.reference.rebalance import NewPullRequest
 from pullspec.reference.remoting import ReferenceRemoting
 from pullspec.spec.client_errors import MQClientError
 from pullspec.spec.client_send_back import ClientMessage, SendBackClient
 from pullspec.spec.clock import Clock
-from pullspec.spec.consumer_config import ReadOffsetType
+from pullspec.spec.consumer_config import ConsumerConfig, ReadOffsetType
 from pullspec.spec.message import PROPERTY_UNIQ_KEY, MessageQueue, StoredMessage
 from pullspec.spec.offset_store import OffsetStore
 from pullspec.spec.profiles import Profile
@@ -71,19 +74,32 @@ def message_key(msg: StoredMessage | ClientMessage) -> str:
     return dict(msg.properties).get(PROPERTY_UNIQ_KEY, "")
 
 
-class ObservedOffsetStore(ReferenceRemoteOffsetStore):
-    """RemoteBrokerOffsetStore reporting each memory write and naming its broker writes."""
+class ObservedOffsetStore:
+    """A RemoteBrokerOffsetStore (the reference's, or `inner`) reporting each memory write and
+    naming its broker writes. A write the store makes inside a READ_FROM_STORE read (OFFSET-5)
+    is seen as the change of its memory entry and reported as the rebalance's (REBAL-17)."""
 
-    def __init__(self, client: BrokerOffsetClient, group: str, owner: SimClient) -> None:
-        super().__init__(client, group)
+    def __init__(
+        self,
+        client: BrokerOffsetClient,
+        group: str,
+        owner: SimClient,
+        inner: OffsetStore | None = None,
+    ) -> None:
+        self.inner: OffsetStore = (
+            inner if inner is not None else ReferenceRemoteOffsetStore(client, group)
+        )
         self.owner = owner
-        self._reading = False
-        #: The queue of the last non-increase-only write outside a read: a persist of that
-        #: queue right after it is RESULT-10's fix-up (update, then persist, REBAL-16).
+        #: The queue of the last non-increase-only write: a persist of that queue right after
+        #: it is RESULT-10's fix-up (update, then persist, REBAL-16).
         self._last_reset: MessageQueue | None = None
 
     def _memory(self, mq: MessageQueue) -> int | None:
-        return self.clone_offset_table(mq.topic).get(mq)
+        return self.inner.clone_offset_table(mq.topic).get(mq)
+
+    def load(self) -> None:
+        """load (nothing for a remote store)."""
+        self.inner.load()
 
     def update_offset(self, mq: MessageQueue | None, offset: int, increase_only: bool) -> None:
         """updateOffset (OFFSET-2), reported as a ClientCommit."""
@@ -92,33 +108,51 @@ class ObservedOffsetStore(ReferenceRemoteOffsetStore):
         if mq is None:
             return
         after = self._memory(mq)
-        rule = "REBAL-17" if self._reading else self.owner.writer_rule(increase_only)
-        self._last_reset = mq if not increase_only and not self._reading else None
+        self._last_reset = mq if not increase_only else None
+        rule = self.owner.writer_rule(increase_only)
         self.owner.on_client_commit(mq, offset, increase_only, before, after, rule)
 
     def write(self, mq: MessageQueue | None, offset: int, increase_only: bool) -> None:
         """The store's own update (OFFSET-2), apart from its reporting (a broken store overrides
         this)."""
-        super().update_offset(mq, offset, increase_only)
+        self.inner.update_offset(mq, offset, increase_only)
 
     def read_offset(self, mq: MessageQueue | None, read_type: ReadOffsetType) -> int:
-        """readOffset; a write it makes (READ_FROM_STORE) is the rebalance's read (REBAL-17)."""
-        self._reading = True
-        try:
-            return super().read_offset(mq, read_type)
-        finally:
-            self._reading = False
+        """readOffset; the memory write a READ_FROM_STORE makes is the rebalance's (REBAL-17)."""
+        if not isinstance(mq, MessageQueue) or read_type is not ReadOffsetType.READ_FROM_STORE:
+            return self.inner.read_offset(mq, read_type)
+        before = self._memory(mq)
+        value = self.inner.read_offset(mq, read_type)
+        after = self._memory(mq)
+        if after is not None and after != before:
+            self._last_reset = None
+            self.owner.on_client_commit(mq, after, False, before, after, "REBAL-17")
+        return value
 
     def persist(self, mq: MessageQueue | None) -> None:
         """persist (OFFSET-6), its broker write named "fix-up" right after a reset."""
         via = "fix-up" if mq is not None and mq == self._last_reset else "persist"
         with self.owner.writing(via):
-            super().persist(mq)
+            self.inner.persist(mq)
 
     def persist_all(self, mqs: Collection[MessageQueue] | None) -> None:
         """persistAll (OFFSET-6, OFFSET-8)."""
         with self.owner.writing("persist"):
-            super().persist_all(mqs)
+            self.inner.persist_all(mqs)
+
+    def remove_offset(self, mq: MessageQueue | None) -> None:
+        """removeOffset."""
+        self.inner.remove_offset(mq)
+
+    def clone_offset_table(self, topic: str | None) -> dict[MessageQueue, int]:
+        """cloneOffsetTable."""
+        return self.inner.clone_offset_table(topic)
+
+    def update_consume_offset_to_broker(
+        self, mq: MessageQueue, offset: int, is_oneway: bool
+    ) -> None:
+        """updateConsumeOffsetToBroker."""
+        self.inner.update_consume_offset_to_broker(mq, offset, is_oneway)
 
 
 class SendBackFaultError(MQClientError):
@@ -175,15 +209,42 @@ class ObservedSendBack:
 
 
 class SimConsumer(ClientConsumer):
-    """A ClientConsumer whose offset store reports to `owner` (set before construction)."""
+    """A ClientConsumer built with the simulation's parts (`SimHooks.parts`), whose offset
+    store, send-backs, new PullRequests and new ProcessQueues report to `owner`."""
 
     owner: SimClient
 
-    def __init__(self, owner: SimClient, *args: object, **kwargs: object) -> None:
+    def __init__(
+        self,
+        owner: SimClient,
+        instance: ReferenceClientInstance,
+        group: str,
+        config: ConsumerConfig,
+        listener: Listener,
+        subscriptions: Mapping[str, str],
+        consume_time: ConsumeTime,
+    ) -> None:
         self.owner = owner
-        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        super().__init__(
+            instance,
+            group,
+            config,
+            listener,
+            subscriptions,
+            consume_time=consume_time,
+            parts=owner.sim.hooks.parts.consumer,
+            process_queue_factory=owner.new_process_queue,
+        )
 
     def _offset_store(self, remoting: ReferenceRemoting, offset_dir: object) -> OffsetStore:
-        return self.owner.sim.hooks.offset_store(
-            RemotingOffsetClient(remoting, self.group, self.profile), self.group, self.owner
-        )
+        client = RemotingOffsetClient(remoting, self.group, self.profile)
+        factory = self.parts.offset_store
+        inner = factory(client, self.group) if factory is not None else None
+        return self.owner.sim.hooks.offset_store(client, self.group, self.owner, inner)
+
+    def _send_back_client(self) -> SendBackClient:
+        return ObservedSendBack(super()._send_back_client(), self.owner)
+
+    def _dispatch(self, request: NewPullRequest) -> None:
+        self.owner.on_dispatch(request)
+        super()._dispatch(request)

@@ -26,6 +26,10 @@ class CheckResult:
     allowed_by_kind: dict[str, dict[str, int]] = attrs.Factory(dict)
     details: list[Anomaly] = attrs.Factory(list)
     stats: dict[str, int] = attrs.Factory(dict)
+    #: The liveness verdict and the budgets (`Checker.finish`), and the rules the history
+    #: showed (`reference.sim_coverage`).
+    liveness: dict[str, object] = attrs.Factory(dict)
+    coverage: dict[str, object] = attrs.Factory(dict)
 
     @property
     def ok(self) -> bool:
@@ -33,11 +37,14 @@ class CheckResult:
         return not self.violations
 
     def to_json(self) -> dict[str, object]:
-        """{"violations": {kind: n}, "allowed": {rule: n}, "allowedByKind", "stats", "details"}."""
+        """{"violations": {kind: n}, "allowed": {rule: n}, "allowedByKind", "stats",
+        "liveness", "coverage", "details"}."""
         return {
             "violations": dict(sorted(self.violations.items())),
             "allowed": dict(sorted(self.allowed.items())),
             "allowedByKind": {k: dict(sorted(v.items())) for k, v in self.allowed_by_kind.items()},
             "stats": dict(self.stats),
+            "liveness": dict(self.liveness),
+            "coverage": dict(self.coverage),
             "details": [attrs.asdict(a) for a in self.details],
         }

@@ -1,8 +1,8 @@
 """What a `SimClient` reports of its consumer's pull path and consume service (`ClientWatch`,
 a base of SimClient): new ProcessQueues and their PullRequests (Assigned), puts (Cached), pull
-attempts (CursorMoved, PullSent) and answers (PullAnswered), listener results (Consumed), and —
-polled after every step — dropped ProcessQueues and lock flags (Dropped, ClientLock). The
-parts' own record lists are `ObservedList`s that call these handlers."""
+attempts (CursorMoved, PullDelayed, PullSent) and answers (PullAnswered), listener results
+(Consumed), and — polled after every step — dropped ProcessQueues and lock flags (Dropped,
+ClientLock). The parts' own record lists are `ObservedList`s that call these handlers."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from pullspec.reference.sim_observe import ObservedProcessQueue, SimConsumer, me
 from pullspec.spec.consumer_config import ReadOffsetType
 from pullspec.spec.message import MessageQueue, StoredMessage
 from pullspec.spec.protocols import ProcessQueue
-from pullspec.spec.pull_actions import Pull
+from pullspec.spec.pull_actions import Delay, Pull
 
 if TYPE_CHECKING:
     from pullspec.reference.simulator import Simulator
@@ -49,14 +49,19 @@ class ClientWatch:
     put: tuple[ObservedProcessQueue, tuple[int, ...]] | None
     #: key → (queue, offset) of the copy of it this client cached last.
     copy_of_key: dict[str, tuple[str, int]]
+    #: The reason of the last PullDelayed of each ProcessQueue, until it pulls again.
+    delayed: dict[int, str]
+    #: (queue, offsets, start) → ProcessQueue of each listener call in progress.
+    calls: dict[tuple[str, tuple[int, ...], int], int]
 
     @property
     def alive(self) -> bool:
         """The process runs and the consumer has not been shut down."""
         raise NotImplementedError
 
-    def _new_pq(self) -> ProcessQueue:
-        return self.sim.hooks.process_queue(
+    def new_process_queue(self) -> ProcessQueue:
+        """A new ProcessQueue of this consumer, numbered in the run (the rebalance's factory)."""
+        return self.sim.hooks.new_process_queue(
             self.sim.clock, self.sim.config.profile, self, self.sim.next_pq_id()
         )
 
@@ -125,7 +130,24 @@ class ClientWatch:
                 )
             )
         self.cursor[pid] = attempt.next_offset
-        if not isinstance(attempt.action, Pull):
+        action = attempt.action
+        if isinstance(action, Delay):
+            reason = action.reason.value
+            if self.delayed.get(pid) != reason:
+                self.delayed[pid] = reason
+                self.sim.emit(
+                    h.PullDelayed(
+                        at=now,
+                        client=self.client_id,
+                        pq=pid,
+                        queue=queue,
+                        reason=reason,
+                        ms=action.ms,
+                    )
+                )
+            return
+        self.delayed.pop(pid, None)
+        if not isinstance(action, Pull):
             return
         broker_id = self.consumer.push.pull_from_which_node.get(attempt.mq, 0)
         memory = self.consumer.offset_store.read_offset(attempt.mq, ReadOffsetType.READ_FROM_MEMORY)
@@ -169,15 +191,19 @@ class ClientWatch:
             )
         )
 
-    def _consumed(self, at: int, mq: MessageQueue, offsets: tuple[int, ...], status: str) -> None:
+    def _consumed(
+        self, start: int, end: int, mq: MessageQueue, offsets: tuple[int, ...], status: str
+    ) -> None:
         if not self.alive:
             return
         queue = name_of(mq)
+        # The ProcessQueue the call was given, though it may have been replaced since.
+        pq = self.calls.pop((queue, offsets, start), None)
         self.sim.emit(
             h.Consumed(
-                at=at,
+                at=end,
                 client=self.client_id,
-                pq=self._pq_id(mq),
+                pq=self._pq_id(mq) if pq is None else pq,
                 queue=queue,
                 offsets=offsets,
                 keys=tuple(self.sim.key_of(queue, o) for o in offsets),
@@ -187,12 +213,12 @@ class ClientWatch:
         )
 
     def on_record(self, record: ConsumeRecord) -> None:
-        """A concurrent listener call's normalised status (CONC-5)."""
-        self._consumed(record.at, record.mq, record.offsets, record.status.value)
+        """A concurrent listener call's end and normalised status (CONC-5)."""
+        self._consumed(record.at, record.end, record.mq, record.offsets, record.status.value)
 
     def on_orderly_record(self, record: OrderlyConsumeRecord) -> None:
         """An orderly listener call's end and normalised status (ORDER-8)."""
-        self._consumed(record.end, record.mq, record.offsets, record.status.value)
+        self._consumed(record.start, record.end, record.mq, record.offsets, record.status.value)
 
     def poll(self) -> None:
         """Report ProcessQueues dropped and lock flags changed since the last poll."""
@@ -203,8 +229,15 @@ class ClientWatch:
             queue = self.queue_of[pid]
             if pq.dropped:
                 del self.pqs[pid]
+                self.delayed.pop(pid, None)
                 self.sim.emit(
-                    h.Dropped(at=now, client=self.client_id, pq=pid, queue=queue, reason="PQ-14")
+                    h.Dropped(
+                        at=now,
+                        client=self.client_id,
+                        pq=pid,
+                        queue=queue,
+                        reason="PQ-16" if self._replaced_pull_expired(pq) else "PQ-14",
+                    )
                 )
             elif self.orderly and pq.locked != self.locked.get(pid):
                 self.locked[pid] = pq.locked
@@ -213,6 +246,17 @@ class ClientWatch:
                         at=now, client=self.client_id, pq=pid, queue=queue, locked=pq.locked
                     )
                 )
+
+    def _replaced_pull_expired(self, pq: ObservedProcessQueue) -> bool:
+        """`pq`, just dropped, was pull-expired and its queue has a new ProcessQueue already:
+        rebalance removed and re-created it in one pass (REBAL-9)."""
+        if not pq.is_pull_expired():
+            return False
+        queue = self.queue_of[pq.pq_id]
+        return any(q == queue and p is not pq for p, q in self._live_queues())
+
+    def _live_queues(self) -> list[tuple[ProcessQueue, str]]:
+        return [(p, name_of(mq)) for mq, p in self.consumer.process_queues().items()]
 
     def cached(self) -> dict[str, tuple[int, ...]]:
         """Offsets each live ProcessQueue still holds, cached or taken (the Snapshot's)."""

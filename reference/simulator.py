@@ -14,7 +14,11 @@ reference model's behaviour; the conformance suite and the CLI only drive it.
 A *step* is one event of the world's scheduler (a client's or a broker's task, a pull arriving
 or answered, a produce, a scheduled restart) or one fault step; `run(n)` takes n steps. Every
 step's effects are recorded in a history (`reference.sim_history`) checked as it grows
-(`reference.sim_checker`).
+(`reference.sim_checker`). `finish()` runs the quiet tail — no more faults, no more produces,
+until the group has settled — and then judges the run, liveness included.
+
+Another implementation's parts can stand in for the reference's (`SimHooks.parts`,
+`reference.sim_parts`); the history is observed the same way.
 """
 
 from __future__ import annotations
@@ -42,7 +46,16 @@ from pullspec.reference.sim_faults import FaultStep, fault_stream, format_schedu
 from pullspec.spec.clock import ManualClock
 from pullspec.spec.consume_types import retry_topic
 from pullspec.spec.consumer_config import ConsumeFromWhere, ConsumeMode, ConsumerConfig
-from pullspec.spec.message import PROPERTY_UNIQ_KEY, BrokerInnerMessage, MessageQueue, StoredMessage
+from pullspec.spec.message import (
+    PROPERTY_REAL_TOPIC,
+    PROPERTY_UNIQ_KEY,
+    BrokerInnerMessage,
+    MessageQueue,
+    StoredMessage,
+)
+
+#: Steps of quiet tail between two checks of whether every message is accounted for.
+DRAIN_CHECK_EVERY = 50
 
 
 class Simulator:
@@ -64,6 +77,11 @@ class Simulator:
             self.scheduler, config.latency_ms, random.Random(f"{config.seed}:network")
         )
         self.steps = 0
+        #: Steps of the quiet tail (not counted in `steps`), and when it began (None: not yet).
+        self.tail_steps = 0
+        self.quiet_at: int | None = None
+        #: The latest time a timed fault ends (a restart, a resume, a broker back up).
+        self.settled_at = 0
         #: (client, via) of the broker commits being made, None for a pull's commit.
         self.writer: tuple[str, str] | None = None
         self.capture: list[str] | None = None
@@ -79,6 +97,7 @@ class Simulator:
         self._pq_ids = itertools.count(1)
         self._rng = random.Random(f"{config.seed}:world")
         self._producing = False
+        self._produce_on = True
         self._produced = 0
         #: Keys of the poison messages.
         self.poison: set[str] = set()
@@ -92,6 +111,8 @@ class Simulator:
             pull_batch_size=config.pull_batch_size,
             consume_message_batch_max_size=config.consume_batch_size,
             max_reconsume_times=config.max_reconsume_times,
+            consume_timeout=config.consume_timeout_min,
+            consume_concurrently_max_span=config.max_span,
         )
         self._build_brokers()
         self.emit(
@@ -107,6 +128,12 @@ class Simulator:
                 broker_lock_ms=self.hooks.broker_lock_ms,
                 seed=config.seed,
                 faults=config.faults,
+                max_reconsume_times=config.max_reconsume_times,
+                pull_threshold_for_queue=config.pull_threshold_for_queue,
+                pull_batch_size=config.pull_batch_size,
+                max_span=config.max_span,
+                persist_interval_ms=self.consumer_config.persist_consumer_offset_interval,
+                queues=config.queues,
             )
         )
         for i in range(config.consumers):
@@ -178,6 +205,7 @@ class Simulator:
                     queue_id=record.queue_id,
                     offset=record.queue_offset,
                     reconsume_times=record.reconsume_times,
+                    real_topic=record.get_property(PROPERTY_REAL_TOPIC) or "",
                 )
             )
 
@@ -210,6 +238,8 @@ class Simulator:
         return self._rng.randrange(1, 2 * self.config.produce_gap_ms)
 
     def _produce(self) -> None:
+        if not self._produce_on:
+            return  # the quiet tail: the producer has stopped
         self._produced += 1
         if self._rng.random() < self.config.poison_rate:
             self.poison.add(f"k{self._produced}")
@@ -237,6 +267,7 @@ class Simulator:
                     topic=self.topic,
                     queue_id=msg.queue_id,
                     offset=result.queue_offset,
+                    poison=key in self.poison,
                 )
             )
         self.scheduler.call_later(self._gap(), self._produce, "producer")
@@ -273,7 +304,12 @@ class Simulator:
 
     def later(self, delay_ms: int, action: Callable[[], None], name: str) -> None:
         """A simulator action `delay_ms` from now (a restart, a resume, a repair)."""
+        self.hold_until(self.clock.now_ms() + delay_ms)
         self.scheduler.call_later(delay_ms, action, f"sim: {name}")
+
+    def hold_until(self, at: int) -> None:
+        """A timed fault lasts until `at`: the quiet tail starts counting after it."""
+        self.settled_at = max(self.settled_at, at)
 
     def expire(self, files: int) -> None:
         """Expire the oldest commit-log files; report, per queue, the queue offset below which
@@ -298,6 +334,10 @@ class Simulator:
 
     def step(self) -> None:
         """Take one step: the next fault if it is due first, else the next scheduled event."""
+        self._advance()
+        self.steps += 1
+
+    def _advance(self) -> None:
         due = self.scheduler.next_time
         if self._faults and (due is None or self._faults[0][0] <= due):
             at, _seq, fault = heapq.heappop(self._faults)
@@ -307,7 +347,6 @@ class Simulator:
             self._pull_stream()
         else:
             self.scheduler.run_next()
-        self.steps += 1
         for client in self.clients.values():
             client.poll()
 
@@ -332,8 +371,42 @@ class Simulator:
             at=self.clock.now_ms(), committed=committed, max_offsets=max_offsets, cached=cached
         )
 
+    def quiet(self) -> None:
+        """Run the quiet tail (once): drop the faults still to come (and the effects of those
+        applied that have not struck yet), stop the producer, start a consumer if none is
+        alive, and run until every message is consumed, dead-lettered or gone, or until
+        `quiet_tail_ms` after the last timed fault ends (a restart, a resume), or for
+        `quiet_tail_steps` steps. Liveness is judged against the end of the tail."""
+        cfg = self.config
+        if self.quiet_at is not None or cfg.quiet_tail_ms <= 0:
+            return
+        now = self.quiet_at = self.clock.now_ms()
+        self._faults.clear()
+        self._stream = None
+        self._produce_on = False
+        for client in self.clients.values():
+            client.calm()
+        started: tuple[str, ...] = ()
+        if not any(c.alive for c in self.clients.values()):
+            name = f"c{len(self.clients)}"
+            started = (self._start_client(name).client_id,)
+        until = max(now, self.settled_at) + cfg.quiet_tail_ms
+        self.emit(h.Quiet(at=now, until=until, started=started))
+        while self.tail_steps < cfg.quiet_tail_steps:
+            due = self.scheduler.next_time
+            if due is None or due > until:
+                break
+            self._advance()
+            self.tail_steps += 1
+            if self.tail_steps % DRAIN_CHECK_EVERY == 0 and self._drained():
+                break
+
+    def _drained(self) -> bool:
+        return self.clock.now_ms() >= self.settled_at and not self.checker.unresolved()
+
     def finish(self) -> CheckResult:
-        """Record the end state and return the checker's verdict."""
+        """Run the quiet tail, record the end state and return the checker's verdict."""
+        self.quiet()
         self.emit(self.snapshot())
         return self.checker.finish()
 
@@ -343,11 +416,17 @@ class Simulator:
 
     def replay_command(self, steps: int | None = None) -> str:
         """The `pullspec simulate` command line that replays this run."""
-        cfg = self.config
+        steps = steps if steps is not None else self.steps
+        return self.replay_of(self.config, steps, self.schedule_text())
+
+    @staticmethod
+    def replay_of(cfg: SimConfig, steps: int, schedule: str, impl: str | None = None) -> str:
+        """The `pullspec simulate` command line that replays `steps` steps of `cfg` with the
+        fault steps `schedule` (and, with `impl`, that candidate's parts)."""
         parts = [
             "pullspec simulate",
             f"--seed {cfg.seed}",
-            f"--steps {steps if steps is not None else self.steps}",
+            f"--steps {steps}",
             f"--consumers {cfg.consumers}",
             f"--profile {cfg.profile.value}",
         ]
@@ -355,7 +434,9 @@ class Simulator:
             parts.append("--orderly")
         if not cfg.slave:
             parts.append("--no-slave")
-        parts.append(f'--schedule "{self.schedule_text()}"')
+        if impl is not None:
+            parts.append(f"--impl {impl}")
+        parts.append(f'--schedule "{schedule}"')
         return " ".join(parts)
 
 
@@ -380,6 +461,7 @@ def simulate(
         time.perf_counter() - started,
         sim.history.summary(),
         sim.schedule_text(),
+        sim.tail_steps,
     )
     return result, sim
 

@@ -7,6 +7,9 @@ Some of them RocketMQ 4.x is known to break: the broker's commit is not increase
 orderly lease arithmetic assumes well-behaved clocks (REBAL-22). The checker reports such a
 failure as *allowed* with the rule that explains it; a failure nothing explains is a violation.
 The functions only state the property; explaining a failure is the checker's job.
+
+Liveness, and the budgets that bound what INV-2 and INV-4 allow, are the LIVE rules
+(`spec.liveness`); their anomalies are named here too.
 """
 
 from __future__ import annotations
@@ -21,6 +24,11 @@ ORDERLY_OVERLAP = "orderly-overlap"
 ORDERLY_REORDER = "orderly-reorder"
 FLOW_BOUND_EXCEEDED = "flow-bound-exceeded"
 DLQ_ACCOUNTING = "dlq-accounting"
+#: Liveness (judged after the quiet tail) and the budgets of the allowed anomalies.
+STUCK = "stuck"
+DLQ_MISSING = "dlq-missing"
+DUPLICATE_BUDGET = "duplicate-budget"
+COMMIT_BUDGET = "commit-budget"
 ANOMALIES = (
     LOST,
     DUPLICATE,
@@ -29,7 +37,25 @@ ANOMALIES = (
     ORDERLY_REORDER,
     FLOW_BOUND_EXCEEDED,
     DLQ_ACCOUNTING,
+    STUCK,
+    DLQ_MISSING,
+    DUPLICATE_BUDGET,
+    COMMIT_BUDGET,
 )
+#: The rule each anomaly breaks.
+ANOMALY_RULES = {
+    LOST: "INV-1",
+    DUPLICATE: "INV-2",
+    NONMONOTONIC_COMMIT: "INV-4",
+    ORDERLY_OVERLAP: "INV-5",
+    ORDERLY_REORDER: "INV-6",
+    FLOW_BOUND_EXCEEDED: "INV-7",
+    DLQ_ACCOUNTING: "INV-8",
+    STUCK: "LIVE-1",
+    DLQ_MISSING: "LIVE-2",
+    DUPLICATE_BUDGET: "LIVE-3",
+    COMMIT_BUDGET: "LIVE-3",
+}
 
 
 @rule("INV-1", source="at-least-once delivery in CLUSTERING (ProcessQueue.removeMessage)")

@@ -28,7 +28,7 @@ from pullspec.conformance.cli_campaign import (
     parse_profiles,
     resolve_report_dir,
 )
-from pullspec.conformance.ops import MACHINE_AREAS
+from pullspec.conformance.ops import MACHINE_AREAS, rule_sort_key
 from pullspec.spec.profiles import Profile
 
 MUTANT = "pullspec.conformance.mutants.impl:max_span_off_by_one"
@@ -242,6 +242,19 @@ def test_text_markdown_html_and_svg_render(tmp_path: Path) -> None:
     assert 1 / 4 == campaign_svg.coverage(s)["STORE-3"] / 4
 
 
+def test_the_report_counts_the_seeds_that_reached_each_targeted_rule() -> None:
+    sim = campaign_report.AreaLine(
+        campaign.SIMULATION, 4, 9000, 8.0, 7.0, {"PASS": 4}, {"FLOW-8": 3, "PQ-18": 1}, {}
+    )
+    s = _summary(areas=(sim,))
+    reached = "simulation targets reached: FLOW-8 3/4, PQ-18 1/4, PQ-16 0/4, RESULT-10 0/4"
+    assert reached in campaign_report.text(s)
+    assert reached in campaign_report.markdown(s)
+    area = s.to_json()["areas"]["simulation"]
+    assert {"FLOW-8": 3, "PQ-18": 1, "PQ-16": 0, "RESULT-10": 0} == area["targets"]
+    assert (["FLOW-8", "PQ-18"], 41) == (area["rules_hit"], area["rules_in_scope"])
+
+
 def test_progress_line() -> None:
     p = campaign_spark.Progress(5, 20, 12_000, 1, 4.0)
     assert "campaign: 5/20 seeds (25%), 12,000 ops, 3,000 ops/s, 1 divergent, 4 s" == p.line()
@@ -289,6 +302,9 @@ def test_simulation_rows_diff_the_candidates_parts_in_the_simulator() -> None:
         row["detail"],
     )
     assert 300 < row["ops"]  # events compared: more than one per step
+    # The rules its history reached (reference.sim_coverage), in catalogue order.
+    assert {"PULLQ-9", "RESULT-5", "REBAL-10"} <= set(row["rule_ids"])
+    assert sorted(row["rule_ids"], key=rule_sort_key) == row["rule_ids"]
     assert campaign_sim.available() and campaign.SIMULATION in known_areas()
     assert {} == campaign.unsupported_areas(plan)
     lock_only = campaign.Plan(

@@ -23,11 +23,10 @@ from hypothesis import strategies as st
 from pullspec.reference.client_cluster import ReferenceCluster
 from pullspec.reference.client_consumer import ClientConsumer
 from pullspec.reference.client_instance import InstanceState
-from pullspec.reference.client_remoting import RemotingSendBackClient
 from pullspec.reference.consume_concurrently import ReferenceConsumeConcurrentlyService
 from pullspec.reference.consume_orderly import ReferenceConsumeOrderlyService
 from pullspec.reference.remoting import RemotingConnectError, RemotingTimeoutError
-from pullspec.spec.client_send_back import ClientMessage
+from pullspec.spec.client_send_back import ClientMessage, SendBackClient
 from pullspec.spec.config import StoreConfig
 from pullspec.spec.consume_types import (
     ConsumeConcurrentlyContext,
@@ -172,10 +171,10 @@ def overlaps(a: ClientConsumer, b: ClientConsumer) -> list[tuple[MessageQueue, i
     """(queue, start of a's call, start of b's call) for every pair of calls that overlap."""
     ra, rb = a.consume_service.records, b.consume_service.records
     return [
-        (x.mq, x.start, y.start)  # type: ignore[union-attr]
+        (x.mq, x.start, y.start)
         for x in ra
         for y in rb
-        if x.mq == y.mq and x.start < y.end and y.start < x.end  # type: ignore[union-attr]
+        if x.mq == y.mq and x.start < y.end and y.start < x.end
     ]
 
 
@@ -186,7 +185,7 @@ class SettlingSendBack:
     """The consumer's SendBackClient, reporting each message handed back successfully by the
     record (topic, queue, offset) it was read from."""
 
-    def __init__(self, inner: RemotingSendBackClient, settle: Callable[[int], None]) -> None:
+    def __init__(self, inner: SendBackClient, settle: Callable[[int], None]) -> None:
         self.inner, self.settle = inner, settle
         self._failed: StoredMessage | None = None
 

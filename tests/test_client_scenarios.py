@@ -219,7 +219,7 @@ def calls(c: ClientConsumer, queue_id: int) -> list[tuple[int, int, int]]:
     """(offset, start, end) of every listener call of `c` on T:queue_id."""
     records = c.consume_service.records
     return [
-        (r.offsets[0], r.start, r.end)  # type: ignore[union-attr]
+        (r.offsets[0], r.start, r.end)
         for r in records
         if r.mq == MessageQueue("T", "broker-a", queue_id)
     ]

@@ -183,6 +183,18 @@ def test_delayed_enqueue_and_task_share_the_timer() -> None:
     assert ([(50, Q0, 3)], [10_000], 0) == (recorder.pulls, ran, service.pending_timers)
 
 
+def test_a_blocked_pull_thread_takes_nothing_until_it_returns_while_the_timer_runs_on() -> None:
+    _, scheduler, service, recorder = world()
+    service.block_until(5_000)
+    service.execute_pull_request_immediately(request(Q0, 1))
+    service.execute_pull_request_later(request(Q1, 2), 100)
+    scheduler.run_until(4_999)
+    # The delayed re-enqueue fired at 100 (the timer is another thread) but nothing was taken.
+    assert ([], 2) == (recorder.pulls, len(service.queued))
+    scheduler.run_until(5_000)
+    assert [(5_000, Q0, 1), (5_000, Q1, 2)] == recorder.pulls
+
+
 def test_no_consumer_kills_the_request_and_a_raising_consumer_does_not_stop_the_loop() -> None:
     _, scheduler, service, recorder = world()
     recorder.fail_on = Q1

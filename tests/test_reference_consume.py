@@ -264,6 +264,60 @@ def test_cleaner_cadence_strict_expiry_and_the_4_7_cancellation(profile: Profile
     assert (profile is Profile.V4_9) == ("clean-expire" in svc.scheduler.pending())
 
 
+def test_a_call_past_consume_timeout_is_swept_and_its_late_result_still_processed() -> None:
+    # The listener call of offset 0 lasts 150 s (CONC-4: CONSUME_START_TIME stamped at 0); the
+    # cleaner (every minute, CONC-13) finds it expired at 120 000 (PQ-18), sends it back with
+    # delay level 3 and removes it; offset 1 was consumed at once.
+    config = ConsumerConfig(consume_timeout=1)
+    durations = {0: 150_000, 1: 0}
+    clock = ManualClock(0)
+    pq = ReferenceProcessQueue(clock, Profile.V4_9)
+    store, back = RecordingStore(clock), FakeSendBack()
+    svc = ReferenceConsumeConcurrentlyService(
+        Scheduler(clock),
+        group="G",
+        config=config,
+        profile=Profile.V4_9,
+        listener=lambda msgs, ctx: OK,
+        offset_store=store,
+        send_back=back,
+        process_queues=lambda: {MQ: pq},
+        consume_time=lambda msgs: durations[msgs[0].queue_offset],
+    )
+    svc.start()
+    feed(svc, pq, [msg(0), msg(1)])
+    svc.scheduler.run_until(119_999)
+    # Offset 0 is still inside the listener: it holds the commit (PQ-7) and has no record yet.
+    assert ([0], [(0, 0, True)], [1]) == (
+        pq.cached_offsets,
+        store.updates,
+        [r.offsets[0] for r in svc.records],
+    )
+    svc.scheduler.run_until(120_000)
+    assert ([(0, 3, None, 16)], []) == (back.rpcs, pq.cached_offsets)
+    svc.scheduler.run_until(150_000)
+    # The late CONSUME_SUCCESS is processed, but the queue caches nothing any more: removeMessage
+    # answers −1 (PQ-7) and nothing is committed (CONC-9); the sweep's own removal commits
+    # nothing either, so the offset stays at 0 until the next result.
+    assert [(0, 0, True)] == store.updates
+    late = svc.records[-1]
+    assert (0, 150_000, ConsumeReturnType.TIME_OUT) == (late.at, late.end, late.return_type)
+
+
+def test_the_result_of_a_call_whose_queue_was_dropped_meanwhile_is_discarded() -> None:
+    svc, pq, store, _back = concurrent(lambda msgs, ctx: OK)
+    svc.consume_time = lambda msgs: 1_000
+    feed(svc, pq, [msg(0)])
+    svc.scheduler.run_until(500)
+    pq.dropped = True  # a rebalance took the queue while the listener ran (CONC-4 step 10)
+    svc.scheduler.run_until(1_000)
+    assert ([(0, 1_000)], [], [0]) == (
+        [(r.at, r.end) for r in svc.records],
+        store.updates,
+        pq.cached_offsets,
+    )
+
+
 def test_a_dropped_queue_is_not_consumed_and_shutdown_rejects() -> None:
     svc, pq, store, _back = concurrent(lambda msgs, ctx: OK)
     pq.dropped = True

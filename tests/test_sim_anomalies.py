@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import attrs
 import pytest
 
 from pullspec.reference.sim_cluster import RecordingStore
@@ -13,7 +14,8 @@ from pullspec.reference.sim_observe import ObservedOffsetStore, ObservedProcessQ
 from pullspec.reference.simulator import SimConfig, SimHooks, SimResult, simulate
 from pullspec.spec import invariants as inv
 from pullspec.spec.message import BrokerInnerMessage, MessageQueue, StoredMessage
-from pullspec.spec.results import PutMessageResult
+from pullspec.spec.protocols import MessageFilter
+from pullspec.spec.results import GetMessageResult, PutMessageResult
 from pullspec.spec.status import PutMessageStatus
 
 #: A failing message whose send-back fails both ways stays cached for a local retry (CONC-8)
@@ -191,3 +193,116 @@ def test_send_backs_that_store_nothing_are_unaccounted_unless_the_group_has_no_r
     else:
         assert {} == violations(result)
         assert result.check.allowed_by_kind[inv.DLQ_ACCOUNTING][rule] >= 1
+
+
+# --- stuck -----------------------------------------------------------------------------------------
+
+
+class NeverDeliversDelayed(RecordingStore):
+    """The schedule service finds nothing in SCHEDULE_TOPIC_XXXX: a sent-back message never
+    comes back from its delay (RETRY-9)."""
+
+    def get_message(
+        self,
+        group: str,
+        topic: str,
+        queue_id: int,
+        offset: int,
+        max_msg_nums: int,
+        message_filter: MessageFilter | None = None,
+    ) -> GetMessageResult:
+        result = super().get_message(group, topic, queue_id, offset, max_msg_nums, message_filter)
+        if topic == "SCHEDULE_TOPIC_XXXX":
+            return attrs.evolve(result, messages=(), next_begin_offset=offset)
+        return result
+
+
+def test_a_broker_whose_delayed_retries_never_come_back_leaves_messages_stuck() -> None:
+    # Listener failures are sent back (delay level 3); nothing is poison, nothing is lost.
+    broken = run(
+        "", 1500, SimHooks(master_store=NeverDeliversDelayed), fail_rate=0.05, poison_rate=0.0
+    )
+    assert [inv.STUCK] == list(violations(broken))
+    assert (True, False) == (broken.check.liveness["judged"], broken.check.liveness["settled"])
+    clean = run("", 1500, fail_rate=0.05, poison_rate=0.0)
+    assert ({}, True) == (violations(clean), clean.check.liveness["settled"])
+
+
+# --- dlq-missing -----------------------------------------------------------------------------------
+
+
+class NeverDeadLetters(RecordingStore):
+    """A send-back past maxReconsumeTimes is stored back into the retry topic, 10 s later
+    (delay level 3), instead of into %DLQ%G (RETRY-4)."""
+
+    def put_message(self, msg: BrokerInnerMessage) -> PutMessageResult:
+        if msg.topic.startswith("%DLQ%"):
+            props = {**dict(msg.properties), "DELAY": "3"}
+            msg = attrs.evolve(msg, topic="%RETRY%G", properties=props, stored_properties=None)
+        return super().put_message(msg)
+
+
+def test_a_broker_that_never_dead_letters_keeps_poison_messages_out_of_the_dlq() -> None:
+    # Only the poison messages fail; after maxReconsumeTimes (3) each belongs in %DLQ%G.
+    hooks = SimHooks(master_store=NeverDeadLetters)
+    broken = run("", 1500, hooks, fail_rate=0.0, poison_rate=0.01)
+    assert [inv.DLQ_MISSING] == list(violations(broken))
+    assert 0 == broken.check.liveness["poisonInDlq"]
+    clean = run("", 1500, fail_rate=0.0, poison_rate=0.01)
+    poison = clean.check.liveness["poison"]
+    assert ({}, poison) == (violations(clean), clean.check.liveness["poisonInDlq"])
+    assert isinstance(poison, int) and poison >= 1
+
+
+# --- duplicate-budget ------------------------------------------------------------------------------
+
+
+class CommitsItsFirstOffset(ObservedProcessQueue):
+    """removeMessage answers the first offset ever put, so the commit never moves past it."""
+
+    first: int | None = None
+
+    def put_messages(self, msgs: Sequence[StoredMessage]) -> bool:
+        if self.first is None and msgs:
+            self.first = msgs[0].queue_offset
+        return super().put_messages(msgs)
+
+    def remove_messages(self, msgs: Sequence[StoredMessage]) -> int:
+        offset = super().remove_messages(msgs)
+        return offset if self.first is None or offset < 0 else self.first
+
+
+def test_a_commit_that_never_advances_repeats_more_than_handovers_allow() -> None:
+    # c0 crashes at 40 s and restarts: every handover starts its queues from the beginning,
+    # and each duplicate is "allowed" (PQ-7, REBAL-9) — but far more of them than a handover
+    # can repeat.
+    schedule = "crash@40000:c0=5000"
+    broken = run(schedule, 6000, SimHooks(process_queue=CommitsItsFirstOffset), consumers=2)
+    assert inv.DUPLICATE_BUDGET in violations(broken)
+    assert inv.DUPLICATE not in violations(broken)  # each one has a rule that allows it
+    assert {} == violations(run(schedule, 6000, consumers=2))
+
+
+# --- commit-budget ---------------------------------------------------------------------------------
+
+
+class CommitsBackEveryOtherTime(ObservedProcessQueue):
+    """commit answers an offset 10 below the true one every other time, so the orderly
+    consumer's offset (written not increase-only, ORDER-11) keeps moving back."""
+
+    commits = 0
+
+    def commit(self) -> int:
+        offset = super().commit()
+        self.commits += 1
+        return max(0, offset - 10) if self.commits % 2 else offset
+
+
+def test_an_orderly_commit_that_keeps_moving_back_exceeds_the_commit_budget() -> None:
+    hooks = SimHooks(process_queue=CommitsBackEveryOtherTime)
+    broken = run("", 2000, hooks, orderly=True, consumers=2)
+    # Each backward broker commit is allowed (ORDER-11: the writer's own offset went back), but
+    # no handover or first-lock move is there to cause so many.
+    assert [inv.COMMIT_BUDGET] == list(violations(broken))
+    assert broken.check.allowed_by_kind[inv.NONMONOTONIC_COMMIT]["ORDER-11"] > 10
+    assert {} == violations(run("", 2000, orderly=True, consumers=2))

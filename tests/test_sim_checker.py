@@ -6,10 +6,18 @@ from __future__ import annotations
 
 import io
 
+import attrs
 import pytest
 
 from pullspec.reference import sim_history as h
-from pullspec.reference.sim_checker import CheckResult, check
+from pullspec.reference.sim_budget import (
+    Budget,
+    Causes,
+    commit_budgets,
+    duplicate_budgets,
+    per_handover,
+)
+from pullspec.reference.sim_checker import Checker, CheckResult, check
 from pullspec.spec import invariants as inv
 
 Q = "T:0"
@@ -114,7 +122,9 @@ def test_every_event_type_round_trips_through_json_lines() -> None:
         h.Lease(at=16, client="c0#1", queue=Q, action="grant"),
         h.Truncated(at=17, queue=Q, min_offset=1),
         h.Fault(at=18, fault="crash", target="c0#1", detail="restart in 5000 ms"),
-        snapshot(19, 2, (1,)),
+        h.PullDelayed(at=19, client="c0#1", pq=1, queue=Q, reason="MAX_SPAN", ms=50),
+        h.Quiet(at=20, until=30, started=("c1#1",)),
+        snapshot(31, 2, (1,)),
     ]
     assert set(h.EVENT_TYPES) == {e.type for e in events}
     out = io.StringIO()
@@ -341,8 +351,14 @@ def test_an_increase_only_write_that_lowers_the_client_offset_is_a_violation() -
     assert {} == run(setup(), memory(1, "c0#1", 5, None), memory(2, "c0#1", 3, 5, False)).violations
 
 
+def assigned(at: int, client: str, pq: int, start: int = 0) -> h.Assigned:
+    return h.Assigned(at=at, client=client, pq=pq, queue=Q, start=start)
+
+
 def test_a_broker_commit_going_back_is_allowed_only_with_a_cause() -> None:
-    stale = run(setup(), broker(1, "c0#1", 5, None), broker(2, "c1#1", 3, 5))
+    # c1 was given the queue (a handover: the cause COMMIT-1's stale writer needs, LIVE-3)
+    handover = assigned(1, "c1#1", 2)
+    stale = run(setup(), broker(1, "c0#1", 5, None), handover, broker(2, "c1#1", 3, 5))
     assert ({}, {"COMMIT-1": 1}) == (stale.violations, stale.allowed)
     fix = run(setup(), broker(1, "c0#1", 5, None), broker(2, "c0#1", 3, 5, "fix-up"))
     assert {"RESULT-10": 1} == fix.allowed
@@ -358,7 +374,7 @@ def test_a_broker_commit_going_back_is_allowed_only_with_a_cause() -> None:
     pull_3 = h.PullSent(at=1, client="c0#1", pq=1, queue=Q, offset=9, broker_id=0, commit_offset=3)
     held_3_then_5 = [memory(1, "c0#1", 3, None), pull_3, memory(2, "c0#1", 5, 3)]
     late_pull = broker(4, "c0#1", 3, 5, "pull")
-    delayed = run(setup(), held_3_then_5, broker(3, "c0#1", 5, None), late_pull)
+    delayed = run(setup(), handover, held_3_then_5, broker(3, "c0#1", 5, None), late_pull)
     assert ({}, {"COMMIT-1": 1}) == (delayed.violations, delayed.allowed)
     # Without that pull in flight, the same decrease is unexplained.
     no_pull = run(setup(), held_3_then_5[::2], broker(3, "c0#1", 5, None), late_pull)
@@ -426,3 +442,117 @@ def test_a_cache_beyond_threshold_plus_batch_needs_two_pull_requests() -> None:
     assert {} == run(setup(), assigned, cached(14)).violations
     assert {inv.FLOW_BOUND_EXCEEDED: 1} == run(setup(), assigned, cached(15)).violations
     assert {"RESULT-14": 1} == run(setup(), assigned, sent(1), sent(1), cached(15)).allowed
+
+
+# --- liveness (LIVE-1, LIVE-2) --------------------------------------------------------------------
+
+
+def quiet(at: int = 5) -> h.Quiet:
+    return h.Quiet(at=at, until=at + 600_000)
+
+
+def test_after_the_quiet_tail_a_message_neither_consumed_nor_dead_lettered_is_stuck() -> None:
+    settled: list[h.Event] = [*produce(3), consumed(3, "c0#1", 1, [0, 1])]
+    # Without a quiet tail k2 is only pending: nothing says the run was given time to finish.
+    assert ({}, 1) == (
+        (r := run(setup(), *settled, snapshot(6, 2))).violations,
+        r.stats["pending"],
+    )
+    stuck = run(setup(), *settled, quiet(), snapshot(6, 2))
+    assert {inv.STUCK: 1} == stuck.violations
+    assert ["k2 at ('T:0', 2): neither consumed nor dead-lettered"] == [
+        d.detail for d in stuck.details
+    ]
+    assert (True, False, 1) == (
+        stuck.liveness["judged"],
+        stuck.liveness["settled"],
+        stuck.liveness["stuck"],
+    )
+    # Gone with its expired file (STORE-19): settled, though never consumed.
+    expired = h.Truncated(at=4, queue=Q, min_offset=3)
+    assert {} == run(setup(), *settled, expired, quiet(), snapshot(6, 2)).violations
+
+
+def test_a_message_that_always_fails_must_reach_the_dead_letter_queue() -> None:
+    poison = h.Produce(at=0, key="k0", topic="T", queue_id=0, offset=0, poison=True)
+    missing = run(setup(), poison, quiet(), snapshot(6, 0))
+    assert {inv.DLQ_MISSING: 1} == missing.violations
+    assert (1, 0) == (missing.liveness["poison"], missing.liveness["poisonInDlq"])
+    dlq = h.Stored(at=4, key="k0", topic="%DLQ%G", queue_id=0, offset=0, reconsume_times=3)
+    settled = run(setup(), poison, dlq, quiet(), snapshot(6, 0))
+    assert ({}, 1, 1) == (
+        settled.violations,
+        settled.liveness["poison"],
+        settled.liveness["poisonInDlq"],
+    )
+
+
+def test_the_checker_lists_what_the_quiet_tail_still_waits_for() -> None:
+    checker = Checker()
+    for e in [setup(), *produce(4), consumed(3, "c0#1", 1, [0])]:
+        checker.feed(e)
+    assert ["k1", "k2", "k3"] == checker.unresolved()
+    checker.feed(h.Stored(at=4, key="k1", topic="%DLQ%G", queue_id=0, offset=0, reconsume_times=3))
+    checker.feed(h.Truncated(at=5, queue=Q, min_offset=3))  # k2's file expired
+    assert ["k3"] == checker.unresolved()
+
+
+# --- budgets (LIVE-3) -----------------------------------------------------------------------------
+
+
+def test_allowed_duplicates_beyond_what_their_causes_grant_break_the_budget() -> None:
+    answer = h.PullAnswered(
+        at=2, client="c0#1", pq=1, queue=Q, status="FOUND", next_offset=1, offsets=(0,)
+    )
+    events = [setup(), *produce(1), h.Assigned(at=1, client="c0#1", pq=1, queue=Q, start=0)]
+    # One re-put of offset 0 grants one duplicate (PQ-13); a third success has no budget left.
+    twice = [answer, consumed(2, "c0#1", 1, [0]), answer, consumed(3, "c0#1", 1, [0])]
+    within = run(*events, *twice)
+    assert ({}, {"PQ-13": 1}) == (within.violations, within.allowed)
+    assert {"count": 1, "budget": 1} == within.liveness["duplicates"]["re-put"]  # type: ignore[index]
+    over = run(*events, *twice, consumed(4, "c0#1", 1, [0]))
+    assert ({inv.DUPLICATE_BUDGET: 1}, {"PQ-13": 2}) == (over.violations, over.allowed)
+
+
+def test_a_handover_grants_one_cache_and_one_persist_interval_of_its_queue() -> None:
+    config = attrs.evolve(
+        setup(),
+        pull_threshold_for_queue=64,
+        pull_batch_size=16,
+        max_span=200,
+        persist_interval_ms=5000,
+        queues=4,
+    )
+    # 2400 messages in 100 s over 4 queues: 6 per second per queue, 30 per persist interval.
+    assert 64 + 16 + 30 == per_handover(config, 2400, 100_000)
+    # Handovers of queues that had received 0, 50 and 500 messages, two holding faults.
+    causes = Causes(handovers=[0, 50, 500], holding_faults=2, swept=1)
+    got = duplicate_budgets(config, causes, {"REBAL-9": 7, "PQ-18": 2}, 2400, 100_000)
+    assert {
+        "handover": Budget(7, 0 + 50 + 110 + 2 * 200),
+        "send-back": Budget(0, 0),
+        "sweep": Budget(2, 1),
+        "re-put": Budget(0, 0),
+    } == got
+    commits = commit_budgets(Causes(handovers=[0, 9], cursor_moves=1, corrections=1), {})
+    assert {"handover": Budget(0, 2 * 2 + 1), "correction": Budget(0, 1)} == commits
+
+
+def test_a_copy_delayed_past_the_end_of_the_run_on_its_way_to_the_dlq_is_not_judged() -> None:
+    # An orderly hand-off past maxReconsumeTimes carries DELAY 3 + reconsumeTimes (ORDER-15):
+    # at 30 retries that is level 18, two hours in SCHEDULE_TOPIC_XXXX queue 17 (RETRY-8)
+    # before it reaches %DLQ%G. A delayed retry, or a DLQ-bound copy due before the end, is
+    # judged.
+    poison = h.Produce(at=0, key="k0", topic="T", queue_id=0, offset=0, poison=True)
+
+    def delayed(level: int, bound: str) -> CheckResult:
+        copy = h.Stored(
+            at=4, key="k0", topic="SCHEDULE_TOPIC_XXXX", queue_id=level - 1, offset=0,
+            reconsume_times=30, real_topic=bound,
+        )  # fmt: skip
+        return run(setup(), poison, copy, quiet(), snapshot(600_000, 0))
+
+    late = delayed(18, "%DLQ%G")
+    assert ({}, 1, True) == (late.violations, late.liveness["delayed"], late.liveness["settled"])
+    assert {inv.DLQ_MISSING: 1} == delayed(3, "%DLQ%G").violations
+    assert {inv.DLQ_MISSING: 1} == delayed(18, "%RETRY%G").violations

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from pullspec.reference.sim_faults import (
     FAULT_KINDS,
+    TARGETED,
     FaultStep,
     format_schedule,
     generate,
@@ -16,6 +17,7 @@ from pullspec.reference.sim_faults import (
     parse_schedule,
 )
 from pullspec.spec import invariants as inv
+from pullspec.spec import liveness as live
 from pullspec.spec import rules
 from pullspec.spec.contracts import check_call
 
@@ -23,7 +25,9 @@ from pullspec.spec.contracts import check_call
 def test_every_invariant_is_a_registered_rule_with_one_sentence() -> None:
     ids = [r.id for r in rules.catalogue() if r.area == "INV"]
     assert [f"INV-{n}" for n in range(1, 9)] == ids
-    for rule_id in ids:
+    live_ids = [r.id for r in rules.catalogue() if r.area == "LIVE"]
+    assert [f"LIVE-{n}" for n in range(1, 4)] == live_ids
+    for rule_id in ids + live_ids:
         r = rules.get(rule_id)
         assert r.statement.endswith(".") and r.source
 
@@ -65,3 +69,40 @@ def test_bad_fault_input_is_refused() -> None:
         parse_kinds("crash,boom")
     assert ("crash", "join") == parse_kinds("crash, join")
     assert () == parse_kinds("none")
+
+
+@given(st.booleans(), st.booleans(), st.booleans(), st.integers(0, 9), st.integers(0, 9))
+def test_live_1_2_3_contracts(
+    consumed: bool, in_dlq: bool, gone: bool, count: int, budget: int
+) -> None:
+    check_call(live.message_settled, consumed, in_dlq, gone)
+    check_call(live.poison_dead_lettered, in_dlq, gone)
+    check_call(live.within_budget, count, budget)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+def test_a_generated_schedule_opens_with_the_targeted_faults_and_lets_them_play_out(
+    seed: int,
+) -> None:
+    steps = generate(seed, 900_000, 3)
+    opener = steps[: len(TARGETED)]
+    assert set(TARGETED) == {s.kind for s in opener}
+    on = {s.kind: s.target for s in opener}
+    at = {s.kind: s.at for s in opener}
+    # expire-behind comes last, its expiry (1 s before it resumes) after the consume-timeout
+    # call has been swept: within two minutes of its start.
+    eb = opener[-1]
+    assert ("expire-behind", True) == (
+        eb.kind,
+        eb.at + eb.value - 1_000 >= at["consume-timeout"] + 120_000,
+    )
+    # The two listener kinds share a consumer; the stall and the expiry each have their own.
+    assert on["listener-stuck"] == on["consume-timeout"]
+    assert 3 == len({on["pull-stall"], on["expire-behind"], on["listener-stuck"]})
+    # No membership change, and no fault on an occupied consumer, until they have played out.
+    ends = {s.target: s.at + s.value + 40_000 for s in opener}
+    for s in steps[len(TARGETED) :]:
+        assert s.kind not in ("crash", "join", "leave") or s.at >= max(ends.values())
+        assert s.at >= ends.get(s.target, 0)
+    # A schedule without the targeted kinds draws as before: uniformly from the kinds given.
+    assert {"crash"} == {s.kind for s in generate(seed, 900_000, 3, ("crash",))}

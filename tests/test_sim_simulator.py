@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import io
 import json
+import sys
+import types
 from pathlib import Path
 
 import attrs
@@ -15,6 +17,7 @@ from click.testing import CliRunner
 from pullspec.conformance import cli_simulate
 from pullspec.conformance.cli import main
 from pullspec.reference import sim_history as h
+from pullspec.reference.consume_concurrently import ReferenceConsumeConcurrentlyService
 from pullspec.reference.sim_checker import CheckResult, check
 from pullspec.reference.sim_faults import parse_schedule
 from pullspec.reference.simulator import SimConfig, SimResult, Simulator, simulate
@@ -129,3 +132,82 @@ def test_simulate_exits_1_and_prints_the_replay_on_a_violation(
     code, out, _ = invoke("--steps", "200")
     assert 1 == code
     assert "violations: lost 2" in out and "replay: pullspec simulate" in out
+
+
+# --- reaching the rules ----------------------------------------------------------------------------
+
+
+def test_a_default_run_reaches_span_flow_control_the_sweep_pull_expiry_and_offset_illegal() -> None:
+    # `pullspec simulate` with its defaults: 10 000 steps of seed 1, then the quiet tail.
+    result, _ = simulate(SimConfig(seed=1), 10_000)
+    targets = result.check.coverage["targets"]
+    assert isinstance(targets, dict)
+    assert ["FLOW-8", "PQ-18", "PQ-16", "RESULT-10"] == list(targets)
+    assert [] == [rule for rule, events in targets.items() if events == 0]
+    assert ({}, True) == (result.check.violations, result.check.liveness["settled"])
+
+
+# --- --impl ----------------------------------------------------------------------------------------
+
+
+def test_simulate_impl_fast_matches_the_reference_and_reports_liveness_and_coverage() -> None:
+    code, out, _ = invoke("--impl", "fast", "--steps", "1200", "--json")
+    data = json.loads(out)
+    assert 0 == code
+    lockstep = data["lockstep"]
+    assert ("PASS", ["message_store", "process_queue"]) == (lockstep["verdict"], lockstep["parts"])
+    assert lockstep["events"] > 2000
+    assert ({}, True, "fast") == (data["violations"], data["liveness"]["judged"], data["impl"])
+    assert {"rules", "targets", "missed"} == set(data["coverage"])
+
+
+class _NoResubmit(ReferenceConsumeConcurrentlyService):
+    """Broken (CONC-3): a message whose send-back failed is never consumed again."""
+
+    def _later(self, msgs: object, pq: object, mq: object) -> None:
+        return None
+
+
+def test_simulate_impl_shows_where_a_candidate_s_consume_service_differs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    module = types.ModuleType("broken_consume")
+    module.CANDIDATE = types.SimpleNamespace(  # type: ignore[attr-defined]
+        consume_concurrently_service=_NoResubmit
+    )
+    monkeypatch.setitem(sys.modules, "broken_consume", module)
+    # c0's listener fails 3 calls and their send-backs fail: the reference retries them locally
+    # 5 s later (CONC-3), the candidate never does.
+    failing = "listener-fail@2000:c0=3,send-back-fail@2000:c0=6"
+    args = ("--impl", "broken_consume:CANDIDATE", "--steps", "1500", "--schedule", failing)
+    code, out, _ = invoke(*args, "--consumers", "1")
+    assert 1 == code
+    assert "(consume_concurrently) against the reference: DIVERGED" in out
+    assert "replay: python -m pullspec.conformance.machines.simulation" in out
+
+
+def test_simulate_impl_refuses_a_candidate_without_parts_or_with_history(tmp_path: Path) -> None:
+    code, _, err = invoke("--impl", "pullspec.spec.profiles:ALL_PROFILES", "--steps", "10")
+    assert 2 == code and "provides none of message_store" in err
+    path = str(tmp_path / "h.jsonl")
+    assert 2 == invoke("--impl", "fast", "--history", path, "--steps", "10")[0]
+    assert 2 == invoke("--impl", "no.such.module:x", "--steps", "10")[0]
+
+
+def test_the_quiet_tail_starts_a_consumer_when_none_is_left_and_drains_the_group() -> None:
+    # The only consumer leaves at 5 s; messages keep coming until the tail stops the producer.
+    config = SimConfig(seed=3, consumers=1, schedule=parse_schedule("leave@5000:c0"))
+    result, sim = run(config, 1500)
+    quiet = [e for e in sim.history.events if isinstance(e, h.Quiet)]
+    assert [("c1#1",)] == [q.started for q in quiet]
+    assert ({}, True, 0) == (
+        result.check.violations,
+        result.check.liveness["settled"],
+        result.check.stats["pending"],
+    )
+    # Without a tail nothing drains the group, and liveness is not judged.
+    untailed, _ = run(attrs.evolve(config, quiet_tail_ms=0), 1500)
+    assert (False, True) == (
+        untailed.check.liveness["judged"],
+        untailed.check.stats["pending"] > 0,
+    )

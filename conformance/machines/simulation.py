@@ -2,14 +2,22 @@
 number of steps, once with the reference parts and once with a candidate's parts substituted
 where it provides them, the two histories compared event by event (JSON form).
 
-- the broker's master store becomes a `RecordingStore` whose storage is delegated to
-  `candidate.message_store(config, profile, clock)` (appends are still reported);
-- each consumer's process queues become `ObservedProcessQueue`s whose state lives in
-  `candidate.process_queue(clock, profile)` (puts are still reported).
+A candidate provides a part by a factory named as in `PARTS` (reference.sim_parts and
+reference.client_parts type each one):
 
-Delegation sits *below* the reporting subclasses in the MRO (`RecordingStore` → delegate →
-`ReferenceMessageStore`), so the reporting code runs unchanged and a reference-vs-reference run
-is identical event for event. The first differing event is the divergence.
+- ``message_store(config, profile, clock)``: the master's store (its appends still reported);
+- ``process_queue(clock, profile)``: every consumer's ProcessQueues;
+- ``remote_offset_store(client, group)``: every consumer's RemoteBrokerOffsetStore;
+- ``consume_concurrently_service(scheduler, *, group, config, profile, listener, offset_store,
+  send_back, process_queues, consume_time)`` and ``consume_orderly_service(…, rebalance, …)``:
+  the consume services;
+- ``rebalance_push_impl(scheduler, *, group, client_id, config, profile, lock_client,
+  offset_store, admin, route, consumer_ids, strategy, dispatch, process_queue_factory)``:
+  the rebalance.
+
+The reference's part stands in for every factory the candidate lacks, and the observing code
+runs unchanged, so a reference-vs-reference run is identical event for event. The first
+differing event is the divergence.
 """
 
 from __future__ import annotations
@@ -18,28 +26,30 @@ import json
 import re
 import shlex
 import time
-from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable
+from typing import Any
 
 import attrs
 
 from pullspec.conformance.vectors import Verdict
 from pullspec.reference import sim_history as h
-from pullspec.reference.process_queue import ReferenceProcessQueue
-from pullspec.reference.sim_cluster import RecordingStore
-from pullspec.reference.sim_config import SimConfig, SimHooks
+from pullspec.reference.client_parts import ConsumerParts
+from pullspec.reference.sim_checker import CheckResult
+from pullspec.reference.sim_config import SimConfig, SimHooks, SimResult
 from pullspec.reference.sim_faults import format_schedule, parse_schedule
-from pullspec.reference.sim_observe import ObservedProcessQueue
+from pullspec.reference.sim_parts import SimParts
 from pullspec.reference.simulator import Simulator
-from pullspec.reference.store import ReferenceMessageStore
-from pullspec.spec.clock import Clock
 from pullspec.spec.profiles import Profile
 
-if TYPE_CHECKING:
-    from pullspec.reference.sim_watch import ClientWatch
-
-#: Candidate factories the simulation can substitute.
-PARTS = ("message_store", "process_queue")
+#: Candidate factory → the SimParts / ConsumerParts field it fills.
+PARTS = {
+    "message_store": "message_store",
+    "process_queue": "process_queue",
+    "remote_offset_store": "offset_store",
+    "consume_concurrently_service": "consume_concurrently",
+    "consume_orderly_service": "consume_orderly",
+    "rebalance_push_impl": "rebalance",
+}
 #: CI budget for `pullspec conform`: these seeds, this many steps each.
 DEFAULT_SEEDS = (1, 2, 3)
 DEFAULT_SIM_STEPS = 2_000
@@ -47,139 +57,31 @@ DEFAULT_SIM_STEPS = 2_000
 DEFAULT_FAULT_GAP_MS = 2_000
 _RULE_ID = re.compile(r"\b[A-Z]+-\d+\b")
 
-_STORE_METHODS = (
-    "put_message",
-    "get_min_offset_in_queue",
-    "get_max_offset_in_queue",
-    "get_min_phy_offset",
-    "get_max_phy_offset",
-    "look_message_by_offset",
-    "check_in_disk_by_consume_offset",
-    "get_message",
-    "set_last_modified",
-    "delete_expired_files",
-    "set_role",
-)
-_STORE_PROPERTIES = ("broker_role", "offset_check_in_slave")
-_PQ_METHODS = (
-    "snapshot",
-    "put_messages",
-    "remove_messages",
-    "take_messages",
-    "commit",
-    "rollback",
-    "make_messages_to_consume_again",
-    "clear",
-    "inc_try_unlock_times",
-    "clean_expired_msg",
-    "is_lock_expired",
-    "is_pull_expired",
-    "has_temp_message",
-)
-_PQ_PROPERTIES = (
-    "profile",
-    "max_span",
-    "msg_count",
-    "msg_size",
-    "queue_offset_max",
-    "msg_acc_cnt",
-    "consuming",
-    "cached_offsets",
-    "consuming_offsets",
-    "last_consume_timestamp",
-    "try_unlock_times",
-    "dropped",
-    "locked",
-    "last_lock_timestamp",
-    "last_pull_timestamp",
-)
 
-
-def _delegate(cls: type, base: type, methods: Iterable[str], properties: Iterable[str]) -> None:
-    """Give `cls` methods and properties that forward to `self.candidate_part`."""
-
-    def method(name: str) -> Callable[..., Any]:
-        def call(self: Any, *args: Any, **kwargs: Any) -> Any:
-            return getattr(self.candidate_part, name)(*args, **kwargs)
-
-        call.__name__ = name
-        return call
-
-    def prop(name: str) -> property:
-        original = getattr(base, name)
-        setter = None
-        if isinstance(original, property) and original.fset is not None:
-
-            def setter(self: Any, value: Any) -> None:
-                setattr(self.candidate_part, name, value)
-
-        return property(lambda self: getattr(self.candidate_part, name), setter)
-
-    for name in methods:
-        setattr(cls, name, method(name))
-    for name in properties:
-        setattr(cls, name, prop(name))
-
-
-class _StoreDelegate(ReferenceMessageStore):
-    """ReferenceMessageStore's interface, forwarded to the candidate's store (`put_messages`
-    stays the reference's loop over `put_message`, so every append is still reported)."""
-
-    candidate_part: Any
-
-
-class _ProcessQueueDelegate(ReferenceProcessQueue):
-    """ReferenceProcessQueue's interface, forwarded to the candidate's process queue."""
-
-    candidate_part: Any
-
-
-_delegate(_StoreDelegate, ReferenceMessageStore, _STORE_METHODS, _STORE_PROPERTIES)
-_delegate(_ProcessQueueDelegate, ReferenceProcessQueue, _PQ_METHODS, _PQ_PROPERTIES)
-
-
-class CandidateRecordingStore(RecordingStore, _StoreDelegate):
-    """The master's RecordingStore with its storage in `factory(config, profile, clock)`."""
-
-    factory: Callable[..., Any]
-
-    def __attrs_post_init__(self) -> None:
-        super().__attrs_post_init__()
-        self.candidate_part = type(self).factory(self.config, self.profile, self.clock)
-
-
-class CandidateProcessQueue(ObservedProcessQueue, _ProcessQueueDelegate):
-    """An ObservedProcessQueue whose state lives in `factory(clock, profile)`."""
-
-    factory: Callable[..., Any]
-
-    def __init__(self, clock: Clock, profile: Profile, owner: ClientWatch, pq_id: int) -> None:
-        self.candidate_part = type(self).factory(clock, profile)
-        super().__init__(clock, profile, owner, pq_id)
+def candidate_parts(candidate: Any) -> SimParts:
+    """The parts `candidate` provides, by factory name (`PARTS`); the rest stay None."""
+    found = {PARTS[name]: f for name in PARTS if (f := getattr(candidate, name, None)) is not None}
+    consumer = ConsumerParts(
+        **{k: v for k, v in found.items() if k not in ("message_store", "process_queue")}
+    )
+    return SimParts(
+        message_store=found.get("message_store"),
+        process_queue=found.get("process_queue"),
+        consumer=consumer,
+    )
 
 
 def candidate_hooks(candidate: Any) -> SimHooks | None:
     """SimHooks substituting the candidate's parts; None when it provides none of them."""
-    store = getattr(candidate, "message_store", None)
-    pq = getattr(candidate, "process_queue", None)
-    if store is None and pq is None:
-        return None
-    hooks = SimHooks()
-    if store is not None:
-        hooks.master_store = type(
-            "CandidateStore", (CandidateRecordingStore,), {"factory": staticmethod(store)}
-        )
-    if pq is not None:
-        hooks.process_queue = type(
-            "CandidatePQ", (CandidateProcessQueue,), {"factory": staticmethod(pq)}
-        )
-    return hooks
+    parts = candidate_parts(candidate)
+    return SimHooks(parts=parts) if parts.provided() else None
 
 
 def run_history(
     config: SimConfig, steps: int, hooks: SimHooks | None
 ) -> tuple[Simulator, list[dict[str, Any]]]:
-    """Run `steps` steps and return the simulator and its history as JSON objects."""
+    """Run `steps` steps (and the quiet tail) and return the simulator and its history as JSON
+    objects."""
     sim = Simulator(config, hooks, keep_history=True)
     sim.run(steps, None, 10_000)
     sim.finish()
@@ -245,30 +147,135 @@ def replay_command(impl: str, config: SimConfig, steps: int, schedule: str) -> s
     )
 
 
+@attrs.frozen
+class Comparison:
+    """One seed run with the reference's parts and with the candidate's: the lockstep verdict,
+    the events compared, the first divergence, a crash's detail, and each run's result (the
+    checker's verdict with liveness and coverage; None for a run that did not finish)."""
+
+    verdict: Verdict
+    events: int
+    divergence: SimDivergence | None = None
+    detail: str | None = None
+    reference: SimResult | None = None
+    candidate: SimResult | None = None
+
+
+class _Side:
+    """One of the two runs, stepped in turn with the other."""
+
+    def __init__(self, config: SimConfig, hooks: SimHooks | None) -> None:
+        self.elapsed = 0.0
+        self.sim = Simulator(config, hooks, keep_history=True)
+        self.check: CheckResult | None = None
+
+    def run(self, steps: int) -> None:
+        started = time.perf_counter()
+        self.sim.run(steps)
+        self.elapsed += time.perf_counter() - started
+
+    def finish(self) -> None:
+        started = time.perf_counter()
+        self.check = self.sim.finish()
+        self.elapsed += time.perf_counter() - started
+
+    def result(self) -> SimResult | None:
+        sim = self.sim
+        if self.check is None:
+            return None
+        summary = sim.history.summary()
+        return SimResult(
+            self.check, sim.steps, sim.clock.now_ms(), self.elapsed, summary,
+            sim.schedule_text(), sim.tail_steps,
+        )  # fmt: skip
+
+
+#: Steps each side takes between two comparisons of what their histories added.
+_COMPARE_EVERY = 256
+
+
+def compare(
+    candidate: Any, config: SimConfig, steps: int, *, impl: str = "candidate"
+) -> Comparison:
+    """Run the reference and the candidate side by side for `steps` steps and their quiet
+    tails, comparing the events each adds as they go (so neither history is kept whole) and
+    stopping at the first difference."""
+    hooks = candidate_hooks(candidate)
+    if hooks is None:
+        detail = f"the candidate provides none of {', '.join(PARTS)}"
+        return Comparison(Verdict.UNSUPPORTED, 0, detail=detail)
+    ref = _Side(config, None)
+    compared = 0
+
+    def crashed(exc: Exception) -> Comparison:
+        detail = f"seed {config.seed}: {type(exc).__name__}: {exc}"
+        return Comparison(Verdict.CRASHED, compared, detail=detail, reference=ref.result())
+
+    def diverged(at_end: bool) -> SimDivergence | None:
+        nonlocal compared
+        a, b = ref.sim.history.events, cand.sim.history.events
+        n = min(len(a), len(b))
+        for i in range(n):
+            if a[i] != b[i]:
+                return _divergence(impl, config, steps, ref.sim, compared + i, a[i], b[i])
+        compared += n
+        del a[:n], b[:n]
+        if at_end and (a or b):
+            return _divergence(
+                impl, config, steps, ref.sim, compared, a[0] if a else None, b[0] if b else None
+            )
+        return None
+
+    try:
+        cand = _Side(config, hooks)
+    except Exception as exc:  # the candidate's parts failed to build
+        return crashed(exc)
+    done = 0
+    while done < steps:
+        chunk = min(_COMPARE_EVERY, steps - done)
+        ref.run(chunk)
+        try:
+            cand.run(chunk)
+        except Exception as exc:  # a crash of the candidate's parts
+            return crashed(exc)
+        done += chunk
+        if (found := diverged(False)) is not None:
+            return Comparison(Verdict.DIVERGED, found.index, found, reference=ref.result())
+    ref.finish()
+    try:
+        cand.finish()
+    except Exception as exc:
+        return crashed(exc)
+    if (found := diverged(True)) is not None:
+        return Comparison(Verdict.DIVERGED, found.index, found, reference=ref.result())
+    return Comparison(Verdict.PASS, compared, reference=ref.result(), candidate=cand.result())
+
+
+def _divergence(
+    impl: str,
+    config: SimConfig,
+    steps: int,
+    ref: Simulator,
+    index: int,
+    expected: h.Event | None,
+    actual: h.Event | None,
+) -> SimDivergence:
+    want = h.to_json(expected) if expected is not None else None
+    got = h.to_json(actual) if actual is not None else None
+    # The faults applied so far: later ones cannot have changed the events before this one.
+    schedule = ref.schedule_text()
+    return SimDivergence(
+        config.seed, schedule, index, want, got, _rules_of(want) or _rules_of(got),
+        replay_command(impl, config, steps, schedule),
+    )  # fmt: skip
+
+
 def lockstep(
     candidate: Any, config: SimConfig, steps: int, *, impl: str = "candidate"
 ) -> tuple[Verdict, int, SimDivergence | None, str | None]:
-    """One seed: (verdict, events compared, divergence, crash detail)."""
-    hooks = candidate_hooks(candidate)
-    if hooks is None:
-        return Verdict.UNSUPPORTED, 0, None, "the candidate provides neither part"
-    ref_sim, expected = run_history(config, steps, None)
-    schedule = ref_sim.schedule_text()
-    # The same config, so the same seed-generated fault schedule (or the given one).
-    try:
-        _, actual = run_history(config, steps, hooks)
-    except Exception as exc:  # a crash of the candidate's parts
-        return Verdict.CRASHED, 0, None, f"seed {config.seed}: {type(exc).__name__}: {exc}"
-    for index in range(max(len(expected), len(actual))):
-        want = expected[index] if index < len(expected) else None
-        got = actual[index] if index < len(actual) else None
-        if want != got:
-            divergence = SimDivergence(
-                config.seed, schedule, index, want, got, _rules_of(want) or _rules_of(got),
-                replay_command(impl, config, steps, schedule),
-            )  # fmt: skip
-            return Verdict.DIVERGED, index, divergence, None
-    return Verdict.PASS, len(expected), None, None
+    """One seed: (verdict, events compared, divergence, crash detail) of `compare`."""
+    found = compare(candidate, config, steps, impl=impl)
+    return found.verdict, found.events, found.divergence, found.detail
 
 
 def shrink(
@@ -369,11 +376,13 @@ def main(argv: list[str] | None = None) -> int:
 
 
 __all__ = [
-    "CandidateProcessQueue",
-    "CandidateRecordingStore",
+    "PARTS",
+    "Comparison",
     "SimDivergence",
     "SimulationReport",
     "candidate_hooks",
+    "candidate_parts",
+    "compare",
     "format_schedule",
     "lockstep",
     "run_simulation",
