@@ -31,7 +31,7 @@ from pullspec.spec.errors import PullspecError
 from pullspec.spec.profiles import Profile
 
 _CANDIDATE = pytest.StashKey[Any]()
-#: The machines' default budget (conformance.machines.DEFAULT_EXAMPLES / DEFAULT_STEPS), repeated
+#: The machines' default budget (conformance.machines.run.DEFAULT_EXAMPLES / DEFAULT_STEPS), repeated
 #: here so that registering the options imports nothing of the suite.
 DEFAULT_EXAMPLES, DEFAULT_STEPS = 40, 25
 
@@ -62,7 +62,7 @@ def pytest_configure(config: pytest.Config) -> None:
         if value < 1:
             raise pytest.UsageError(f"--pullspec-{name} must be at least 1, not {value}")
     try:
-        from pullspec.conformance.cli_common import candidate_of
+        from pullspec.conformance.cli.common import candidate_of
     except ModuleNotFoundError as exc:
         raise pytest.UsageError(
             f"--pullspec-impl needs {exc.name}: pip install 'rocketmq-pullspec[cli]'"
@@ -102,7 +102,7 @@ class ConformanceItem(pytest.Item):
     def runtest(self) -> None:
         """Run the vectors or the machine and fail with every divergence found."""
         from pullspec.conformance import vectors
-        from pullspec.conformance.machines import run_machine
+        from pullspec.conformance.machines.run import run_machine
         from pullspec.conformance.vectors import Verdict
 
         opt = self.config.getoption

@@ -35,9 +35,10 @@ def broker(
 ) -> ReferenceBroker:
     """A fresh ReferenceBroker (pull processing, offsets, long polling) over a fresh store."""
     from pullspec.reference.broker import ReferenceBroker
+    from pullspec.reference.store import ReferenceMessageStore
 
     return ReferenceBroker(
-        store=message_store(store_config, profile, clock),
+        store=ReferenceMessageStore(config=store_config, profile=profile, clock=clock),
         config=broker_config,
         profile=profile,
         clock=clock,

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from pullspec.conformance import cli_campaign
+from pullspec.conformance.cli import campaign as cli_campaign
 from pullspec.conformance.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -336,7 +336,7 @@ def test_out_refusal() -> None:
 def test_the_progress_lines_off_a_terminal() -> None:
     from io import StringIO
 
-    from pullspec.conformance.cli_common import Progress
+    from pullspec.conformance.cli.common import Progress
 
     now = [0.0]
     stream = StringIO()

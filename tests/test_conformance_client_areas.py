@@ -22,7 +22,7 @@ from pullspec.conformance.adapters import lock_manager
 from pullspec.conformance.candidates import close
 from pullspec.conformance.cli import main
 from pullspec.conformance.client_cases import factories
-from pullspec.conformance.machines import run_machine
+from pullspec.conformance.machines.run import run_machine
 from pullspec.conformance.ops import CLIENT_AREAS, OP_RULES
 from pullspec.conformance.remote.session import store_config_json
 from pullspec.conformance.resolve import resolve

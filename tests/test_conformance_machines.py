@@ -11,7 +11,7 @@ import pytest
 
 import pullspec.reference.factories as reference
 from pullspec.conformance import vectors
-from pullspec.conformance.machines import run_machine
+from pullspec.conformance.machines.run import run_machine
 from pullspec.conformance.mutants import get
 from pullspec.conformance.observe import DivergenceKind
 from pullspec.conformance.ops import AREAS

@@ -16,7 +16,7 @@ import pullspec.fast.factories as fast
 import pullspec.reference.factories as reference
 from pullspec.conformance import vectors
 from pullspec.conformance.cli import main
-from pullspec.conformance.machines import run_machine
+from pullspec.conformance.machines.run import run_machine
 from pullspec.conformance.observe import DivergenceKind
 from pullspec.conformance.vectors import Verdict
 from pullspec.reference.areas.offset_store import Driver as ReferenceDriver

@@ -13,7 +13,7 @@ import pytest
 
 from pullspec.conformance import vectors
 from pullspec.conformance.candidates import close
-from pullspec.conformance.machines import run_machine
+from pullspec.conformance.machines.run import run_machine
 from pullspec.conformance.ops import AREAS
 from pullspec.conformance.remote.candidate import SubprocessCandidate
 from pullspec.conformance.resolve import resolve

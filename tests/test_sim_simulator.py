@@ -14,8 +14,8 @@ import attrs
 import pytest
 from click.testing import CliRunner
 
-from pullspec.conformance import cli_simulate
 from pullspec.conformance.cli import main
+from pullspec.conformance.cli import simulate as cli_simulate
 from pullspec.reference import sim_history as h
 from pullspec.reference.consume_concurrently import ReferenceConsumeConcurrentlyService
 from pullspec.reference.sim_checker import CheckResult, check

@@ -4,8 +4,9 @@ the reference and to the candidate and fails at the first observation that diffe
 Each example draws a config, opens one reference and one candidate session on it, then runs
 steps; each step draws one op (aimed by what the reference showed so far), observes both sides
 and compares. A failure carries a `MachineReport`: the trace (every op with the reference's
-observation), the divergence, the rule IDs involved and the verdict. Hypothesis shrinks the
-failing example, so the report that comes out is that of the minimal trace.
+observation), the divergence, the rule IDs involved and the verdict. Hypothesis does not shrink
+(`run_machine` turns its shrink phase off): `conformance.machines.minimize` replays the recorded
+ops of the failing example and cuts them down to a minimal trace.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
 
 from pullspec.conformance.candidates import CandidateTimeoutError
 from pullspec.conformance.machines import gen
+from pullspec.conformance.machines.draw import Context, HypothesisDraw
 from pullspec.conformance.observe import Divergence, DivergenceKind, Session, compare
 from pullspec.conformance.ops import Observation, Op, rule_sort_key, rules_for
 from pullspec.conformance.vectors import Verdict
@@ -117,7 +119,8 @@ class MachineReport:
 
 
 class LockstepError(AssertionError):
-    """Raised inside the machine at the first divergence; Hypothesis shrinks on it."""
+    """Raised inside the machine at the first divergence; it ends the example and carries its
+    report, which `minimize` then shortens."""
 
     def __init__(self, report: MachineReport) -> None:
         self.report = report
@@ -220,7 +223,7 @@ def machine_class(
         def __init__(self) -> None:
             super().__init__()
             self.pair: Pair | None = None
-            self.ctx = gen.Context(area)
+            self.ctx = Context(area)
 
         @initialize(data=st.data())
         def start(self, data: st.DataObject) -> None:
@@ -228,8 +231,8 @@ def machine_class(
             if tracker.fatal is not None:
                 raise LockstepError(tracker.fatal)
             tracker.examples += 1
-            config = gen.config(area, gen.HypothesisDraw(data))
-            self.ctx = gen.Context.start(area, config)
+            config = gen.config(area, HypothesisDraw(data))
+            self.ctx = Context.start(area, config)
             self.pair = Pair.open(area, reference, candidate, impl, profile, seed, config)
             tracker.covered.update(rules_for(area, "create"))
 
@@ -237,7 +240,7 @@ def machine_class(
         def step(self, data: st.DataObject) -> None:
             """Apply one op to both sides and compare."""
             assert self.pair is not None
-            op = gen.op(area, gen.HypothesisDraw(data), self.ctx)
+            op = gen.op(area, HypothesisDraw(data), self.ctx)
             tracker.ops += 1
             tracker.covered.update(rules_for(area, op.name))
             try:

@@ -17,8 +17,8 @@ from typing import Any
 import attrs
 
 from pullspec.conformance import client_vectors, export
-from pullspec.conformance.machines import run_machine
-from pullspec.conformance.mutants import Mutant
+from pullspec.conformance.machines.run import run_machine
+from pullspec.conformance.mutants.base import Mutant
 from pullspec.conformance.ops import CLIENT_AREAS
 from pullspec.conformance.vectors import Verdict, load_cases, run_case
 from pullspec.spec.profiles import Profile

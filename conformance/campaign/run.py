@@ -1,6 +1,6 @@
 """Campaign traces: one deterministic lockstep trace per (seed, area, profile), and its row.
 
-A campaign (`pullspec campaign`, conformance.campaign_spark) hands ranges of seeds to Spark
+A campaign (`pullspec campaign`, conformance.campaign.spark) hands ranges of seeds to Spark
 tasks; each task calls `run_seeds`, which for every seed, profile and area draws a config and
 `steps` ops with the conformance generators (conformance.machines.gen, a RandomDraw seeded by
 `trace_key`), applies each op to the reference and to the candidate and compares what they
@@ -10,7 +10,7 @@ observed, stopping at the first difference. It answers one row per trace in the 
 The loop is the lockstep machine's (conformance.machines.lockstep.Pair) with the same
 verdicts, but without Hypothesis and without building an Observation for the candidate when
 both sides answered exactly the same thing: that is where a campaign spends its time. The
-driver replays a divergent trace through `Pair` itself (conformance.campaign_shrink), so the
+driver replays a divergent trace through `Pair` itself (conformance.campaign.shrink), so the
 vector it writes is checked by the same code as `pullspec conform`.
 """
 
@@ -30,8 +30,15 @@ from typing import Any
 import attrs
 
 from pullspec.conformance import vectors
+from pullspec.conformance.campaign.rows import (
+    DEFAULT_SIM_STEPS,
+    SIMULATION,
+    Row,
+    trace_key,
+)
 from pullspec.conformance.candidates import CandidateTimeoutError
 from pullspec.conformance.machines import gen
+from pullspec.conformance.machines.draw import Context, RandomDraw
 from pullspec.conformance.observe import compare
 from pullspec.conformance.ops import (
     MACHINE_AREAS,
@@ -48,47 +55,8 @@ from pullspec.conformance.vectors import Verdict
 from pullspec.spec.errors import PullspecError, UnsupportedError
 from pullspec.spec.profiles import Profile
 
-#: The columns of a campaign row, in order: (name, type, meaning). The types are Spark SQL's;
-#: conformance.campaign_spark derives the Spark and pyarrow schemas from this table.
-COLUMNS: tuple[tuple[str, str, str], ...] = (
-    ("seed", "BIGINT", "The seed the trace was drawn from."),
-    ("area", "STRING", "The interface: one of conformance.ops.MACHINE_AREAS, or simulation."),
-    ("profile", "STRING", "The RocketMQ profile the reference followed (4.7 or 4.9)."),
-    ("impl", "STRING", "The candidate, as --impl named it."),
-    ("ops", "INT", "Ops applied to both sides and compared (the divergent op included)."),
-    ("verdict", "STRING", "PASS, DIVERGED, CRASHED, TIMEOUT or UNSUPPORTED."),
-    ("divergence_kind", "STRING", "ERROR, RESULT or STATE for a DIVERGED trace, else null."),
-    ("first_divergent_step", "INT", "1-based index of the op that failed, else null."),
-    ("divergent_op", "STRING", "That op's name, else null."),
-    ("divergent_field", "STRING", "The first differing field (e.g. msgOffsets), else null."),
-    ("divergence_rules", "ARRAY<STRING>", "Rule IDs the difference points at (empty on PASS)."),
-    ("rule_ids", "ARRAY<STRING>", "Rule IDs the trace's ops exercise, in catalogue order."),
-    ("statuses_hit", "ARRAY<STRING>", "Statuses and codes the reference answered, sorted."),
-    ("detail", "STRING", "The exception of a CRASHED/TIMEOUT/UNSUPPORTED trace, else null."),
-    ("elapsed_s", "DOUBLE", "Seconds the trace took (generation, both sides, comparison)."),
-    ("cpu_s", "DOUBLE", "CPU seconds the trace used: elapsed_s less the waits for a core."),
-)
-#: Column names, in row order.
-COLUMN_NAMES: tuple[str, ...] = tuple(name for name, _, _ in COLUMNS)
-#: The Parquet output is split into directories by these columns (area=…/verdict=…).
-PARTITION_COLUMNS: tuple[str, ...] = ("area", "verdict")
-#: Verdicts that fail a campaign.
-FAILING: frozenset[str] = frozenset({"DIVERGED", "CRASHED", "TIMEOUT"})
-
-#: One row: values in COLUMN_NAMES order.
-Row = tuple[Any, ...]
-#: The whole-system lockstep's area (conformance.campaign_sim): the simulator run with the
-#: reference's parts and with the candidate's, histories compared event by event.
-SIMULATION = "simulation"
-#: Simulator steps per seed by default (as `pullspec conform`'s simulation lockstep).
-DEFAULT_SIM_STEPS = 2000
 #: The pickle protocol `_same` compares observations under.
 _PICKLE = pickle.HIGHEST_PROTOCOL
-
-
-def trace_key(area: str, seed: int, profile: Profile) -> str:
-    """The string seeding a trace's RandomDraw: one independent stream per (area, seed, profile)."""
-    return f"campaign-{area}-{profile.value}-{seed}"
 
 
 @attrs.frozen
@@ -193,9 +161,9 @@ def run_trace(
 ) -> Row:
     """Run the trace of (`area`, `seed`, `profile`) in lockstep and answer its row."""
     started, cpu = time.perf_counter(), time.process_time()
-    draw = gen.RandomDraw(random.Random(trace_key(area, seed, profile)))
+    draw = RandomDraw(random.Random(trace_key(area, seed, profile)))
     config = gen.config(area, draw)
-    ctx = gen.Context.start(area, config)
+    ctx = Context.start(area, config)
     adapter = vectors.adapter(area)
     ref = adapter.create(reference, dict(config), profile, Path("."))
     out = _Outcome()
@@ -296,7 +264,7 @@ def _warm_up(plan: Plan, reference: Any, candidate: Any) -> None:
         if (plan.impl, area) in _WARM or area == SIMULATION:
             continue
         _WARM.add((plan.impl, area))
-        config = gen.config(area, gen.RandomDraw(random.Random(0)))
+        config = gen.config(area, RandomDraw(random.Random(0)))
         for impl in (reference, candidate):
             with contextlib.suppress(Exception):  # a failing create is the trace's verdict
                 vectors.adapter(area).create(impl, dict(config), Profile.V4_9, Path("."))
@@ -312,7 +280,7 @@ def run_seeds(plan: Plan, seeds: Iterable[int]) -> Iterator[Row]:
             for profile in profiles:
                 for area in plan.areas:
                     if area == SIMULATION:
-                        from pullspec.conformance.campaign_sim import run_simulation
+                        from pullspec.conformance.campaign.sim import run_simulation
 
                         yield run_simulation(candidate, plan.impl, seed, profile, plan.sim_steps)
                         continue
@@ -328,14 +296,14 @@ def unsupported_areas(plan: Plan) -> dict[str, str]:
     why: dict[str, str] = {}
     for area in plan.areas:
         if area == SIMULATION:
-            from pullspec.conformance import campaign_sim
+            from pullspec.conformance.campaign import sim as campaign_sim
 
             if not campaign_sim.available():
                 why[area] = "this build has no whole-system lockstep"
             elif (reason := campaign_sim.unsupported(candidate)) is not None:
                 why[area] = reason
             continue
-        config = gen.config(area, gen.RandomDraw(random.Random(0)))
+        config = gen.config(area, RandomDraw(random.Random(0)))
         for name, impl in (("reference", reference), ("candidate", candidate)):
             try:
                 vectors.adapter(area).create(impl, dict(config), profile, Path("."))

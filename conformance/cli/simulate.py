@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from pullspec.conformance.cli_common import Progress, check_new_file, is_terminal, quiet_option
+from pullspec.conformance.cli.common import Progress, check_new_file, is_terminal, quiet_option
 from pullspec.reference.sim_faults import FAULT_KINDS, parse_kinds, parse_schedule
 from pullspec.reference.sim_history import write_history
 from pullspec.reference.simulator import SimConfig, SimResult, Simulator, simulate

@@ -1,6 +1,6 @@
 """The `pullspec` command line: rules, vectors, demo, verify, bench.
 
-Exit codes (conformance.cli_common): 0 all checked and passed, 1 a divergence or violation, 2 a
+Exit codes (conformance.cli.common): 0 all checked and passed, 1 a divergence or violation, 2 a
 usage or input error or nothing checked, 130 interrupted.
 """
 
@@ -15,7 +15,7 @@ from typing import Any
 import click
 
 from pullspec.conformance import vectors
-from pullspec.conformance.cli_common import (
+from pullspec.conformance.cli.common import (
     Progress,
     PullspecGroup,
     allow_unsupported_option,
@@ -277,12 +277,12 @@ def verify_command(
 #: Modules that contribute commands: each may define COMMANDS (top-level click commands) and
 #: VECTOR_COMMANDS (sub-commands of `pullspec vectors`).
 COMMAND_MODULES = (
-    "pullspec.conformance.cli_conform",
-    "pullspec.conformance.cli_simulate",
-    "pullspec.conformance.cli_campaign",
-    "pullspec.conformance.cli_bench",
-    "pullspec.conformance.cli_bench_store",
-    "pullspec.conformance.cli_store",
+    "pullspec.conformance.cli.conform",
+    "pullspec.conformance.cli.simulate",
+    "pullspec.conformance.cli.campaign",
+    "pullspec.conformance.cli.bench",
+    "pullspec.conformance.cli.bench_store",
+    "pullspec.conformance.cli.store",
 )
 
 

@@ -18,8 +18,7 @@ import time
 from importlib.util import find_spec
 from typing import Any
 
-from pullspec.conformance.campaign import SIMULATION, Row
-from pullspec.conformance.campaign_shrink import Replay
+from pullspec.conformance.campaign.rows import SIMULATION, Replay, Row
 from pullspec.conformance.ops import rule_sort_key
 from pullspec.conformance.vectors import Verdict
 from pullspec.spec.profiles import Profile
@@ -50,7 +49,7 @@ def _event_name(event: dict[str, Any] | None) -> str | None:
 
 
 def run_simulation(candidate: Any, impl: str, seed: int, profile: Profile, steps: int) -> Row:
-    """The whole-system lockstep of `seed` and its row (conformance.campaign.COLUMNS)."""
+    """The whole-system lockstep of `seed` and its row (conformance.campaign.run.COLUMNS)."""
     from pullspec.conformance.machines.simulation import DEFAULT_FAULT_GAP_MS, compare
     from pullspec.reference.sim_config import SimConfig
     from pullspec.reference.simulator import Simulator

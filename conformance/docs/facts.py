@@ -13,12 +13,14 @@ from pathlib import Path
 
 import attrs
 
-from pullspec.conformance import docs_coverage, docs_rulebook, docs_seeds
+from pullspec.conformance.docs import coverage as docs_coverage
+from pullspec.conformance.docs import rulebook as docs_rulebook
+from pullspec.conformance.docs import seeds as docs_seeds
 from pullspec.spec import rules
 from pullspec.spec.profiles import ALL_PROFILES
 
 #: The project root (the directory holding spec/, tests/ and docs/).
-PROJECT = Path(__file__).resolve().parents[1]
+PROJECT = Path(__file__).resolve().parents[2]
 #: Environment variable naming the shared directory (default: ../shared beside the project).
 SHARED_ENV = "PULLSPEC_SHARED"
 

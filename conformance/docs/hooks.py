@@ -3,7 +3,7 @@
 - `on_config` collects the facts once per build and lists every area page in the nav, between the
   rule index and the gaps page, so a new area appears without editing mkdocs.yml;
 - `on_files` adds the rule pages, the CLI reference, the pictures and the source and vector-case
-  pages the rule pages link to (`conformance.docs_sources`, not in the nav) as virtual files;
+  pages the rule pages link to (`conformance.docs.sources`, not in the nav) as virtual files;
 - `on_page_markdown` replaces ``<!-- pullspec:NAME -->`` markers and ``[[RULE-ID]]`` references
   in hand-written pages.
 """
@@ -16,13 +16,11 @@ from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.structure.files import File, Files, InclusionLevel
 from mkdocs.structure.pages import Page
 
-from pullspec.conformance import (
-    docs_extras,
-    docs_facts,
-    docs_pictures,
-    docs_render,
-    docs_sources,
-)
+from pullspec.conformance.docs import extras as docs_extras
+from pullspec.conformance.docs import facts as docs_facts
+from pullspec.conformance.docs import pictures as docs_pictures
+from pullspec.conformance.docs import render as docs_render
+from pullspec.conformance.docs import sources as docs_sources
 
 _state: dict[str, Any] = {}
 #: The nav section the area pages are inserted into, and the entry they follow.

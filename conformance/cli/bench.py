@@ -21,9 +21,11 @@ from typing import Any
 import attrs
 import click
 
-from pullspec.conformance import campaign, campaign_rows, campaign_spark
-from pullspec.conformance.cli_campaign import check_environment, fail, parse_areas
-from pullspec.conformance.cli_common import Progress, nothing_checked, quiet_option
+from pullspec.conformance.campaign import rows as campaign_rows
+from pullspec.conformance.campaign import run as campaign
+from pullspec.conformance.campaign import spark as campaign_spark
+from pullspec.conformance.cli.campaign import check_environment, fail, parse_areas
+from pullspec.conformance.cli.common import Progress, nothing_checked, quiet_option
 from pullspec.conformance.ops import MACHINE_AREAS
 
 #: The issue's throughput targets.
@@ -85,7 +87,9 @@ def measure(
     counts = campaign_rows.aggregates(out)
     ops = sum(int(g["ops"]) for g in counts["groups"])
     cpu = sum(float(g["cpu_s"]) for g in counts["groups"])
-    failed = sum(int(g["traces"]) for g in counts["groups"] if g["verdict"] in campaign.FAILING)
+    failed = sum(
+        int(g["traces"]) for g in counts["groups"] if g["verdict"] in campaign_rows.FAILING
+    )
     return {
         "cores": cores,
         "ops": ops,

@@ -13,10 +13,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-import attrs
-
-from pullspec.conformance.campaign import FAILING, candidates_for, trace_key
+from pullspec.conformance.campaign.rows import FAILING, Replay, trace_key
+from pullspec.conformance.campaign.run import candidates_for
 from pullspec.conformance.machines import gen
+from pullspec.conformance.machines.draw import Context, RandomDraw
 from pullspec.conformance.machines.lockstep import LockstepError, MachineReport, Pair
 from pullspec.conformance.machines.minimize import minimize
 from pullspec.conformance.vectors import Verdict
@@ -28,9 +28,9 @@ def trace_report(
 ) -> MachineReport:
     """The trace of (`area`, `seed`, `profile`) replayed through the lockstep machine's Pair: its
     MachineReport (PASS, or the failure with the trace up to it), ready for minimize()."""
-    draw = gen.RandomDraw(random.Random(trace_key(area, seed, profile)))
+    draw = RandomDraw(random.Random(trace_key(area, seed, profile)))
     config = gen.config(area, draw)
-    ctx = gen.Context.start(area, config)
+    ctx = Context.start(area, config)
     try:
         pair = Pair.open(area, reference, candidate, impl, profile, seed, config)
         for _ in range(steps):
@@ -39,26 +39,6 @@ def trace_report(
     except LockstepError as failure:
         return failure.report
     return MachineReport(area, impl, profile, Verdict.PASS, seed, config)
-
-
-@attrs.frozen
-class Replay:
-    """A failing trace shrunk on the driver and saved as a vector case."""
-
-    area: str
-    profile: str
-    seed: int
-    verdict: str
-    #: Ops in the minimal trace (the campaign's trace was cut at its first failing op).
-    steps: int
-    path: str
-    command: str
-    field: str | None
-    rules: tuple[str, ...]
-
-    def to_json(self) -> dict[str, Any]:
-        """The JSON form in the campaign's summary."""
-        return {**attrs.asdict(self), "rules": list(self.rules)}
 
 
 def pick_failures(rows: Iterable[dict[str, Any]], limit: int) -> list[dict[str, Any]]:

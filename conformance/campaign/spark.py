@@ -31,15 +31,14 @@ from typing import Any
 
 import attrs
 
-from pullspec.conformance.campaign import (
+from pullspec.conformance.campaign.rows import (
     COLUMNS,
     FAILING,
     PARTITION_COLUMNS,
     SIMULATION,
-    Plan,
     Row,
-    run_seeds,
 )
+from pullspec.conformance.campaign.run import Plan, run_seeds
 
 #: The packages a campaign task imports, zipped for executors that do not have them installed.
 PACKAGES: tuple[str, ...] = (

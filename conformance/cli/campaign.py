@@ -1,7 +1,7 @@
 """`pullspec campaign`: a conformance and fuzzing campaign on Spark (docs/using/campaigns.md).
 
 Seeds are cut into Spark tasks; every task runs, for each of its seeds, one lockstep trace per
-area and profile (conformance.campaign) and the rows are written as Parquet partitioned by area
+area and profile (conformance.campaign.run) and the rows are written as Parquet partitioned by area
 and verdict. The driver prints a progress line, then the summary; it shrinks each distinct
 failure to a minimal vector case that `pullspec vectors check` replays, writes the report
 (summary.json/.md/.html and campaign.svg) and exits 1 if any trace diverged, crashed or timed
@@ -25,15 +25,14 @@ from typing import Any, NoReturn
 import attrs
 import click
 
-from pullspec.conformance import (
-    campaign,
-    campaign_report,
-    campaign_rows,
-    campaign_shrink,
-    campaign_sim,
-    campaign_spark,
-)
-from pullspec.conformance.cli_common import (
+from pullspec.conformance.campaign import report as campaign_report
+from pullspec.conformance.campaign import rows as campaign_rows
+from pullspec.conformance.campaign import run as campaign
+from pullspec.conformance.campaign import shrink as campaign_shrink
+from pullspec.conformance.campaign import sim as campaign_sim
+from pullspec.conformance.campaign import spark as campaign_spark
+from pullspec.conformance.campaign import summary as campaign_summary
+from pullspec.conformance.cli.common import (
     Progress,
     allow_unsupported_option,
     candidate_of,
@@ -61,7 +60,7 @@ FOREIGN_SHOWN = 3
 def known_areas() -> tuple[str, ...]:
     """The areas a campaign can run: the lockstep areas, then the simulation when this build
     has the simulator."""
-    return (*MACHINE_AREAS, campaign.SIMULATION) if campaign_sim.available() else MACHINE_AREAS
+    return (*MACHINE_AREAS, campaign_rows.SIMULATION) if campaign_sim.available() else MACHINE_AREAS
 
 
 def parse_areas(values: tuple[str, ...]) -> tuple[str, ...]:
@@ -228,7 +227,7 @@ def parse_conf(values: tuple[str, ...]) -> dict[str, str]:
 @click.option(
     "--sim-steps",
     type=click.IntRange(min=1),
-    default=campaign.DEFAULT_SIM_STEPS,
+    default=campaign_rows.DEFAULT_SIM_STEPS,
     show_default=True,
     help="Simulator steps per seed (simulation area).",
 )
@@ -369,7 +368,7 @@ def _run(
     out: str,
     partitions: int | None,
     unsupported: dict[str, str],
-) -> campaign_report.Summary:
+) -> campaign_summary.Summary:
     """Start (or join) the Spark session, run the job, read the aggregates back."""
     clock = time.perf_counter()
     timings: dict[str, float] = {}
@@ -413,7 +412,7 @@ def _run(
     finally:
         if owned:
             spark.stop()
-    return campaign_report.summarise(
+    return campaign_summary.summarise(
         aggregated,
         plan.areas,
         impl=plan.impl,
@@ -434,11 +433,11 @@ def _run(
 
 def _shrink(
     failures: tuple[Any, ...], plan: campaign.Plan, folder: Path, limit: int
-) -> tuple[campaign_shrink.Replay, ...]:
+) -> tuple[campaign_rows.Replay, ...]:
     """Shrink up to `limit` distinct failures on the driver into replayable vector cases."""
     found = []
     for row in campaign_shrink.pick_failures(failures, limit):
-        if row["area"] == campaign.SIMULATION:
+        if row["area"] == campaign_rows.SIMULATION:
             found.append(campaign_sim.replay(row))
             continue
         replay = campaign_shrink.shrink(row, plan.impl, plan.steps, folder, plan.timeout)

@@ -20,7 +20,7 @@ import attrs
 import click
 
 from pullspec.conformance import client_vectors, export, vectors
-from pullspec.conformance.cli_common import (
+from pullspec.conformance.cli.common import (
     Progress,
     allow_unsupported_option,
     candidate_of,
@@ -31,7 +31,7 @@ from pullspec.conformance.cli_common import (
     timeout_option,
     usage,
 )
-from pullspec.conformance.machines import (
+from pullspec.conformance.machines.run import (
     DEFAULT_EXAMPLES,
     DEFAULT_STEPS,
     MachineReport,

@@ -17,8 +17,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from pullspec.conformance.docs_coverage import VectorHit
-from pullspec.conformance.docs_facts import PROJECT, Facts
+from pullspec.conformance.docs.coverage import VectorHit
+from pullspec.conformance.docs.facts import PROJECT, Facts
 
 #: Folders of generated reference pages (not listed in the navigation).
 SOURCE_DIR, CASES_DIR = "source", "cases"

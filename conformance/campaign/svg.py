@@ -7,12 +7,9 @@ it.
 from __future__ import annotations
 
 from html import escape
-from typing import TYPE_CHECKING
 
+from pullspec.conformance.campaign.summary import Summary, in_scope
 from pullspec.conformance.ops import rule_sort_key
-
-if TYPE_CHECKING:
-    from pullspec.conformance.campaign_report import Summary
 
 WIDTH = 900
 ROW = 14
@@ -36,8 +33,6 @@ def _bar(x: float, y: float, width: float, colour: str, tip: str) -> str:
 
 def coverage(s: Summary) -> dict[str, float]:
     """Rule ID → share of the traces, of the areas that can exercise it, that did."""
-    from pullspec.conformance.campaign_report import in_scope
-
     hits: dict[str, int] = {}
     totals: dict[str, int] = {}
     for a in s.areas:

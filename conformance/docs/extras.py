@@ -16,9 +16,10 @@ from typing import Any
 
 import click
 
-from pullspec.conformance import docs_diagrams, vectors
-from pullspec.conformance.docs_facts import PROJECT, Facts
-from pullspec.conformance.docs_render import code, escape, fenced, page_of
+from pullspec.conformance import vectors
+from pullspec.conformance.docs import diagrams as docs_diagrams
+from pullspec.conformance.docs.facts import PROJECT, Facts
+from pullspec.conformance.docs.render import code, escape, fenced, page_of
 from pullspec.conformance.resolve import resolve
 from pullspec.conformance.vectors import profile_folder
 from pullspec.spec.profiles import ALL_PROFILES, Profile

@@ -1,7 +1,7 @@
 """The reviewers' spec site: ``python -m pullspec.conformance.docs build [--out site]``.
 
 `build` runs the narrative pages' examples (doctest), then ``mkdocs build --strict`` with
-mkdocs.yml, whose hooks (`conformance.docs_hooks`) generate the rule pages from
+mkdocs.yml, whose hooks (`conformance.docs.hooks`) generate the rule pages from
 `spec.rules.catalogue()` inside the build, so no generated file is ever written to docs/.
 `generate DIR` writes the generated pages to DIR for inspection; `examples` only runs the
 examples. Every command exits non-zero on failure.
@@ -20,7 +20,7 @@ from pathlib import Path
 import attrs
 import click
 
-from pullspec.conformance.docs_facts import PROJECT, SHARED_ENV
+from pullspec.conformance.docs.facts import PROJECT, SHARED_ENV
 
 DOCS = PROJECT / "docs"
 CONFIG = PROJECT / "mkdocs.yml"
@@ -180,7 +180,8 @@ def build_command(out: Path, config: Path, shared: Path | None, no_examples: boo
 @click.option("--shared", type=click.Path(exists=True, path_type=Path), default=None)
 def generate_command(directory: Path, shared: Path | None) -> None:
     """Write the generated pages and pictures into DIRECTORY (for inspection)."""
-    from pullspec.conformance import docs_facts, docs_hooks
+    from pullspec.conformance.docs import facts as docs_facts
+    from pullspec.conformance.docs import hooks as docs_hooks
 
     files = docs_hooks.generated(docs_facts.collect(shared))
     for rel, content in files.items():
@@ -200,7 +201,3 @@ def examples_command() -> None:
         f"{report.attempted} examples in {len(report.pages)} pages, {len(report.failures)} failing pages"
     )
     sys.exit(1 if report.failures else 0)
-
-
-if __name__ == "__main__":
-    main()

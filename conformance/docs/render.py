@@ -11,9 +11,9 @@ import textwrap
 from collections.abc import Iterable
 
 from pullspec.conformance import vectors
-from pullspec.conformance.docs_coverage import TestRef, VectorHit
-from pullspec.conformance.docs_facts import Facts
-from pullspec.conformance.docs_sources import (
+from pullspec.conformance.docs.coverage import TestRef, VectorHit
+from pullspec.conformance.docs.facts import Facts
+from pullspec.conformance.docs.sources import (
     case_link,
     function_location,
     function_source,
