@@ -2,7 +2,7 @@
 typed Protocols — its offset store, its consume service (concurrent or orderly) and its rebalance
 — and `ConsumerParts`, the factories a consumer builds them with; a missing factory means the
 reference's class. The whole-system simulator plugs a candidate's parts in through them
-(`reference.sim_config.SimHooks.parts`).
+(`reference.sim.config.SimHooks.parts`).
 
 Each factory takes exactly what the reference class's constructor takes, so the reference's
 classes are factories themselves:

@@ -304,7 +304,7 @@ def test_simulation_rows_diff_the_candidates_parts_in_the_simulator() -> None:
         row["detail"],
     )
     assert 300 < row["ops"]  # events compared: more than one per step
-    # The rules its history reached (reference.sim_coverage), in catalogue order.
+    # The rules its history reached (reference.sim.coverage), in catalogue order.
     assert {"PULLQ-9", "RESULT-5", "REBAL-10"} <= set(row["rule_ids"])
     assert sorted(row["rule_ids"], key=rule_sort_key) == row["rule_ids"]
     assert campaign_sim.available() and campaign_rows.SIMULATION in known_areas()

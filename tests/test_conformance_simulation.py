@@ -26,8 +26,8 @@ from pullspec.reference.offset_store import ReferenceRemoteOffsetStore
 from pullspec.reference.process_queue import ReferenceProcessQueue
 from pullspec.reference.rebalance import ReferenceRebalancePushImpl
 from pullspec.reference.scheduler import Scheduler
-from pullspec.reference.sim_config import SimConfig
-from pullspec.reference.sim_faults import parse_schedule
+from pullspec.reference.sim.config import SimConfig
+from pullspec.reference.sim.faults import parse_schedule
 from pullspec.spec.clock import Clock
 from pullspec.spec.message import MessageQueue, StoredMessage
 from pullspec.spec.profiles import Profile

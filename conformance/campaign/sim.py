@@ -1,11 +1,11 @@
 """The campaign's `simulation` area: `pullspec simulate --impl`, one seed per row.
 
-Each seed runs the simulator (reference.simulator: a consumer group under the seed's fault
+Each seed runs the simulator (reference.sim.simulator: a consumer group under the seed's fault
 schedule, then a quiet tail) with the reference's parts and with the candidate's substituted
 where it has them, side by side, comparing the two histories event by event
 (conformance.machines.simulation.compare, as `pullspec conform` does for a few seeds). A row's
 `ops` are the events compared, which the summary keeps apart from the lockstep areas' diffed
-ops; its `rule_ids` are the rules the history reached (reference.sim_coverage), so the report
+ops; its `rule_ids` are the rules the history reached (reference.sim.coverage), so the report
 shows which seeds reached the targeted rules. A divergence names the differing event, the rule
 IDs it mentions and, as `detail`, the command that replays the seed; a candidate run whose own
 history breaks an invariant (a violation, liveness or a budget) is DIVERGED too, of kind
@@ -51,8 +51,8 @@ def _event_name(event: dict[str, Any] | None) -> str | None:
 def run_simulation(candidate: Any, impl: str, seed: int, profile: Profile, steps: int) -> Row:
     """The whole-system lockstep of `seed` and its row (conformance.campaign.run.COLUMNS)."""
     from pullspec.conformance.machines.simulation import DEFAULT_FAULT_GAP_MS, compare
-    from pullspec.reference.sim_config import SimConfig
-    from pullspec.reference.simulator import Simulator
+    from pullspec.reference.sim.config import SimConfig
+    from pullspec.reference.sim.simulator import Simulator
     from pullspec.spec.invariants import ANOMALY_RULES
 
     started, cpu = time.perf_counter(), time.process_time()

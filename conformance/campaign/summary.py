@@ -11,7 +11,7 @@ import attrs
 
 from pullspec.conformance.campaign.rows import SIMULATION, Replay
 from pullspec.conformance.ops import OP_RULES, rule_sort_key
-from pullspec.reference.sim_coverage import COVERABLE, TARGETS
+from pullspec.reference.sim.coverage import COVERABLE, TARGETS
 
 #: Verdict columns of the tables, in order.
 VERDICTS = ("PASS", "DIVERGED", "CRASHED", "TIMEOUT", "UNSUPPORTED")
@@ -19,7 +19,7 @@ VERDICTS = ("PASS", "DIVERGED", "CRASHED", "TIMEOUT", "UNSUPPORTED")
 
 def in_scope(area: str) -> tuple[str, ...]:
     """The rule IDs the ops of `area` can exercise (for the simulation, the rules a history can
-    show, reference.sim_coverage), in catalogue order."""
+    show, reference.sim.coverage), in catalogue order."""
     if area == SIMULATION:
         return tuple(sorted(COVERABLE, key=rule_sort_key))
     found = {r for ids in OP_RULES.get(area, {}).values() for r in ids}
@@ -56,7 +56,7 @@ class AreaLine:
 
     @property
     def targets(self) -> dict[str, int]:
-        """The simulation's targeted rules (reference.sim_coverage.TARGETS) and how many seeds
+        """The simulation's targeted rules (reference.sim.coverage.TARGETS) and how many seeds
         reached each; empty for the other areas."""
         if self.area != SIMULATION:
             return {}

@@ -1,4 +1,4 @@
-"""`pullspec simulate`: run the whole-system simulator (`reference.simulator`) and check its
+"""`pullspec simulate`: run the whole-system simulator (`reference.sim.simulator`) and check its
 history for the anomalies of docs/narrative/anomalies.md; with `--impl`, run it with a
 candidate's parts as well and compare the two histories event by event
 (`conformance.machines.simulation.compare`)."""
@@ -13,9 +13,9 @@ from pathlib import Path
 import click
 
 from pullspec.conformance.cli.common import Progress, check_new_file, is_terminal, quiet_option
-from pullspec.reference.sim_faults import FAULT_KINDS, parse_kinds, parse_schedule
-from pullspec.reference.sim_history import write_history
-from pullspec.reference.simulator import SimConfig, SimResult, Simulator, simulate
+from pullspec.reference.sim.faults import FAULT_KINDS, parse_kinds, parse_schedule
+from pullspec.reference.sim.history import write_history
+from pullspec.reference.sim.simulator import SimConfig, SimResult, Simulator, simulate
 from pullspec.spec.profiles import Profile
 
 #: Details printed per anomaly kind in the text output.

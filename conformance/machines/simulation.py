@@ -2,7 +2,7 @@
 number of steps, once with the reference parts and once with a candidate's parts substituted
 where it provides them, the two histories compared event by event (JSON form).
 
-A candidate provides a part by a factory named as in `PARTS` (reference.sim_parts and
+A candidate provides a part by a factory named as in `PARTS` (reference.sim.parts and
 reference.client_parts type each one):
 
 - ``message_store(config, profile, clock)``: the master's store (its appends still reported);
@@ -32,13 +32,13 @@ from typing import Any
 import attrs
 
 from pullspec.conformance.vectors import Verdict
-from pullspec.reference import sim_history as h
 from pullspec.reference.client_parts import ConsumerParts
-from pullspec.reference.sim_checker import CheckResult
-from pullspec.reference.sim_config import SimConfig, SimHooks, SimResult
-from pullspec.reference.sim_faults import format_schedule, parse_schedule
-from pullspec.reference.sim_parts import SimParts
-from pullspec.reference.simulator import Simulator
+from pullspec.reference.sim import history as h
+from pullspec.reference.sim.checker import CheckResult
+from pullspec.reference.sim.config import SimConfig, SimHooks, SimResult
+from pullspec.reference.sim.faults import format_schedule, parse_schedule
+from pullspec.reference.sim.parts import SimParts
+from pullspec.reference.sim.simulator import Simulator
 from pullspec.spec.profiles import Profile
 
 #: Candidate factory → the SimParts / ConsumerParts field it fills.
@@ -351,7 +351,7 @@ def main(argv: list[str] | None = None) -> int:
     import argparse
 
     from pullspec.conformance.resolve import resolve
-    from pullspec.reference.sim_faults import parse_schedule
+    from pullspec.reference.sim.faults import parse_schedule
 
     parser = argparse.ArgumentParser(prog="python -m pullspec.conformance.machines.simulation")
     parser.add_argument("--impl", default="fast")

@@ -1,8 +1,8 @@
-"""The anomaly checker: reads a history (`reference.sim_history`) once, in order, applies the
+"""The anomaly checker: reads a history (`reference.sim.history`) once, in order, applies the
 invariants of `spec.invariants` to every event and reports each failure by its Jepsen-style name
 — `lost`, `duplicate`, `nonmonotonic-commit`, `orderly-overlap`, `orderly-reorder`,
 `flow-bound-exceeded`, `dlq-accounting`, and the four below — either as *allowed*, with the
-rule of RocketMQ 4.x that explains it (`reference.sim_causes`), or as a *violation*.
+rule of RocketMQ 4.x that explains it (`reference.sim.causes`), or as a *violation*.
 
 Loss and accounting are judged at the end, against the run's final Snapshot: a message is
 consumed (a listener call said so), dead-lettered (a copy reached %DLQ%<group>), pending (its
@@ -13,8 +13,8 @@ handed back) or unaccounted (a hand-back reported OK but no copy was stored).
 When the history has a quiet tail (a `Quiet` event), liveness is judged too: a message still
 pending then is `stuck`, a poison message not dead-lettered `dlq-missing` (LIVE-1, LIVE-2).
 The allowed duplicates and backward commits are held to the budgets their causes grant
-(`reference.sim_budget`: `duplicate-budget`, `commit-budget`, LIVE-3), and every event counts
-toward the rules it shows (`reference.sim_coverage`).
+(`reference.sim.budget`: `duplicate-budget`, `commit-budget`, LIVE-3), and every event counts
+toward the rules it shows (`reference.sim.coverage`).
 """
 
 from __future__ import annotations
@@ -22,10 +22,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from pullspec.reference import sim_causes as causes
-from pullspec.reference import sim_history as h
-from pullspec.reference.sim_budget import Budget, Causes, commit_budgets, duplicate_budgets
-from pullspec.reference.sim_causes import (
+from pullspec.reference.sim import causes
+from pullspec.reference.sim import history as h
+from pullspec.reference.sim.budget import Budget, Causes, commit_budgets, duplicate_budgets
+from pullspec.reference.sim.causes import (
     NONE,
     BrokerQueue,
     Call,
@@ -34,8 +34,8 @@ from pullspec.reference.sim_causes import (
     PqInfo,
     Success,
 )
-from pullspec.reference.sim_coverage import Coverage
-from pullspec.reference.sim_verdict import Anomaly, CheckResult
+from pullspec.reference.sim.coverage import Coverage
+from pullspec.reference.sim.verdict import Anomaly, CheckResult
 from pullspec.spec import invariants as inv
 from pullspec.spec import liveness as live
 from pullspec.spec.config import DEFAULT_MESSAGE_DELAY_LEVEL

@@ -1,11 +1,11 @@
-"""Which rules a simulation reached: each history event (`reference.sim_history`) names the
+"""Which rules a simulation reached: each history event (`reference.sim.history`) names the
 rules whose effect it shows — a pull delayed for MAX_SPAN is FLOW-8, a hand-back by the
 consume-timeout sweep PQ-18, a ProcessQueue dropped as pull-expired and re-created PQ-16,
 an OFFSET_ILLEGAL answer RESULT-10 — and `Coverage` counts them over a history.
 
 Only what the history shows counts, so a history written by any implementation is measured the
 same way. `TARGETS` are the rules a default run must reach (the fault kinds of
-`reference.sim_faults.TARGETED` are there to reach them).
+`reference.sim.faults.TARGETED` are there to reach them).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from pullspec.reference import sim_history as h
+from pullspec.reference.sim import history as h
 
 #: The rules every default run reaches: span flow control, the consume-timeout sweep, pull
 #: expiry and the OFFSET_ILLEGAL correction.

@@ -14,10 +14,10 @@ import random
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
-from pullspec.reference import sim_history as h
 from pullspec.reference.client_instance import ReferenceClientInstance
-from pullspec.reference.sim_observe import ObservedList, SimConsumer
-from pullspec.reference.sim_watch import ClientWatch, name_of
+from pullspec.reference.sim import history as h
+from pullspec.reference.sim.observe import ObservedList, SimConsumer
+from pullspec.reference.sim.watch import ClientWatch, name_of
 from pullspec.spec.consume_types import (
     ConsumeConcurrentlyContext,
     ConsumeConcurrentlyStatus,
@@ -27,7 +27,7 @@ from pullspec.spec.consume_types import (
 from pullspec.spec.message import MessageQueue, StoredMessage
 
 if TYPE_CHECKING:
-    from pullspec.reference.simulator import Simulator
+    from pullspec.reference.sim.simulator import Simulator
 
 
 class SimClient(ClientWatch):

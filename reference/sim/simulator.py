@@ -5,7 +5,7 @@ optional slave that replays the master `slave_lag_ms` behind (pulls reach it whe
 suggests it, CODE-6), a producer, and N push consumers of one group — each a real
 `ClientConsumer` (pull service, flow control, concurrent or orderly consume service, offset store
 with its 5 s persist cadence, rebalance) on its own client instance — all on one virtual clock.
-Faults are explicit steps (`reference.sim_faults`). One `SimConfig` (its seed and schedule)
+Faults are explicit steps (`reference.sim.faults`). One `SimConfig` (its seed and schedule)
 fully determines a run: every random choice comes from `random.Random` seeded from it.
 
 It lives in `reference` because it is built only from reference parts and its history is the
@@ -13,12 +13,12 @@ reference model's behaviour; the conformance suite and the CLI only drive it.
 
 A *step* is one event of the world's scheduler (a client's or a broker's task, a pull arriving
 or answered, a produce, a scheduled restart) or one fault step; `run(n)` takes n steps. Every
-step's effects are recorded in a history (`reference.sim_history`) checked as it grows
-(`reference.sim_checker`). `finish()` runs the quiet tail — no more faults, no more produces,
+step's effects are recorded in a history (`reference.sim.history`) checked as it grows
+(`reference.sim.checker`). `finish()` runs the quiet tail — no more faults, no more produces,
 until the group has settled — and then judges the run, liveness included.
 
 Another implementation's parts can stand in for the reference's (`SimHooks.parts`,
-`reference.sim_parts`); the history is observed the same way.
+`reference.sim.parts`); the history is observed the same way.
 """
 
 from __future__ import annotations
@@ -30,19 +30,19 @@ import random
 import time
 from collections.abc import Callable, Iterator
 
-from pullspec.reference import sim_history as h
 from pullspec.reference.scheduler import Scheduler
-from pullspec.reference.sim_apply import apply_fault
-from pullspec.reference.sim_checker import Checker, CheckResult
-from pullspec.reference.sim_client import SimClient
-from pullspec.reference.sim_cluster import (
+from pullspec.reference.sim import history as h
+from pullspec.reference.sim.apply import apply_fault
+from pullspec.reference.sim.checker import Checker, CheckResult
+from pullspec.reference.sim.client import SimClient
+from pullspec.reference.sim.cluster import (
     DelayingRemoting,
     RecordingStore,
     build_brokers,
     expire_oldest_files,
 )
-from pullspec.reference.sim_config import SimConfig, SimHooks, SimResult
-from pullspec.reference.sim_faults import FaultStep, fault_stream, format_schedule
+from pullspec.reference.sim.config import SimConfig, SimHooks, SimResult
+from pullspec.reference.sim.faults import FaultStep, fault_stream, format_schedule
 from pullspec.spec.clock import ManualClock
 from pullspec.spec.consume_types import retry_topic
 from pullspec.spec.consumer_config import ConsumeFromWhere, ConsumeMode, ConsumerConfig

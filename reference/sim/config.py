@@ -1,4 +1,4 @@
-"""The inputs and the output of a simulation run (`reference.simulator`): `SimConfig` (what
+"""The inputs and the output of a simulation run (`reference.sim.simulator`): `SimConfig` (what
 determines a run), `SimHooks` (replaceable parts, for deliberately broken configurations) and
 `SimResult` (the checker's verdict with the run's counts)."""
 
@@ -8,16 +8,16 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from pullspec.reference.sim_checker import CheckResult
-from pullspec.reference.sim_cluster import RecordingStore
-from pullspec.reference.sim_faults import FAULT_KINDS, FaultStep
-from pullspec.reference.sim_observe import ObservedOffsetStore, ObservedProcessQueue
-from pullspec.reference.sim_parts import SimParts
+from pullspec.reference.sim.checker import CheckResult
+from pullspec.reference.sim.cluster import RecordingStore
+from pullspec.reference.sim.faults import FAULT_KINDS, FaultStep
+from pullspec.reference.sim.observe import ObservedOffsetStore, ObservedProcessQueue
+from pullspec.reference.sim.parts import SimParts
 from pullspec.spec.clock import Clock
 from pullspec.spec.profiles import Profile
 
 if TYPE_CHECKING:
-    from pullspec.reference.sim_watch import ClientWatch
+    from pullspec.reference.sim.watch import ClientWatch
 
 
 @attrs.frozen(kw_only=True)
@@ -74,7 +74,7 @@ class SimHooks:
     #: The client lease (PQ-15) and the broker lease (LEASE-1).
     client_lock_ms: int = 30_000
     broker_lock_ms: int = 60_000
-    #: A candidate's parts (reference.sim_parts); the reference's where it has none.
+    #: A candidate's parts (reference.sim.parts); the reference's where it has none.
     parts: SimParts = attrs.Factory(SimParts)
 
     def store_class(self) -> type[RecordingStore]:

@@ -29,7 +29,7 @@ import math
 
 import attrs
 
-from pullspec.reference import sim_history as h
+from pullspec.reference.sim import history as h
 
 #: Allowed-duplicate rule → its budget group (every other rule is a handover's).
 DUPLICATE_GROUPS = {

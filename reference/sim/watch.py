@@ -9,19 +9,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from pullspec.reference import sim_history as h
 from pullspec.reference.consume_concurrently import ConsumeRecord
 from pullspec.reference.consume_orderly import OrderlyConsumeRecord
 from pullspec.reference.push_consumer import PullAttempt, PullOutcome
 from pullspec.reference.rebalance import NewPullRequest
-from pullspec.reference.sim_observe import ObservedProcessQueue, SimConsumer, message_key
+from pullspec.reference.sim import history as h
+from pullspec.reference.sim.observe import ObservedProcessQueue, SimConsumer, message_key
 from pullspec.spec.consumer_config import ReadOffsetType
 from pullspec.spec.message import MessageQueue, StoredMessage
 from pullspec.spec.protocols import ProcessQueue
 from pullspec.spec.pull_actions import Delay, Pull
 
 if TYPE_CHECKING:
-    from pullspec.reference.simulator import Simulator
+    from pullspec.reference.sim.simulator import Simulator
 
 _OK = {"CONSUME_SUCCESS", "SUCCESS", "COMMIT"}
 

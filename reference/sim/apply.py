@@ -1,4 +1,4 @@
-"""What each fault step does to a running simulation (`reference.sim_faults` names them).
+"""What each fault step does to a running simulation (`reference.sim.faults` names them).
 
 A fault on a consumer hits its current incarnation and is a no-op when that one is not alive
 (a crash of a crashed consumer, a leave of one that left); a join of a consumer that is alive is
@@ -11,13 +11,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from pullspec.reference import sim_history as h
-from pullspec.reference.sim_cluster import RecordingStore
-from pullspec.reference.sim_faults import FaultStep
+from pullspec.reference.sim import history as h
+from pullspec.reference.sim.cluster import RecordingStore
+from pullspec.reference.sim.faults import FaultStep
 
 if TYPE_CHECKING:
-    from pullspec.reference.sim_client import SimClient
-    from pullspec.reference.simulator import Simulator
+    from pullspec.reference.sim.client import SimClient
+    from pullspec.reference.sim.simulator import Simulator
 
 #: How long a pull-delay fault lasts.
 PULL_DELAY_WINDOW_MS = 30_000

@@ -1,6 +1,6 @@
 """How the simulator sees inside a client without changing what it does: subclasses and
 wrappers of the reference client parts that report each action to the consumer's `SimClient`
-(`reference.sim_client`), which turns it into history events.
+(`reference.sim.client`), which turns it into history events.
 
 - `ObservedProcessQueue` reports every put (the pull's messages and the cache size, FLOW-6);
 - `ObservedOffsetStore` reports every in-memory offset write with its value before and after
@@ -36,8 +36,8 @@ from pullspec.spec.offset_store import OffsetStore
 from pullspec.spec.profiles import Profile
 
 if TYPE_CHECKING:
-    from pullspec.reference.sim_client import SimClient
-    from pullspec.reference.sim_watch import ClientWatch
+    from pullspec.reference.sim.client import SimClient
+    from pullspec.reference.sim.watch import ClientWatch
 
 T = TypeVar("T")
 

@@ -7,7 +7,7 @@ a copy by (topic, queue_id, offset). A client is named by incarnation ("c1#2": c
 its second start) because a restart loses everything in memory, and a ProcessQueue by a number
 unique in the run (`pq`), because a re-created queue starts afresh (REBAL-10).
 
-The checker (`reference.sim_checker`) reads nothing else, so a history written by another
+The checker (`reference.sim.checker`) reads nothing else, so a history written by another
 implementation (or a Spark campaign) can be checked the same way.
 """
 

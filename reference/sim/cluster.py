@@ -28,7 +28,7 @@ from pullspec.spec.results import PutMessageResult
 from pullspec.spec.status import BrokerRole
 
 if TYPE_CHECKING:
-    from pullspec.reference.sim_config import SimConfig, SimHooks
+    from pullspec.reference.sim.config import SimConfig, SimHooks
 
 #: Called with each record the master appends.
 OnAppend = Callable[[StoredMessage], None]

@@ -1,4 +1,4 @@
-"""The checker's verdict (`reference.sim_checker`): each anomaly found, and the counts by kind
+"""The checker's verdict (`reference.sim.checker`): each anomaly found, and the counts by kind
 (violations) and by rule (anomalies RocketMQ 4.x allows)."""
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ class CheckResult:
     details: list[Anomaly] = attrs.Factory(list)
     stats: dict[str, int] = attrs.Factory(dict)
     #: The liveness verdict and the budgets (`Checker.finish`), and the rules the history
-    #: showed (`reference.sim_coverage`).
+    #: showed (`reference.sim.coverage`).
     liveness: dict[str, object] = attrs.Factory(dict)
     coverage: dict[str, object] = attrs.Factory(dict)
 

@@ -26,8 +26,8 @@ import attrs
 
 from pullspec.reference.client_parts import ConsumerParts
 from pullspec.reference.process_queue import ReferenceProcessQueue
-from pullspec.reference.sim_cluster import RecordingStore
-from pullspec.reference.sim_observe import ObservedProcessQueue
+from pullspec.reference.sim.cluster import RecordingStore
+from pullspec.reference.sim.observe import ObservedProcessQueue
 from pullspec.reference.store import ReferenceMessageStore
 from pullspec.spec.clock import Clock
 from pullspec.spec.config import StoreConfig
@@ -35,7 +35,7 @@ from pullspec.spec.profiles import Profile
 from pullspec.spec.protocols import MessageStore, ProcessQueue
 
 if TYPE_CHECKING:
-    from pullspec.reference.sim_watch import ClientWatch
+    from pullspec.reference.sim.watch import ClientWatch
 
 
 class MessageStoreFactory(Protocol):
