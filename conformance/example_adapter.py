@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import IO, Any
 
+from pullspec.conformance.candidates import Candidate
 from pullspec.conformance.observe import Session
 from pullspec.conformance.ops import Op
 from pullspec.conformance.resolve import resolve
@@ -30,7 +31,9 @@ from pullspec.spec.profiles import Profile
 LIVE_INSTANCES = 16
 
 
-def _reply(request: dict[str, Any], sessions: dict[int, Session], candidate: Any) -> dict[str, Any]:
+def _reply(
+    request: dict[str, Any], sessions: dict[int, Session], candidate: Candidate
+) -> dict[str, Any]:
     rid = request.get("id")
     if request.get("op") == "create":
         # The suite interleaves at most a few instances (the simulation's master and slave
@@ -52,7 +55,7 @@ def _reply(request: dict[str, Any], sessions: dict[int, Session], candidate: Any
     return {"id": rid, "ok": observation.to_json()}
 
 
-def serve(candidate: Any, lines: Iterable[str], out: IO[str]) -> None:
+def serve(candidate: Candidate, lines: Iterable[str], out: IO[str]) -> None:
     """Answer every request line of `lines` on `out`, one reply line each, until EOF."""
     sessions: dict[int, Session] = {}
     for line in lines:

@@ -15,6 +15,7 @@ from typing import Protocol, runtime_checkable
 import attrs
 
 from pullspec.reference.pull_service import PullMessageService, PullRequest
+from pullspec.reference.records import Records
 from pullspec.reference.remoting import OnException, OnResponse
 from pullspec.reference.scheduler import Scheduler
 from pullspec.spec.broker_addrs import BrokerAddrs
@@ -214,8 +215,8 @@ class ReferencePushConsumer:
         #: pullFromWhichNodeTable (RESULT-2).
         self.pull_from_which_node: dict[MessageQueue, int] = {}
         #: Every pullMessage attempt and every answer handled, in order.
-        self.attempts: list[PullAttempt] = []
-        self.outcomes: list[PullOutcome] = []
+        self.attempts = Records[PullAttempt]()
+        self.outcomes = Records[PullOutcome]()
         #: (level, message) for what RocketMQ logs; tests read it.
         self.log: list[tuple[str, str]] = []
         #: The queues each persistConsumerOffset handed persistAll (None: it did not run).

@@ -18,7 +18,6 @@ ROOT = Path(__file__).resolve().parents[1]
 TOLERATED: dict[str, tuple[str, ...]] = {
     "spec's face and its registry (the ruleset work)": ("pullspec.spec",),
     "fast's face and its read path": ("pullspec.fast",),
-    "the whole-system simulator": ("pullspec.reference.sim.",),
 }
 
 #: Imports across the layers still being moved elsewhere (`fast/pq_bench.py` moves to conformance).

@@ -36,7 +36,7 @@ from pullspec.conformance.campaign.rows import (
     Row,
     trace_key,
 )
-from pullspec.conformance.candidates import CandidateTimeoutError
+from pullspec.conformance.candidates import Candidate, CandidateTimeoutError
 from pullspec.conformance.machines import gen
 from pullspec.conformance.machines.draw import Context, RandomDraw
 from pullspec.conformance.observe import compare
@@ -76,7 +76,7 @@ class Plan:
 
 
 @functools.cache
-def candidates_for(impl: str, timeout: float) -> tuple[Any, Any]:
+def candidates_for(impl: str, timeout: float) -> tuple[Candidate, Candidate]:
     """(reference, candidate), resolved once per process: Spark reuses its Python workers."""
     import pullspec.reference.factories as reference
 
@@ -157,7 +157,13 @@ def _guarded(out: _Outcome, area: str, op: str, step: int, call: Any) -> Any:
 
 
 def run_trace(
-    reference: Any, candidate: Any, impl: str, area: str, seed: int, profile: Profile, steps: int
+    reference: Candidate,
+    candidate: Candidate,
+    impl: str,
+    area: str,
+    seed: int,
+    profile: Profile,
+    steps: int,
 ) -> Row:
     """Run the trace of (`area`, `seed`, `profile`) in lockstep and answer its row."""
     started, cpu = time.perf_counter(), time.process_time()
@@ -257,7 +263,7 @@ def _scratch(directory: str | None) -> Iterator[None]:
 _WARM: set[tuple[str, str]] = set()
 
 
-def _warm_up(plan: Plan, reference: Any, candidate: Any) -> None:
+def _warm_up(plan: Plan, reference: Candidate, candidate: Candidate) -> None:
     """Open and drop one instance per area on both sides, once per process, so that the first
     trace's elapsed time does not include importing the adapters and the implementations."""
     for area in plan.areas:

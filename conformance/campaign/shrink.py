@@ -15,6 +15,7 @@ from typing import Any
 
 from pullspec.conformance.campaign.rows import FAILING, Replay, trace_key
 from pullspec.conformance.campaign.run import candidates_for
+from pullspec.conformance.candidates import Candidate
 from pullspec.conformance.machines import gen
 from pullspec.conformance.machines.draw import Context, RandomDraw
 from pullspec.conformance.machines.lockstep import LockstepError, MachineReport, Pair
@@ -24,7 +25,13 @@ from pullspec.spec.profiles import Profile
 
 
 def trace_report(
-    reference: Any, candidate: Any, impl: str, area: str, seed: int, profile: Profile, steps: int
+    reference: Candidate,
+    candidate: Candidate,
+    impl: str,
+    area: str,
+    seed: int,
+    profile: Profile,
+    steps: int,
 ) -> MachineReport:
     """The trace of (`area`, `seed`, `profile`) replayed through the lockstep machine's Pair: its
     MachineReport (PASS, or the failure with the trace up to it), ready for minimize()."""

@@ -19,6 +19,7 @@ from importlib.util import find_spec
 from typing import Any
 
 from pullspec.conformance.campaign.rows import SIMULATION, Replay, Row
+from pullspec.conformance.candidates import Candidate
 from pullspec.conformance.ops import rule_sort_key
 from pullspec.conformance.vectors import Verdict
 from pullspec.spec.profiles import Profile
@@ -29,7 +30,7 @@ def available() -> bool:
     return find_spec("pullspec.conformance.machines.simulation") is not None
 
 
-def unsupported(candidate: Any) -> str | None:
+def unsupported(candidate: Candidate) -> str | None:
     """Why `candidate` cannot run in the simulation (it substitutes no part), else None."""
     from pullspec.conformance.machines.simulation import PARTS, candidate_hooks
 
@@ -48,7 +49,7 @@ def _event_name(event: dict[str, Any] | None) -> str | None:
     return None
 
 
-def run_simulation(candidate: Any, impl: str, seed: int, profile: Profile, steps: int) -> Row:
+def run_simulation(candidate: Candidate, impl: str, seed: int, profile: Profile, steps: int) -> Row:
     """The whole-system lockstep of `seed` and its row (conformance.campaign.run.COLUMNS)."""
     from pullspec.conformance.machines.simulation import DEFAULT_FAULT_GAP_MS, compare
     from pullspec.reference.sim.config import SimConfig

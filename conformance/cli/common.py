@@ -19,6 +19,7 @@ from typing import IO, Any, NoReturn
 
 import click
 
+from pullspec.conformance.candidates import Candidate
 from pullspec.spec.errors import PullspecError
 
 EXIT_OK = 0
@@ -109,7 +110,7 @@ def candidate_of(impl: str, timeout: float) -> Any:
     return resolve(impl, timeout)
 
 
-def close_candidate(candidate: Any) -> None:
+def close_candidate(candidate: Candidate) -> None:
     """Stop a subprocess candidate (others have no close())."""
     close = getattr(candidate, "close", None)
     if callable(close):

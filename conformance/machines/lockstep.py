@@ -20,7 +20,7 @@ import attrs
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
 
-from pullspec.conformance.candidates import CandidateTimeoutError
+from pullspec.conformance.candidates import Candidate, CandidateTimeoutError
 from pullspec.conformance.machines import gen
 from pullspec.conformance.machines.draw import Context, HypothesisDraw
 from pullspec.conformance.observe import Divergence, DivergenceKind, Session, compare
@@ -155,8 +155,8 @@ class Pair:
     def open(
         cls,
         area: str,
-        reference: Any,
-        candidate: Any,
+        reference: Candidate,
+        candidate: Candidate,
         impl: str,
         profile: Profile,
         seed: int,
@@ -208,8 +208,8 @@ class Pair:
 
 def machine_class(
     area: str,
-    reference: Any,
-    candidate: Any,
+    reference: Candidate,
+    candidate: Candidate,
     impl: str,
     profile: Profile,
     seed: int,
@@ -256,7 +256,7 @@ def machine_class(
 
 
 def replay_trace(
-    report: MachineReport, reference: Any, candidate: Any, ops: list[Op]
+    report: MachineReport, reference: Candidate, candidate: Candidate, ops: list[Op]
 ) -> MachineReport | None:
     """Run `ops` on fresh sessions with the report's config: the failure, or None if it passes."""
     try:

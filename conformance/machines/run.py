@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
-from typing import Any
 
 import attrs
 from hypothesis import HealthCheck, Phase, Verbosity, settings
@@ -18,7 +17,7 @@ from hypothesis import seed as hypothesis_seed
 from hypothesis.errors import Flaky, FlakyFailure
 from hypothesis.stateful import run_state_machine_as_test
 
-from pullspec.conformance.candidates import CandidateTimeoutError
+from pullspec.conformance.candidates import Candidate, CandidateTimeoutError
 from pullspec.conformance.machines import gen
 from pullspec.conformance.machines.draw import RandomDraw
 from pullspec.conformance.machines.lockstep import (
@@ -44,7 +43,9 @@ DEFAULT_EXAMPLES = 40
 DEFAULT_STEPS = 25
 
 
-def _unsupported(reference: Any, candidate: Any, area: str, profile: Profile) -> str | None:
+def _unsupported(
+    reference: Candidate, candidate: Candidate, area: str, profile: Profile
+) -> str | None:
     """Why `area` cannot run (no adapter, or a candidate without the interface), else None."""
     config = gen.config(area, RandomDraw(random.Random(0)))
     try:
@@ -60,10 +61,10 @@ def _unsupported(reference: Any, candidate: Any, area: str, profile: Profile) ->
 
 def run_machine(
     area: str,
-    candidate: Any,
+    candidate: Candidate,
     *,
     impl: str = "candidate",
-    reference: Any = None,
+    reference: Candidate | None = None,
     profile: Profile = Profile.V4_9,
     examples: int = DEFAULT_EXAMPLES,
     steps: int = DEFAULT_STEPS,

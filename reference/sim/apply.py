@@ -9,23 +9,50 @@ their end as a simulator action, which is itself a step.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import Protocol
 
+from pullspec.reference.broker import ReferenceBroker
 from pullspec.reference.sim import history as h
-from pullspec.reference.sim.cluster import RecordingStore
+from pullspec.reference.sim.base import Run
+from pullspec.reference.sim.client import SimClient
+from pullspec.reference.sim.cluster import LaggingSlave, RecordingStore, SkewedClock
 from pullspec.reference.sim.faults import FaultStep
 
-if TYPE_CHECKING:
-    from pullspec.reference.sim.client import SimClient
-    from pullspec.reference.sim.simulator import Simulator
+
+class FaultTarget(Run, Protocol):
+    """What a fault acts on: a run (`reference.sim.simulator.Simulator`) with its consumers and
+    its brokers, and the actions that end a timed fault."""
+
+    #: The current incarnation of each consumer, by name.
+    clients: dict[str, SimClient]
+    master: ReferenceBroker
+    slave: LaggingSlave | None
+    master_addr: str
+    #: The clock only the broker's lock manager reads (a clock-jump fault moves it, LEASE-3).
+    lease_clock: SkewedClock
+
+    def _start_client(self, name: str) -> SimClient: ...
+
+    def later(self, delay_ms: int, action: Callable[[], None], name: str) -> None:
+        """A simulator action `delay_ms` from now (a restart, a resume, a repair)."""
+        ...
+
+    def hold_until(self, at: int) -> None:
+        """A timed fault lasts until `at`: the quiet tail starts counting after it."""
+        ...
+
+    def expire(self, files: int) -> None:
+        """Expire the oldest commit-log files."""
+        ...
+
 
 #: How long a pull-delay fault lasts.
 PULL_DELAY_WINDOW_MS = 30_000
-ClientFault = Callable[["Simulator", "SimClient", int], None]
-BrokerFault = Callable[["Simulator", int], None]
+ClientFault = Callable[[FaultTarget, SimClient, int], None]
+BrokerFault = Callable[[FaultTarget, int], None]
 
 
-def apply_fault(sim: Simulator, step: FaultStep) -> None:
+def apply_fault(sim: FaultTarget, step: FaultStep) -> None:
     """Apply `step` now and record it as a Fault event."""
     target = step.target
     client = sim.clients.get(target)
@@ -57,7 +84,7 @@ def apply_fault(sim: Simulator, step: FaultStep) -> None:
     )
 
 
-def _crash(sim: Simulator, client: SimClient, value: int) -> None:
+def _crash(sim: FaultTarget, client: SimClient, value: int) -> None:
     client.crash()
     if value > 0:
         name = client.name
@@ -77,11 +104,11 @@ def _crash(sim: Simulator, client: SimClient, value: int) -> None:
         sim.later(value, restart, f"restart {name}")
 
 
-def _leave(sim: Simulator, client: SimClient, value: int) -> None:
+def _leave(sim: FaultTarget, client: SimClient, value: int) -> None:
     client.leave()
 
 
-def _pause(sim: Simulator, client: SimClient, value: int) -> None:
+def _pause(sim: FaultTarget, client: SimClient, value: int) -> None:
     client.consumer.suspend()
 
     def resume() -> None:
@@ -92,34 +119,34 @@ def _pause(sim: Simulator, client: SimClient, value: int) -> None:
     sim.later(max(value, 1), resume, f"resume {client.client_id}")
 
 
-def _listener_fail(sim: Simulator, client: SimClient, value: int) -> None:
+def _listener_fail(sim: FaultTarget, client: SimClient, value: int) -> None:
     client.fail_calls += max(value, 1)
 
 
-def _listener_exception(sim: Simulator, client: SimClient, value: int) -> None:
+def _listener_exception(sim: FaultTarget, client: SimClient, value: int) -> None:
     client.raise_calls += max(value, 1)
 
 
-def _listener_slow(sim: Simulator, client: SimClient, value: int) -> None:
+def _listener_slow(sim: FaultTarget, client: SimClient, value: int) -> None:
     client.slow.extend([value] * 3)
 
 
-def _listener_stuck(sim: Simulator, client: SimClient, value: int) -> None:
+def _listener_stuck(sim: FaultTarget, client: SimClient, value: int) -> None:
     # The next call on the topic: its queue keeps moving, so the span grows past the held one.
     client.stuck.append(max(value, 1))
 
 
-def _consume_timeout(sim: Simulator, client: SimClient, value: int) -> None:
+def _consume_timeout(sim: FaultTarget, client: SimClient, value: int) -> None:
     client.slow.insert(0, max(value, 1))  # the very next call, on any queue
 
 
-def _pull_stall(sim: Simulator, client: SimClient, value: int) -> None:
+def _pull_stall(sim: FaultTarget, client: SimClient, value: int) -> None:
     until = sim.clock.now_ms() + max(value, 1)
     client.consumer.instance.pull_service.block_until(until)
     sim.hold_until(until)
 
 
-def _expire_behind(sim: Simulator, client: SimClient, value: int) -> None:
+def _expire_behind(sim: FaultTarget, client: SimClient, value: int) -> None:
     # The consumer stops pulling (suspend, FLOW-4) while the others go on; just before it
     # resumes, the old commit-log files expire, so its cursors lie below its queues' new min
     # offsets while consumers a little behind still find their records.
@@ -134,7 +161,7 @@ def _expire_behind(sim: Simulator, client: SimClient, value: int) -> None:
     sim.later(max(value, 1), resume, f"resume {client.client_id}")
 
 
-def _expire_old_files(sim: Simulator) -> None:
+def _expire_old_files(sim: FaultTarget) -> None:
     """Expire every commit-log file but the one being written — and the one before it while
     the current one is less than half full: a queue's min offset is corrected only from
     entries whose records survive (STORE-19), and a nearly empty file leaves none."""
@@ -149,37 +176,37 @@ def _expire_old_files(sim: Simulator) -> None:
 
 
 def _send_back(mode: str) -> ClientFault:
-    def apply(sim: Simulator, client: SimClient, value: int) -> None:
+    def apply(sim: FaultTarget, client: SimClient, value: int) -> None:
         client.send_back_faults.extend([mode] * max(value, 1))
 
     return apply
 
 
-def _expire(sim: Simulator, value: int) -> None:
+def _expire(sim: FaultTarget, value: int) -> None:
     sim.expire(max(value, 1))
 
 
-def _slave_lag(sim: Simulator, value: int) -> None:
+def _slave_lag(sim: FaultTarget, value: int) -> None:
     if sim.slave is not None:
         sim.slave.lag_ms = value
 
 
-def _clock_jump(sim: Simulator, value: int) -> None:
+def _clock_jump(sim: FaultTarget, value: int) -> None:
     sim.lease_clock.skew += value
 
 
-def _pull_drop(sim: Simulator, value: int) -> None:
+def _pull_drop(sim: FaultTarget, value: int) -> None:
     sim.remoting.set_drop_responses(sim.master_addr, True)
     sim.later(
         max(value, 1), lambda: sim.remoting.set_drop_responses(sim.master_addr, False), "answers"
     )
 
 
-def _pull_delay(sim: Simulator, value: int) -> None:
+def _pull_delay(sim: FaultTarget, value: int) -> None:
     sim.remoting.delay_answers(value, PULL_DELAY_WINDOW_MS)
 
 
-def _broker_down(sim: Simulator, value: int) -> None:
+def _broker_down(sim: FaultTarget, value: int) -> None:
     sim.remoting.set_broker_down(sim.master_addr, True)
     sim.later(max(value, 1), lambda: sim.remoting.set_broker_down(sim.master_addr, False), "up")
 

@@ -12,11 +12,11 @@ from __future__ import annotations
 import contextlib
 import random
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING
 
 from pullspec.reference.client_instance import ReferenceClientInstance
 from pullspec.reference.sim import history as h
-from pullspec.reference.sim.observe import ObservedList, SimConsumer
+from pullspec.reference.sim.base import Run
+from pullspec.reference.sim.observe import SimConsumer
 from pullspec.reference.sim.watch import ClientWatch, name_of
 from pullspec.spec.consume_types import (
     ConsumeConcurrentlyContext,
@@ -26,14 +26,11 @@ from pullspec.spec.consume_types import (
 )
 from pullspec.spec.message import MessageQueue, StoredMessage
 
-if TYPE_CHECKING:
-    from pullspec.reference.sim.simulator import Simulator
-
 
 class SimClient(ClientWatch):
     """One incarnation of consumer `name` in simulator `sim`."""
 
-    def __init__(self, sim: Simulator, name: str, incarnation: int) -> None:
+    def __init__(self, sim: Run, name: str, incarnation: int) -> None:
         self.sim = sim
         self.name = name
         self.client_id = f"{name}#{incarnation}"
@@ -75,16 +72,20 @@ class SimClient(ClientWatch):
             listener,
             {sim.topic: "*"},
             consume_time=self.consume_time,
+            parts=sim.hooks.parts.consumer,
+            offset_store=sim.hooks.offset_store,
         )
         self._wire()
 
     def _wire(self) -> None:
         c = self.consumer
-        c.push.attempts = ObservedList(self.on_attempt)
-        c.push.outcomes = ObservedList(self.on_outcome)
-        c.consume_service.records = ObservedList(
-            self.on_orderly_record if self.orderly else self.on_record
-        )
+        # the history is the record: the parts keep none, so a long run holds no growing list
+        c.push.attempts.listen(self.on_attempt, keep=False)
+        c.push.outcomes.listen(self.on_outcome, keep=False)
+        if self.orderly:
+            c.consume_service.records.listen(self.on_orderly_record, keep=False)
+        else:
+            c.consume_service.records.listen(self.on_record, keep=False)
 
     # -- life cycle ---------------------------------------------------------------------------
 

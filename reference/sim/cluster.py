@@ -10,7 +10,6 @@ from __future__ import annotations
 import collections
 import random
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING
 
 import attrs
 
@@ -18,6 +17,7 @@ from pullspec.reference.broker import ReferenceBroker
 from pullspec.reference.lock_manager import ReferenceLockManager
 from pullspec.reference.remoting import OnException, OnResponse, ReferenceRemoting
 from pullspec.reference.scheduler import Scheduler
+from pullspec.reference.sim.config import SimConfig
 from pullspec.reference.store import HOUR_MS, ReferenceMessageStore
 from pullspec.spec.clock import Clock, ManualClock
 from pullspec.spec.code import PullMessageRequest, PullResponse
@@ -26,9 +26,6 @@ from pullspec.spec.message import BrokerInnerMessage, MessageQueue, StoredMessag
 from pullspec.spec.pull_request import PullMessageRequestHeader
 from pullspec.spec.results import PutMessageResult
 from pullspec.spec.status import BrokerRole
-
-if TYPE_CHECKING:
-    from pullspec.reference.sim.config import SimConfig, SimHooks
 
 #: Called with each record the master appends.
 OnAppend = Callable[[StoredMessage], None]
@@ -220,7 +217,8 @@ class Brokers:
 
 def build_brokers(
     config: SimConfig,
-    hooks: SimHooks,
+    store_class: type[RecordingStore],
+    broker_lock_ms: int,
     clock: ManualClock,
     remoting: ReferenceRemoting,
     group: str,
@@ -238,7 +236,7 @@ def build_brokers(
         mapped_file_size_commit_log=config.commit_log_file_size,
         total_physical_memory_size=config.memory_bytes,
     )
-    master_store = hooks.store_class()(
+    master_store = store_class(
         config=store_config,
         profile=profile,
         clock=clock,
@@ -249,7 +247,7 @@ def build_brokers(
         master_store, BrokerConfig(slave_read_enable=config.slave), profile, clock=clock
     )
     lease_clock = SkewedClock(clock)
-    master.lock_manager = ObservedLockManager(lease_clock, on_lease, hooks.broker_lock_ms)
+    master.lock_manager = ObservedLockManager(lease_clock, on_lease, broker_lock_ms)
     master.commit_listeners.append(on_commit)
     brokers: list[ReferenceBroker] = [master]
     slave: LaggingSlave | None = None

@@ -1,23 +1,14 @@
 """The inputs and the output of a simulation run (`reference.sim.simulator`): `SimConfig` (what
-determines a run), `SimHooks` (replaceable parts, for deliberately broken configurations) and
-`SimResult` (the checker's verdict with the run's counts)."""
+determines a run) and `SimResult` (the checker's verdict with the run's counts); the replaceable
+parts are `reference.sim.hooks.SimHooks`."""
 
 from __future__ import annotations
-
-from typing import TYPE_CHECKING
 
 import attrs
 
 from pullspec.reference.sim.checker import CheckResult
-from pullspec.reference.sim.cluster import RecordingStore
 from pullspec.reference.sim.faults import FAULT_KINDS, FaultStep
-from pullspec.reference.sim.observe import ObservedOffsetStore, ObservedProcessQueue
-from pullspec.reference.sim.parts import SimParts
-from pullspec.spec.clock import Clock
 from pullspec.spec.profiles import Profile
-
-if TYPE_CHECKING:
-    from pullspec.reference.sim.watch import ClientWatch
 
 
 @attrs.frozen(kw_only=True)
@@ -61,31 +52,6 @@ class SimConfig:
     commit_log_file_size: int = 64 * 1024
     #: The broker's RAM as the slave suggestion sees it (40 % of it counts as in memory).
     memory_bytes: int = 64 * 1024
-
-
-@attrs.define
-class SimHooks:
-    """Replaceable parts: the observing classes (subclassed by tests for deliberately broken
-    configurations) and another implementation's parts underneath them (`parts`)."""
-
-    process_queue: type[ObservedProcessQueue] = ObservedProcessQueue
-    offset_store: type[ObservedOffsetStore] = ObservedOffsetStore
-    master_store: type[RecordingStore] = RecordingStore
-    #: The client lease (PQ-15) and the broker lease (LEASE-1).
-    client_lock_ms: int = 30_000
-    broker_lock_ms: int = 60_000
-    #: A candidate's parts (reference.sim.parts); the reference's where it has none.
-    parts: SimParts = attrs.Factory(SimParts)
-
-    def store_class(self) -> type[RecordingStore]:
-        """The master's store class, over the candidate's store if it has one."""
-        return self.parts.master_store(self.master_store)
-
-    def new_process_queue(
-        self, clock: Clock, profile: Profile, owner: ClientWatch, pq_id: int
-    ) -> ObservedProcessQueue:
-        """A consumer's new ProcessQueue, over the candidate's if it has one."""
-        return self.parts.process_queue_class(self.process_queue)(clock, profile, owner, pq_id)
 
 
 @attrs.frozen

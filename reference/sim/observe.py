@@ -7,8 +7,6 @@ wrappers of the reference client parts that report each action to the consumer's
   (OFFSET-2) and names the broker writes it causes (persist, RESULT-10's fix-up);
 - `ObservedSendBack` reports every hand-back, with the topic the broker stored a copy in, and
   injects the send-back faults;
-- `ObservedList` stands for the parts' record lists (pull attempts, answers, listener calls):
-  it reports each appended item and keeps none, so a long run holds no growing lists;
 - `SimConsumer` is a ClientConsumer whose offset store is observed.
 
 Tests subclass these to build deliberately broken configurations.
@@ -17,11 +15,12 @@ Tests subclass these to build deliberately broken configurations.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
-from typing import TYPE_CHECKING, TypeVar
+from contextlib import AbstractContextManager
+from typing import Protocol, TypeVar
 
 from pullspec.reference.client_consumer import ClientConsumer, Listener
 from pullspec.reference.client_instance import ReferenceClientInstance
-from pullspec.reference.client_parts import ConsumeTime
+from pullspec.reference.client_parts import ConsumerParts, ConsumeTime
 from pullspec.reference.client_remoting import RemotingOffsetClient
 from pullspec.reference.offset_store import BrokerOffsetClient, ReferenceRemoteOffsetStore
 from pullspec.reference.process_queue import ReferenceProcessQueue
@@ -34,30 +33,73 @@ from pullspec.spec.consumer_config import ConsumerConfig, ReadOffsetType
 from pullspec.spec.message import PROPERTY_UNIQ_KEY, MessageQueue, StoredMessage
 from pullspec.spec.offset_store import OffsetStore
 from pullspec.spec.profiles import Profile
-
-if TYPE_CHECKING:
-    from pullspec.reference.sim.client import SimClient
-    from pullspec.reference.sim.watch import ClientWatch
+from pullspec.spec.protocols import ProcessQueue
 
 T = TypeVar("T")
 
 
-class ObservedList(list[T]):
-    """A list that hands each appended item to `on_append` and keeps nothing."""
+class PutWatcher(Protocol):
+    """What an `ObservedProcessQueue` reports to (its consumer's `SimClient`)."""
 
-    def __init__(self, on_append: Callable[[T], None]) -> None:
-        super().__init__()
-        self.on_append = on_append
+    #: The client lease the queue keeps (PQ-15).
+    client_lock_ms: int
 
-    def append(self, item: T) -> None:
-        """Report `item` (it is not stored)."""
-        self.on_append(item)
+    def on_put(self, pq: ObservedProcessQueue, msgs: Sequence[StoredMessage]) -> None:
+        """A put into `pq` (PQ-2)."""
+        ...
+
+
+class ClientWatcher(PutWatcher, Protocol):
+    """What the observed parts of one consumer report to: its `SimClient`
+    (`reference.sim.client`), which turns each report into history events."""
+
+    orderly: bool
+
+    def writer_rule(self, increase_only: bool) -> str:
+        """The rule an in-memory offset write of this kind follows."""
+        ...
+
+    def on_client_commit(
+        self,
+        mq: MessageQueue,
+        offset: int,
+        increase_only: bool,
+        before: int | None,
+        after: int | None,
+        rule: str,
+    ) -> None:
+        """An in-memory offset write (OFFSET-2)."""
+        ...
+
+    def writing(self, via: str) -> AbstractContextManager[None]:
+        """The broker commits made meanwhile are this client's, `via` persist or fix-up."""
+        ...
+
+    def capture_stored(self) -> AbstractContextManager[list[str]]:
+        """The topics the master stores records of meanwhile."""
+        ...
+
+    def take_send_back_fault(self) -> str | None:
+        """The next injected send-back fault ("fail", "lost"), or None."""
+        ...
+
+    def on_sent_back(self, key: str, via: str, ok: bool, stored: str | None) -> None:
+        """A hand-back of message `key`, stored (in topic `stored`) or not."""
+        ...
+
+    def new_process_queue(self) -> ProcessQueue:
+        """A new ProcessQueue for the consumer's rebalance."""
+        ...
+
+    def on_dispatch(self, request: NewPullRequest) -> None:
+        """A new PullRequest handed to the pull service."""
+        ...
 
 
 class ObservedProcessQueue(ReferenceProcessQueue):
     """A ReferenceProcessQueue numbered in the run, reporting each put to its owner."""
 
-    def __init__(self, clock: Clock, profile: Profile, owner: ClientWatch, pq_id: int) -> None:
+    def __init__(self, clock: Clock, profile: Profile, owner: PutWatcher, pq_id: int) -> None:
         super().__init__(clock, profile, lock_max_live_time_ms=owner.client_lock_ms)
         self.owner = owner
         self.pq_id = pq_id
@@ -83,7 +125,7 @@ class ObservedOffsetStore:
         self,
         client: BrokerOffsetClient,
         group: str,
-        owner: SimClient,
+        owner: ClientWatcher,
         inner: OffsetStore | None = None,
     ) -> None:
         self.inner: OffsetStore = (
@@ -164,7 +206,7 @@ class ObservedSendBack:
     "fail" refuses before the broker is reached, "lost" lets the broker store the copy and
     then reports a failure (the answer was lost)."""
 
-    def __init__(self, inner: SendBackClient, owner: SimClient) -> None:
+    def __init__(self, inner: SendBackClient, owner: ClientWatcher) -> None:
         self.inner = inner
         self.owner = owner
 
@@ -209,22 +251,27 @@ class ObservedSendBack:
 
 
 class SimConsumer(ClientConsumer):
-    """A ClientConsumer built with the simulation's parts (`SimHooks.parts`), whose offset
-    store, send-backs, new PullRequests and new ProcessQueues report to `owner`."""
+    """A ClientConsumer built with the simulation's parts (`SimHooks.parts.consumer`), whose
+    offset store (an `offset_store`, `SimHooks.offset_store`), send-backs, new PullRequests and
+    new ProcessQueues report to `owner`."""
 
-    owner: SimClient
+    owner: ClientWatcher
 
     def __init__(
         self,
-        owner: SimClient,
+        owner: ClientWatcher,
         instance: ReferenceClientInstance,
         group: str,
         config: ConsumerConfig,
         listener: Listener,
         subscriptions: Mapping[str, str],
         consume_time: ConsumeTime,
+        *,
+        parts: ConsumerParts,
+        offset_store: type[ObservedOffsetStore],
     ) -> None:
         self.owner = owner
+        self._observed_offset_store = offset_store
         super().__init__(
             instance,
             group,
@@ -232,7 +279,7 @@ class SimConsumer(ClientConsumer):
             listener,
             subscriptions,
             consume_time=consume_time,
-            parts=owner.sim.hooks.parts.consumer,
+            parts=parts,
             process_queue_factory=owner.new_process_queue,
         )
 
@@ -240,7 +287,7 @@ class SimConsumer(ClientConsumer):
         client = RemotingOffsetClient(remoting, self.group, self.profile)
         factory = self.parts.offset_store
         inner = factory(client, self.group) if factory is not None else None
-        return self.owner.sim.hooks.offset_store(client, self.group, self.owner, inner)
+        return self._observed_offset_store(client, self.group, self.owner, inner)
 
     def _send_back_client(self) -> SendBackClient:
         return ObservedSendBack(super()._send_back_client(), self.owner)

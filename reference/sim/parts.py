@@ -20,22 +20,19 @@ the ProcessQueue factory are the simulator's) and through their `records`.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import attrs
 
 from pullspec.reference.client_parts import ConsumerParts
 from pullspec.reference.process_queue import ReferenceProcessQueue
 from pullspec.reference.sim.cluster import RecordingStore
-from pullspec.reference.sim.observe import ObservedProcessQueue
+from pullspec.reference.sim.observe import ObservedProcessQueue, PutWatcher
 from pullspec.reference.store import ReferenceMessageStore
 from pullspec.spec.clock import Clock
 from pullspec.spec.config import StoreConfig
 from pullspec.spec.profiles import Profile
 from pullspec.spec.protocols import MessageStore, ProcessQueue
-
-if TYPE_CHECKING:
-    from pullspec.reference.sim.watch import ClientWatch
 
 
 class MessageStoreFactory(Protocol):
@@ -191,7 +188,7 @@ class _BuildsCandidateQueue:
     factory: ProcessQueueFactory
     candidate_part: Any
 
-    def __init__(self, clock: Clock, profile: Profile, owner: ClientWatch, pq_id: int) -> None:
+    def __init__(self, clock: Clock, profile: Profile, owner: PutWatcher, pq_id: int) -> None:
         self.candidate_part = type(self).factory(clock, profile)
         super().__init__(clock, profile, owner, pq_id)  # type: ignore[call-arg]
 

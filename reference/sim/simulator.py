@@ -41,8 +41,9 @@ from pullspec.reference.sim.cluster import (
     build_brokers,
     expire_oldest_files,
 )
-from pullspec.reference.sim.config import SimConfig, SimHooks, SimResult
+from pullspec.reference.sim.config import SimConfig, SimResult
 from pullspec.reference.sim.faults import FaultStep, fault_stream, format_schedule
+from pullspec.reference.sim.hooks import SimHooks
 from pullspec.spec.clock import ManualClock
 from pullspec.spec.consume_types import retry_topic
 from pullspec.spec.consumer_config import ConsumeFromWhere, ConsumeMode, ConsumerConfig
@@ -153,7 +154,8 @@ class Simulator:
     def _build_brokers(self) -> None:
         brokers = build_brokers(
             self.config,
-            self.hooks,
+            self.hooks.store_class(),
+            self.hooks.broker_lock_ms,
             self.clock,
             self.remoting,
             self.group,

@@ -2,26 +2,23 @@
 a base of SimClient): new ProcessQueues and their PullRequests (Assigned), puts (Cached), pull
 attempts (CursorMoved, PullDelayed, PullSent) and answers (PullAnswered), listener results
 (Consumed), and — polled after every step — dropped ProcessQueues and lock flags (Dropped,
-ClientLock). The parts' own record lists are `ObservedList`s that call these handlers."""
+ClientLock). The parts' records (`reference.records.Records`) call these handlers."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from pullspec.reference.consume_concurrently import ConsumeRecord
 from pullspec.reference.consume_orderly import OrderlyConsumeRecord
 from pullspec.reference.push_consumer import PullAttempt, PullOutcome
 from pullspec.reference.rebalance import NewPullRequest
 from pullspec.reference.sim import history as h
+from pullspec.reference.sim.base import Run
 from pullspec.reference.sim.observe import ObservedProcessQueue, SimConsumer, message_key
 from pullspec.spec.consumer_config import ReadOffsetType
 from pullspec.spec.message import MessageQueue, StoredMessage
 from pullspec.spec.protocols import ProcessQueue
 from pullspec.spec.pull_actions import Delay, Pull
-
-if TYPE_CHECKING:
-    from pullspec.reference.sim.simulator import Simulator
 
 _OK = {"CONSUME_SUCCESS", "SUCCESS", "COMMIT"}
 
@@ -34,7 +31,7 @@ def name_of(mq: MessageQueue) -> str:
 class ClientWatch:
     """The observers of one consumer incarnation (the state they keep lives on SimClient)."""
 
-    sim: Simulator
+    sim: Run
     client_id: str
     orderly: bool
     #: The client lease its ProcessQueues keep (PQ-15).
