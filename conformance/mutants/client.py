@@ -17,8 +17,8 @@ from typing import Any
 
 import attrs
 
-from pullspec.conformance.mutants import Mutant
 from pullspec.conformance.mutants._patch import Candidate, mutate, wrap
+from pullspec.conformance.mutants.base import Mutant
 from pullspec.spec.consume_types import PeriodicTask
 from pullspec.spec.profiles import Profile
 

@@ -182,7 +182,8 @@ class Driver(_client.DriverBase):
         that its result is discarded (CONC-4's last check)."""
         scratch = self.classes.process_queue(self.clock, self.profile)
         scratch.put_messages(msgs)
-        service = self._service(Scheduler(ManualClock(self.clock.now_ms())))
+        scheduler = Scheduler(ManualClock(self.clock.now_ms()))
+        service = self._service(scheduler)
         service.consume_time = lambda _msgs: rt
 
         def dropping(batch: Sequence[StoredMessage], context: ConsumeConcurrentlyContext) -> Any:
@@ -191,8 +192,8 @@ class Driver(_client.DriverBase):
 
         service.listener = dropping
         service.consume(msgs, scratch, QUEUE)
-        # The listener call lasts `rt` virtual ms; its result is processed when it returns.
-        service.scheduler.run_for(rt)
+        # a listener that lasts `rt` returns `rt` later (CONC-4): its result is recorded then
+        scheduler.run_for(rt)
         self._last_scratch = service
 
     def op_listener_returned(self, args: _client.Args) -> dict[str, Any]:
