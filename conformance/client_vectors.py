@@ -1,6 +1,7 @@
 """Reference-generated vectors for the areas RocketMQ's recordings do not reach.
 
     python -m pullspec.conformance.client_vectors DIR [--seed S]
+    python -m pullspec.conformance.client_vectors --op-rules
 
 writes ``DIR/reference-4.9/`` and ``DIR/reference-4.7/`` (one ``<area>.jsonl`` per area and a
 ``manifest.json`` each) and ``DIR/README.md``. The repository commits the result under
@@ -17,15 +18,17 @@ A case is a list of ops (`conformance.client_cases`: hand-chosen edge cases per 
 seeded random traces); its expects are what the reference driver of the area
 (`conformance.adapters.<area>`) observed. While a case runs, a profiler records which rule
 functions ran; the manifest lists those rule IDs per case, so the coverage it claims is measured,
-not typed.
+not typed; `--op-rules` measures the same way which rules each op runs (conformance.ops_client).
 """
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import json
+import random
 import sys
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from types import CodeType, FrameType
@@ -33,10 +36,11 @@ from typing import Any
 
 import click
 
-from pullspec.conformance import candidates, vectors
-from pullspec.conformance.client_cases import Case, all_cases
-from pullspec.conformance.docs_coverage import generated_folder
-from pullspec.conformance.observe import rule_sort_key
+from pullspec.conformance import vectors
+from pullspec.conformance.client_cases import AREAS, Case, all_cases, factories
+from pullspec.conformance.ops import rule_sort_key
+from pullspec.conformance.resolve import resolve
+from pullspec.conformance.vectors import generated_folder
 from pullspec.spec import rules
 from pullspec.spec.errors import PullspecError
 from pullspec.spec.profiles import ALL_PROFILES, Profile
@@ -73,7 +77,7 @@ def run(case: Case, profile: Profile, seed: int) -> dict[str, Any]:
     A typed spec error becomes ``{"error": …}`` exactly as the vector runner would record it;
     anything else is a bug in the case or the driver and propagates.
     """
-    reference = candidates.resolve("reference")
+    reference = resolve("reference")
     module = vectors.adapter(case.area)
     instance = module.create(reference, dict(case.config), profile, Path("."))
     steps = []
@@ -154,8 +158,6 @@ def write_profile(directory: Path, profile: Profile, seed: int = DEFAULT_SEED) -
 def readme() -> str:
     """DIR/README.md: what these vectors are and every generated area's op vocabulary, taken
     from the adapters' docstrings so the two never disagree."""
-    from pullspec.conformance.client_cases import AREAS
-
     parts = [
         "# Reference-generated vectors",
         "",
@@ -200,11 +202,59 @@ def write(directory: Path, seed: int = DEFAULT_SEED) -> dict[str, dict[str, Any]
     return out
 
 
+def measure_op_rules() -> dict[str, dict[str, set[str]]]:
+    """Trace every client case on the reference (edge cases and eight seeded random traces per
+    area, both profiles): area → op → the rule IDs its functions ran (conformance.ops_client)."""
+    codes = rules.rule_codes()
+    reference = resolve("reference")
+    table: dict[str, dict[str, set[str]]] = {}
+    for area in AREAS:
+        edges, randoms = factories(area)
+        cases = list(edges())
+        for i in range(8 if randoms is not None else 0):
+            cases += randoms(random.Random(f"{area}-7-{i}"), i) if randoms is not None else []
+        ops = table.setdefault(area, {})
+        module = vectors.adapter(area)
+        for profile in ALL_PROFILES:
+            for case in cases:
+                with tracing(codes) as seen:
+                    instance = module.create(reference, dict(case.config), profile, Path("."))
+                ops.setdefault("create", set()).update(seen)
+                for op, args in case.steps:
+                    with tracing(codes) as seen, contextlib.suppress(PullspecError):
+                        module.apply(instance, op, dict(args))
+                    ops.setdefault(op, set()).update(seen)
+    return table
+
+
+def op_rules_source(table: Mapping[str, Mapping[str, Collection[str]]]) -> str:
+    """The Python source of conformance.ops_client.CLIENT_OP_RULES for a measured `table`."""
+    lines = ["CLIENT_OP_RULES: Mapping[str, Mapping[str, tuple[str, ...]]] = {"]
+    for area, ops in table.items():
+        lines.append(f'    "{area}": {{')
+        for op, found in sorted(ops.items()):
+            ids = ", ".join(f'"{r}"' for r in sorted(found, key=rule_sort_key))
+            lines.append(f'        "{op}": ({ids}{"," if len(found) == 1 else ""}),')
+        lines.append("    },")
+    lines.append("}")
+    return "\n".join(lines)
+
+
 @click.command()
-@click.argument("directory", type=click.Path(path_type=Path))
+@click.argument("directory", type=click.Path(path_type=Path), required=False)
 @click.option("--seed", type=int, default=DEFAULT_SEED, show_default=True)
-def main(directory: Path, seed: int) -> None:
+@click.option(
+    "--op-rules",
+    is_flag=True,
+    help="Instead, print conformance.ops_client.CLIENT_OP_RULES measured anew.",
+)
+def main(directory: Path | None, seed: int, op_rules: bool) -> None:
     """Write the reference-generated vectors into DIRECTORY."""
+    if op_rules:
+        click.echo(op_rules_source(measure_op_rules()))
+        return
+    if directory is None:
+        raise click.UsageError("give a DIRECTORY (or --op-rules)")
     for profile, info in write(directory, seed).items():
         click.echo(
             f"{directory / ('reference-' + profile)}: {len(info['cases'])} cases, "

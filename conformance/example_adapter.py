@@ -20,8 +20,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import IO, Any
 
-from pullspec.conformance.observe import Session, resolve_candidate
+from pullspec.conformance.candidates import Candidate
+from pullspec.conformance.observe import Session
 from pullspec.conformance.ops import Op
+from pullspec.conformance.resolve import resolve
 from pullspec.spec.errors import ErrorKind, PullspecError
 from pullspec.spec.profiles import Profile
 
@@ -29,7 +31,9 @@ from pullspec.spec.profiles import Profile
 LIVE_INSTANCES = 16
 
 
-def _reply(request: dict[str, Any], sessions: dict[int, Session], candidate: Any) -> dict[str, Any]:
+def _reply(
+    request: dict[str, Any], sessions: dict[int, Session], candidate: Candidate
+) -> dict[str, Any]:
     rid = request.get("id")
     if request.get("op") == "create":
         # The suite interleaves at most a few instances (the simulation's master and slave
@@ -51,7 +55,7 @@ def _reply(request: dict[str, Any], sessions: dict[int, Session], candidate: Any
     return {"id": rid, "ok": observation.to_json()}
 
 
-def serve(candidate: Any, lines: Iterable[str], out: IO[str]) -> None:
+def serve(candidate: Candidate, lines: Iterable[str], out: IO[str]) -> None:
     """Answer every request line of `lines` on `out`, one reply line each, until EOF."""
     sessions: dict[int, Session] = {}
     for line in lines:
@@ -74,7 +78,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--impl", default="reference", help="the Python candidate to serve")
     args = parser.parse_args(argv)
-    serve(resolve_candidate(args.impl), sys.stdin, sys.stdout)
+    serve(resolve(args.impl), sys.stdin, sys.stdout)
 
 
 if __name__ == "__main__":

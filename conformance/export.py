@@ -17,9 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from pullspec.conformance.machines import gen
+from pullspec.conformance.machines.draw import Context, RandomDraw
 from pullspec.conformance.machines.edges import EDGE_CASES, Wrote
-from pullspec.conformance.observe import Session, case_rules, rule_sort_key
-from pullspec.conformance.ops import AREAS, Op
+from pullspec.conformance.observe import Session, case_rules
+from pullspec.conformance.ops import AREAS, Op, rule_sort_key
 from pullspec.spec.profiles import Profile
 
 FORMAT = "pullspec-vectors/1"
@@ -34,7 +35,7 @@ def _case(
     """A vector case: `ops` run on a fresh reference instance, its observations as expects."""
     import pullspec.reference.factories as reference
 
-    session, ctx = Session(reference, area, config, profile), gen.Context.start(area, config)
+    session, ctx = Session(reference, area, config, profile), Context.start(area, config)
     steps = []
     for op in ops:
         args = {k: ctx.wrote[v] if isinstance(v, Wrote) else v for k, v in op.args.items()}
@@ -48,7 +49,7 @@ def _case(
 def edge_cases(profile: Profile) -> Iterator[dict[str, Any]]:
     """The hand-chosen edge cases, with the reference's expects for `profile`."""
     for name, area, overrides, ops in EDGE_CASES:
-        config = {**gen.config(area, gen.RandomDraw(random.Random(0))), **overrides}
+        config = {**gen.config(area, RandomDraw(random.Random(0))), **overrides}
         yield _case(f"edge-{name}", area, config, [Op(n, a) for n, a in ops], profile, 0)
 
 
@@ -60,11 +61,11 @@ def random_cases(
 
     for area in AREAS:
         for i in range(cases):
-            draw = gen.RandomDraw(random.Random(f"{area}-{seed}-{i}"))
+            draw = RandomDraw(random.Random(f"{area}-{seed}-{i}"))
             config = gen.config(area, draw)
             session, ctx, ops = (
                 Session(reference, area, config, profile),
-                gen.Context.start(area, config),
+                Context.start(area, config),
                 [],
             )
             for _ in range(steps):

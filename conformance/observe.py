@@ -4,35 +4,29 @@ A `Session` is one fresh instance of one area on one candidate, built and driven
 adapter (conformance.adapters.<area>), so every candidate — reference, fast, a `module:factory`
 object or a subprocess (`cmd:`) — is observed through the same mapping. `compare` finds the first
 field where an observation differs from the expected one and classifies it.
-
-`Verdict` extends conformance.vectors.Verdict with TIMEOUT (a subprocess candidate that did not
-answer in time); `verdict_of` maps a vector CaseResult onto it.
 """
 
 from __future__ import annotations
 
 import enum
-import shlex
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import attrs
 
-from pullspec.conformance import candidates, vectors
-from pullspec.conformance.ops import Observation, Op, check_area, rules_for
+from pullspec.conformance import vectors
+from pullspec.conformance.candidates import Candidate
+from pullspec.conformance.ops import (
+    Observation,
+    Op,
+    check_area,
+    rule_sort_key,
+    rules_for,
+    state_fields,
+)
 from pullspec.spec.errors import PullspecError, UnsupportedError
 from pullspec.spec.profiles import Profile
-
-
-class Verdict(enum.Enum):
-    """The closed set of verdicts: a case, a machine run or an interface as a whole."""
-
-    PASS = "PASS"
-    DIVERGED = "DIVERGED"
-    CRASHED = "CRASHED"
-    TIMEOUT = "TIMEOUT"
-    UNSUPPORTED = "UNSUPPORTED"
 
 
 class DivergenceKind(enum.Enum):
@@ -44,14 +38,6 @@ class DivergenceKind(enum.Enum):
     RESULT = "RESULT"
     #: A state field observed after the call (counters, trees, lock table, queue offsets…).
     STATE = "STATE"
-
-
-class CandidateTimeoutError(TimeoutError):
-    """A subprocess candidate did not answer within its timeout."""
-
-
-class CandidateCrashedError(RuntimeError):
-    """A subprocess candidate exited, closed its output or answered something unparseable."""
 
 
 @attrs.frozen
@@ -85,21 +71,12 @@ def compare(expected: Observation, actual: Observation) -> Divergence | None:
     return None
 
 
-def resolve_candidate(impl: str, timeout: float = 10.0) -> Any:
-    """`candidates.resolve`, plus `cmd:<command>`: a subprocess speaking docs/protocol.md."""
-    if impl.startswith("cmd:"):
-        from pullspec.conformance.subprocess_candidate import SubprocessCandidate
-
-        return SubprocessCandidate(shlex.split(impl[len("cmd:") :]), timeout=timeout)
-    return candidates.resolve(impl)
-
-
 class Session:
     """One fresh instance of `area` on `candidate`, created and driven by the area's adapter."""
 
     def __init__(
         self,
-        candidate: Any,
+        candidate: Candidate,
         area: str,
         config: Mapping[str, Any],
         profile: Profile,
@@ -124,22 +101,7 @@ class Session:
     @property
     def state_fields(self) -> tuple[str, ...]:
         """The positional state field names of this session's config (process_queue)."""
-        fields = self.config.get("stateFields")
-        if fields is None and self.area == "process_queue":
-            from pullspec.conformance.adapters.process_queue import DEFAULT_STATE_FIELDS
-
-            return DEFAULT_STATE_FIELDS
-        return tuple(fields or ())
-
-
-def verdict_of(result: vectors.CaseResult) -> Verdict:
-    """A vector case's verdict in the richer enum: a CRASHED case whose candidate timed out is
-    TIMEOUT (conformance.vectors has no TIMEOUT member yet and reports it as a crash)."""
-    if result.verdict is vectors.Verdict.CRASHED and (result.detail or "").startswith(
-        f"{CandidateTimeoutError.__name__}:"
-    ):
-        return Verdict.TIMEOUT
-    return Verdict(result.verdict.value)
+        return state_fields(self.area, self.config)
 
 
 def case_rules(case: Mapping[str, Any]) -> tuple[str, ...]:
@@ -149,9 +111,3 @@ def case_rules(case: Mapping[str, Any]) -> tuple[str, ...]:
     for step in case.get("steps", ()):
         found.update(rules_for(area, str(step.get("op"))))
     return tuple(sorted(found, key=rule_sort_key))
-
-
-def rule_sort_key(rule_id: str) -> tuple[str, int]:
-    """Sort rule IDs by area, then number (STORE-2 before STORE-10)."""
-    area, _, number = rule_id.partition("-")
-    return (area, int(number) if number.isdigit() else 0)

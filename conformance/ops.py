@@ -71,6 +71,28 @@ STATE_FIELDS: Mapping[str, frozenset[str]] = {
     "schedule": frozenset(),
 }
 
+#: The process_queue area's state fields when a case names none (its `state` is positional).
+DEFAULT_STATE_FIELDS: tuple[str, ...] = (
+    *("msgCount", "msgSize", "maxSpan", "queueOffsetMax", "msgAccCnt", "consuming"),
+    *("cachedOffsets", "consumingOffsets", "isLockExpired", "isPullExpired"),
+)
+
+
+def state_fields(area: str, config: Mapping[str, Any]) -> tuple[str, ...]:
+    """The positional state field names of a case's `config`: its `stateFields`, or for
+    process_queue DEFAULT_STATE_FIELDS; () for areas whose state is named."""
+    fields = config.get("stateFields")
+    if fields is None and area == "process_queue":
+        return DEFAULT_STATE_FIELDS
+    return tuple(fields or ())
+
+
+def rule_sort_key(rule_id: str) -> tuple[str, int]:
+    """Sort rule IDs by area, then number (STORE-2 before STORE-10)."""
+    area, _, number = rule_id.partition("-")
+    return (area, int(number) if number.isdigit() else 0)
+
+
 _STORE_PUT = ("STORE-18", "STORE-20", "LAYOUT-4", "LAYOUT-5", "LAYOUT-7", "LAYOUT-9", "FILTER-1")
 _STORE_GET = (
     *("STORE-2", "STORE-3", "STORE-4", "STORE-5", "STORE-6", "STORE-7", "STORE-8", "STORE-9"),

@@ -3,14 +3,13 @@
 Measured, not typed: every client case (edge cases and eight seeded random traces per area, both
 profiles) was run on the reference with a profiler recording which rule functions each op
 called (`conformance.client_vectors.tracing`); `create` is what a fresh instance runs. After
-changing a driver or a case, `python -m pullspec.conformance.ops_client` prints the table anew
-(paste it over CLIENT_OP_RULES); `tests/test_conformance_client_areas.py` checks that the edge
-cases still run nothing outside it.
+changing a driver or a case, `python -m pullspec.conformance.client_vectors --op-rules` prints
+the table anew (paste it over CLIENT_OP_RULES); `tests/test_conformance_client_areas.py` checks
+that the edge cases still run nothing outside it.
 """
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Mapping
 
 CLIENT_OP_RULES: Mapping[str, Mapping[str, tuple[str, ...]]] = {
@@ -741,50 +740,3 @@ CLIENT_OP_RULES: Mapping[str, Mapping[str, tuple[str, ...]]] = {
         "within_flow_bound": ("INV-7",),
     },
 }
-
-
-def measure() -> dict[str, dict[str, set[str]]]:
-    """Trace every client case on the reference: area → op → the rule IDs its functions ran."""
-    import random
-    from pathlib import Path
-
-    from pullspec.conformance import candidates, client_vectors, vectors
-    from pullspec.conformance.client_cases import AREAS, factories
-    from pullspec.spec import rules
-    from pullspec.spec.errors import PullspecError
-    from pullspec.spec.profiles import ALL_PROFILES
-
-    codes = rules.rule_codes()
-    reference = candidates.resolve("reference")
-    table: dict[str, dict[str, set[str]]] = {}
-    for area in AREAS:
-        edges, randoms = factories(area)
-        cases = list(edges())
-        for i in range(8 if randoms is not None else 0):
-            assert randoms is not None
-            cases += randoms(random.Random(f"{area}-7-{i}"), i)
-        ops = table.setdefault(area, {})
-        module = vectors.adapter(area)
-        for profile in ALL_PROFILES:
-            for case in cases:
-                with client_vectors.tracing(codes) as seen:
-                    instance = module.create(reference, dict(case.config), profile, Path("."))
-                ops.setdefault("create", set()).update(seen)
-                for op, args in case.steps:
-                    with client_vectors.tracing(codes) as seen, contextlib.suppress(PullspecError):
-                        module.apply(instance, op, dict(args))
-                    ops.setdefault(op, set()).update(seen)
-    return table
-
-
-if __name__ == "__main__":
-    from pullspec.conformance.observe import rule_sort_key
-
-    print("CLIENT_OP_RULES: Mapping[str, Mapping[str, tuple[str, ...]]] = {")
-    for area, ops in measure().items():
-        print(f'    "{area}": {{')
-        for op, found in sorted(ops.items()):
-            ids = ", ".join(f'"{r}"' for r in sorted(found, key=rule_sort_key))
-            print(f'        "{op}": ({ids}{"," if len(found) == 1 else ""}),')
-        print("    },")
-    print("}")

@@ -31,7 +31,7 @@ from pullspec.spec.errors import PullspecError
 from pullspec.spec.profiles import Profile
 
 _CANDIDATE = pytest.StashKey[Any]()
-#: The machines' default budget (conformance.machines.DEFAULT_EXAMPLES / DEFAULT_STEPS), repeated
+#: The machines' default budget (conformance.machines.run.DEFAULT_EXAMPLES / DEFAULT_STEPS), repeated
 #: here so that registering the options imports nothing of the suite.
 DEFAULT_EXAMPLES, DEFAULT_STEPS = 40, 25
 
@@ -62,7 +62,7 @@ def pytest_configure(config: pytest.Config) -> None:
         if value < 1:
             raise pytest.UsageError(f"--pullspec-{name} must be at least 1, not {value}")
     try:
-        from pullspec.conformance.cli_common import candidate_of
+        from pullspec.conformance.cli.common import candidate_of
     except ModuleNotFoundError as exc:
         raise pytest.UsageError(
             f"--pullspec-impl needs {exc.name}: pip install 'rocketmq-pullspec[cli]'"
@@ -102,8 +102,8 @@ class ConformanceItem(pytest.Item):
     def runtest(self) -> None:
         """Run the vectors or the machine and fail with every divergence found."""
         from pullspec.conformance import vectors
-        from pullspec.conformance.machines import run_machine
-        from pullspec.conformance.observe import Verdict, verdict_of
+        from pullspec.conformance.machines.run import run_machine
+        from pullspec.conformance.vectors import Verdict
 
         opt = self.config.getoption
         profile = Profile.parse(opt("pullspec_profile"))
@@ -125,13 +125,13 @@ class ConformanceItem(pytest.Item):
         extra = [Path(d) for d in opt("pullspec_vectors")]
         cases += vectors.load_cases_with_base(extra, [self.area])
         results = [vectors.run_case(candidate, c, profile, base) for c, base in cases]
-        bad = [r for r in results if verdict_of(r) not in (Verdict.PASS, Verdict.UNSUPPORTED)]
+        bad = [r for r in results if r.verdict not in (Verdict.PASS, Verdict.UNSUPPORTED)]
         if bad:
             lines = [r.describe() for r in bad]
             raise ConformanceFailure(
                 f"{len(bad)} of {len(results)} cases failed:\n" + "\n".join(lines)
             )
-        if results and all(verdict_of(r) is Verdict.UNSUPPORTED for r in results):
+        if results and all(r.verdict is Verdict.UNSUPPORTED for r in results):
             pytest.skip(f"{impl}: {results[0].detail}")
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:

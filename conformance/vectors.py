@@ -23,6 +23,7 @@ from typing import Any, Protocol
 import attrs
 
 from pullspec.conformance import differences
+from pullspec.conformance.candidates import Candidate
 from pullspec.conformance.ops import OP_RULES, rules_for
 from pullspec.spec.errors import InvalidArgumentError, PullspecError, UnsupportedError
 from pullspec.spec.profiles import Profile
@@ -112,7 +113,9 @@ class VectorFormatError(InvalidArgumentError):
 class AreaAdapter(Protocol):
     """Runs one area's vector steps on a candidate (one module per area in conformance.adapters)."""
 
-    def create(self, candidate: Any, config: dict[str, Any], profile: Profile, base: Path) -> Any:
+    def create(
+        self, candidate: Candidate, config: dict[str, Any], profile: Profile, base: Path
+    ) -> Any:
         """A fresh instance for one case, or raise UnsupportedError."""
         ...
 
@@ -132,6 +135,20 @@ def adapter(area: str) -> AreaAdapter:
             raise
         raise UnsupportedError(f"area {area} has no adapter yet") from None
     return module  # type: ignore[no-any-return]
+
+
+def profile_folder(profile: Profile) -> str:
+    """The recorded vector folder of a profile: ``rocketmq-4.9.7`` for 4.9."""
+    return "rocketmq-" + profile.tag.removeprefix("rocketmq-all-")
+
+
+#: The repository's reference-generated vectors (one ``reference-<profile>`` folder each).
+GENERATED_VECTORS = Path(__file__).resolve().parents[1] / "vectors"
+
+
+def generated_folder(profile: Profile) -> str:
+    """The reference-generated vector folder of a profile: ``reference-4.9`` for 4.9."""
+    return f"reference-{profile.value}"
 
 
 #: The files of a store directory of ../shared/stores: the broker's answers are its vectors.
@@ -292,7 +309,9 @@ def missing_field(exc: KeyError, given: tuple[Any, ...], where: str, what: str) 
         raise VectorFormatError(where, f"{key} is missing from {what}") from None
 
 
-def run_case(candidate: Any, case: dict[str, Any], profile: Profile, base: Path) -> CaseResult:
+def run_case(
+    candidate: Candidate, case: dict[str, Any], profile: Profile, base: Path
+) -> CaseResult:
     """Run one case on a fresh instance of `candidate`."""
     cid, area = str(case.get("id", "?")), case.get("area", "?")
     config = case.get("config", {})

@@ -98,9 +98,10 @@ def bench_process_queue(
     `pq_put_take_commit32` (one op = one put, take or commit call). `quick` runs fewer rounds.
     """
     if baseline is None:
-        from pullspec.conformance.candidates import resolve
+        from pullspec.conformance.candidates import factory
+        from pullspec.conformance.resolve import resolve
 
-        baseline = resolve("reference").process_queue
+        baseline = factory(resolve("reference"), "process_queue")
     ref: ProcessQueueFactory = baseline
     fast_rounds, ref_rounds, passes = (200, 10, 2) if quick else (2000, 60, 3)
     msgs = _messages(DEPTH + fast_rounds * BATCH)

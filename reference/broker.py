@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterable, Mapping
+from typing import Protocol
 
 import attrs
 
@@ -29,7 +30,7 @@ from pullspec.spec.code import (
     suggest_which_broker_id,
 )
 from pullspec.spec.commit import commit_offset, commits_piggy_backed_offset, query_consumer_offset
-from pullspec.spec.config import BrokerConfig, SubscriptionGroupConfig, TopicConfig
+from pullspec.spec.config import BrokerConfig, StoreConfig, SubscriptionGroupConfig, TopicConfig
 from pullspec.spec.errors import (
     IllegalCapacityError,
     InvalidArgumentError,
@@ -78,12 +79,22 @@ class HeldRequest:
     message_filter: ExpressionMessageFilter
 
 
+class ConfiguredStore(MessageStore, Protocol):
+    """A message store that shows its StoreConfig: the broker walks the commit log file by file
+    (`mapped_file_size_commit_log`) to notify held pulls of what was appended."""
+
+    @property
+    def config(self) -> StoreConfig:
+        """The store's settings."""
+        ...
+
+
 @attrs.define
 class ReferenceBroker(ClientRequests):
     """A deterministic broker: pulls, offset commits, long polling; no threads, no sleeping.
     Heartbeats, the consumer list and SEND_MESSAGE requests are in `ClientRequests`."""
 
-    store: MessageStore
+    store: ConfiguredStore
     config: BrokerConfig = attrs.field(factory=BrokerConfig)
     profile: Profile = Profile.V4_9
     clock: Clock = attrs.field(kw_only=True)
@@ -176,7 +187,7 @@ class ReferenceBroker(ClientRequests):
         each on the queue it was dispatched to (a delayed message: the schedule topic)."""
         if not notifies_on_arrival(self.store.broker_role, self.config.long_polling_enable):
             return
-        file_size = self.store.config.mapped_file_size_commit_log  # type: ignore[attr-defined]
+        file_size = self.store.config.mapped_file_size_commit_log
         phys, end = max(since_phys, 0), self.store.get_max_phy_offset()
         while phys < end:
             record = self.store.look_message_by_offset(phys)

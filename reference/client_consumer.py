@@ -31,6 +31,7 @@ from pullspec.reference.client_parts import (
     ConsumeService,
     ConsumeTime,
 )
+from pullspec.reference.client_remoting import RemotingAdmin, RemotingOffsetClient
 from pullspec.reference.consume_concurrently import ReferenceConsumeConcurrentlyService
 from pullspec.reference.consume_orderly import ReferenceConsumeOrderlyService
 from pullspec.reference.offset_store import (
@@ -95,7 +96,7 @@ class ClientConsumer:
             profile=self.profile,
             lock_client=instance.lock_client,
             offset_store=self.offset_store,
-            admin=remoting.admin(),
+            admin=RemotingAdmin(remoting),
             route=instance.route,
             consumer_ids=instance.consumer_ids,
             strategy=strategy,
@@ -150,7 +151,7 @@ class ClientConsumer:
     ) -> OffsetStore:
         if self.config.message_model is MessageModel.CLUSTERING:
             remote = self.parts.offset_store or ReferenceRemoteOffsetStore
-            return remote(remoting.offset_client(self.group, self.profile), self.group)
+            return remote(RemotingOffsetClient(remoting, self.group, self.profile), self.group)
         if offset_dir is None:
             raise InvalidArgumentError("offset_dir", None, "BROADCASTING needs a directory")
         return ReferenceLocalFileOffsetStore.for_group(

@@ -2,7 +2,7 @@
 typed Protocols — its offset store, its consume service (concurrent or orderly) and its rebalance
 — and `ConsumerParts`, the factories a consumer builds them with; a missing factory means the
 reference's class. The whole-system simulator plugs a candidate's parts in through them
-(`reference.sim_config.SimHooks.parts`).
+(`reference.sim.config.SimHooks.parts`).
 
 Each factory takes exactly what the reference class's constructor takes, so the reference's
 classes are factories themselves:
@@ -28,6 +28,7 @@ from pullspec.reference.consume_orderly import RebalanceLocking
 from pullspec.reference.offset_store import BrokerOffsetClient
 from pullspec.reference.push_consumer import RebalanceHooks
 from pullspec.reference.rebalance import NewPullRequest
+from pullspec.reference.records import Records
 from pullspec.reference.scheduler import Scheduler
 from pullspec.spec import allocate as al
 from pullspec.spec.consume_concurrently import ConcurrentListener
@@ -53,8 +54,8 @@ class ConsumeService(ConsumeMessageService, Protocol):
     `end` and the call's start as `at` (concurrent) or `start` (orderly), as
     `reference.consume_concurrently.ConsumeRecord` and `OrderlyConsumeRecord` have."""
 
-    # A record type per implementation: the simulator swaps the list for one that observes.
-    records: list[Any]
+    # A record type per implementation; the simulator listens to the records and keeps none.
+    records: Records[Any]
 
     def start(self) -> None:
         """Start the service's own tasks (CONC-13's cleaner, ORDER-1's lockAll)."""

@@ -22,6 +22,7 @@ from typing import Protocol, runtime_checkable
 
 import attrs
 
+from pullspec.reference.records import Records
 from pullspec.reference.scheduler import Scheduler
 from pullspec.spec import consume_concurrently as cc
 from pullspec.spec import retry as sb
@@ -144,7 +145,7 @@ class ReferenceConsumeConcurrentlyService:
         #: consumeExecutor's core size (CONC-1): the number of threads it ever runs.
         self.core_pool_size = config.consume_thread_min
         #: Every listener call, in order.
-        self.records: list[ConsumeRecord] = []
+        self.records = Records[ConsumeRecord]()
         #: Every request submitted, every send-back planned, every result processed, and the
         #: shutdown steps taken, in order (tests and the conformance drivers read them).
         self.submissions: list[Submission] = []

@@ -20,6 +20,7 @@ from typing import Protocol, runtime_checkable
 
 import attrs
 
+from pullspec.reference.records import Records
 from pullspec.reference.scheduler import Scheduler
 from pullspec.spec import consume_orderly as co
 from pullspec.spec import retry as sb
@@ -137,7 +138,7 @@ class ReferenceConsumeOrderlyService:
         self.namespace = namespace
         self.consume_time: ConsumeTime = consume_time or (lambda _msgs: 0)
         #: Every listener call, in the order the calls ended.
-        self.records: list[OrderlyConsumeRecord] = []
+        self.records = Records[OrderlyConsumeRecord]()
         #: Every processConsumeResult, every ConsumeRequest submitted (its time) and the
         #: shutdown steps taken, in order (tests and the conformance drivers read them).
         self.results: list[OrderlyResult] = []

@@ -1,18 +1,29 @@
-"""The reference candidate: factories the conformance suite calls to build fresh instances."""
+"""The reference candidate: factories the conformance suite calls to build fresh instances.
+
+Each factory imports its class when called, so resolving the candidate costs nothing.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+import importlib
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from pullspec.spec.clock import Clock
-from pullspec.spec.config import BrokerConfig, StoreConfig
+from pullspec.spec.config import BrokerConfig, StoreConfig, SubscriptionGroupConfig
 from pullspec.spec.profiles import Profile
+from pullspec.spec.protocols import MessageStore, ProcessQueue
+
+if TYPE_CHECKING:
+    from pullspec.reference.areas._vocab import DriverBase
+    from pullspec.reference.broker import ReferenceBroker
+    from pullspec.reference.lock_manager import ReferenceLockManager
+    from pullspec.reference.send_back import ReferenceSendBack
 
 NAME = "reference"
 
 
-def message_store(config: StoreConfig, profile: Profile, clock: Clock) -> Any:
+def message_store(config: StoreConfig, profile: Profile, clock: Clock) -> MessageStore:
     """A fresh ReferenceMessageStore."""
     from pullspec.reference.store import ReferenceMessageStore
 
@@ -21,19 +32,20 @@ def message_store(config: StoreConfig, profile: Profile, clock: Clock) -> Any:
 
 def broker(
     store_config: StoreConfig, broker_config: BrokerConfig, profile: Profile, clock: Clock
-) -> Any:
+) -> ReferenceBroker:
     """A fresh ReferenceBroker (pull processing, offsets, long polling) over a fresh store."""
     from pullspec.reference.broker import ReferenceBroker
+    from pullspec.reference.store import ReferenceMessageStore
 
     return ReferenceBroker(
-        store=message_store(store_config, profile, clock),
+        store=ReferenceMessageStore(config=store_config, profile=profile, clock=clock),
         config=broker_config,
         profile=profile,
         clock=clock,
     )
 
 
-def process_queue(clock: Clock, profile: Profile) -> Any:
+def process_queue(clock: Clock, profile: Profile) -> ProcessQueue:
     """A fresh ReferenceProcessQueue."""
     from pullspec.reference.process_queue import ReferenceProcessQueue
 
@@ -42,14 +54,19 @@ def process_queue(clock: Clock, profile: Profile) -> Any:
 
 def lock_manager(
     clock: Clock, lock_max_live_time_ms: int = 60_000, profile: Profile = Profile.V4_9
-) -> Any:
+) -> ReferenceLockManager:
     """A fresh ReferenceLockManager (the same in both profiles)."""
     from pullspec.reference.lock_manager import ReferenceLockManager
 
     return ReferenceLockManager(clock=clock, lock_max_live_time_ms=lock_max_live_time_ms)
 
 
-def send_back(store_config: StoreConfig, group_config: Any, profile: Profile, clock: Clock) -> Any:
+def send_back(
+    store_config: StoreConfig,
+    group_config: SubscriptionGroupConfig,
+    profile: Profile,
+    clock: Clock,
+) -> ReferenceSendBack:
     """A fresh ReferenceSendBack (CONSUMER_SEND_MSG_BACK) over a fresh store."""
     from pullspec.reference.send_back import ReferenceSendBack
 
@@ -64,11 +81,11 @@ def send_back(store_config: StoreConfig, group_config: Any, profile: Profile, cl
 # -- the client areas: drivers of the reference's own client classes (reference.areas) ---------
 
 
-def _area(name: str) -> Any:
-    def factory(config: Mapping[str, Any], profile: Profile) -> Any:
-        from pullspec.reference.areas import driver
-
-        return driver(name, config, profile)
+def _area(name: str) -> Callable[[Mapping[str, Any], Profile], DriverBase]:
+    def factory(config: Mapping[str, Any], profile: Profile) -> DriverBase:
+        module = importlib.import_module(f"pullspec.reference.areas.{name}")
+        driver: DriverBase = module.Driver(dict(config), Profile.parse(profile))
+        return driver
 
     factory.__name__ = factory.__qualname__ = name
     factory.__doc__ = f"A fresh reference driver of the `{name}` area (reference.areas.{name})."

@@ -1,8 +1,5 @@
 """The reference push consumer's pull path (DefaultMQPushConsumerImpl.pullMessage and its
-PullCallback) on the scheduler, plus two stand-ins the real rebalance and consume services
-replace: `StaticAssignment` (RebalanceHooks over a fixed set of queues) and
-`ScriptedConsumeService` (a ConsumeMessageService that calls a scripted listener), which live in
-`reference.pull_harness` and are re-exported here.
+PullCallback) on the scheduler.
 
 Every decision is a spec rule: FLOW via `decide_pull`, REQ via `spec.pull_request` and
 `spec.pull_route`, RESULT via `spec.pull_result`; this module applies their answers to the
@@ -17,8 +14,8 @@ from typing import Protocol, runtime_checkable
 
 import attrs
 
-from pullspec.reference.pull_harness import ScriptedConsumeService, StaticAssignment
 from pullspec.reference.pull_service import PullMessageService, PullRequest
+from pullspec.reference.records import Records
 from pullspec.reference.remoting import OnException, OnResponse
 from pullspec.reference.scheduler import Scheduler
 from pullspec.spec.broker_addrs import BrokerAddrs
@@ -215,8 +212,8 @@ class ReferencePushConsumer:
         #: pullFromWhichNodeTable (RESULT-2).
         self.pull_from_which_node: dict[MessageQueue, int] = {}
         #: Every pullMessage attempt and every answer handled, in order.
-        self.attempts: list[PullAttempt] = []
-        self.outcomes: list[PullOutcome] = []
+        self.attempts = Records[PullAttempt]()
+        self.outcomes = Records[PullOutcome]()
         #: (level, message) for what RocketMQ logs; tests read it.
         self.log: list[tuple[str, str]] = []
         #: The queues each persistConsumerOffset handed persistAll (None: it did not run).
@@ -532,7 +529,5 @@ __all__ = [
     "PullOutcome",
     "RebalanceHooks",
     "ReferencePushConsumer",
-    "ScriptedConsumeService",
     "ServiceState",
-    "StaticAssignment",
 ]

@@ -29,7 +29,7 @@ PullMessageRequestHeader (client) becomes PullMessageRequest (broker) here and o
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
 import attrs
 
@@ -52,9 +52,6 @@ from pullspec.spec.profiles import Profile
 from pullspec.spec.pull_request import PullMessageRequestHeader
 from pullspec.spec.pull_route import V4_1_0_SNAPSHOT
 from pullspec.spec.results import PutMessageResult
-
-if TYPE_CHECKING:
-    from pullspec.reference.client_remoting import RemotingAdmin, RemotingOffsetClient
 
 T = TypeVar("T")
 
@@ -443,18 +440,6 @@ class ReferenceRemoting:
         self._schedule_hold_check(addr)
 
     # -- offsets -----------------------------------------------------------------------------
-
-    def offset_client(self, group: str, profile: Profile) -> RemotingOffsetClient:
-        """The BrokerOffsetClient of `group` (QUERY/UPDATE_CONSUMER_OFFSET, OFFSET-7 routing)."""
-        from pullspec.reference.client_remoting import RemotingOffsetClient
-
-        return RemotingOffsetClient(self, group, profile)
-
-    def admin(self) -> RemotingAdmin:
-        """The MQAdminImpl queries of REBAL-17 (maxOffset, searchOffset)."""
-        from pullspec.reference.client_remoting import RemotingAdmin
-
-        return RemotingAdmin(self)
 
     def offset_broker_addr(self, broker_name: str, profile: Profile) -> str:
         """OFFSET-7's address for `broker_name`, the route refresh giving the same route; raises

@@ -20,9 +20,10 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from pullspec.conformance import campaign, campaign_rows, campaign_spark
+from pullspec.conformance.campaign import rows as campaign_rows
+from pullspec.conformance.campaign import spark as campaign_spark
 from pullspec.conformance.cli import main
-from pullspec.conformance.cli_campaign import known_areas
+from pullspec.conformance.cli.campaign import known_areas
 
 SEEDS, STEPS, SIM_STEPS = 3, 20, 200
 #: A mutant the process_queue machine kills at once (getMaxSpan counted inclusively).
@@ -69,7 +70,7 @@ def test_reference_vs_fast_campaign_passes_with_no_divergence(
         summary["timeouts"],
         summary["failed"],
     )
-    diffed = [a for a in ran if a != campaign.SIMULATION]
+    diffed = [a for a in ran if a != campaign_rows.SIMULATION]
     assert "store" in ran
     assert SEEDS * len(ran) == summary["traces"]
     assert SEEDS * len(diffed) * STEPS == summary["ops"]
@@ -103,7 +104,7 @@ def test_parquet_rows_read_back_with_pyarrow_in_the_documented_schema(
     assert all(STEPS == r["ops"] and "STORE-3" in r["rule_ids"] for r in store)
     # A plain pyarrow read (hive partitioning) sees every documented column.
     plain = ds.dataset(report["out"], format="parquet", partitioning="hive").to_table()
-    assert set(campaign.COLUMN_NAMES) == set(plain.schema.names)
+    assert set(campaign_rows.COLUMN_NAMES) == set(plain.schema.names)
     folders = {
         p.relative_to(report["out"]).parts[:2] for p in Path(report["out"]).rglob("*.parquet")
     }

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from pullspec.conformance import campaign_spark
+from pullspec.conformance.campaign import spark as campaign_spark
 
 #: What a stranger's shell has: no virtual environment, nothing of ours on PATH.
 STRIPPED = {"PATH": "/usr/bin:/bin", "HOME": "/nonexistent", "LANG": "C.UTF-8"}

@@ -10,10 +10,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pullspec.conformance import campaign, vectors
+from pullspec.conformance import vectors
 from pullspec.conformance.adapters import process_queue as pq_adapter
 from pullspec.conformance.adapters import store as store_adapter
+from pullspec.conformance.campaign import run as campaign
 from pullspec.conformance.machines import gen
+from pullspec.conformance.machines.draw import Context, RandomDraw
 from pullspec.conformance.observe import Session, compare
 from pullspec.conformance.ops import MACHINE_AREAS, Observation
 from pullspec.spec.errors import PullspecError
@@ -22,7 +24,7 @@ from pullspec.spec.profiles import Profile
 
 def test_random_draw_draws_what_random_would() -> None:
     for seed in range(300):
-        draw, rng = gen.RandomDraw(random.Random(seed)), random.Random(seed)
+        draw, rng = RandomDraw(random.Random(seed)), random.Random(seed)
         options = list(range(1 + seed % 37))
         low = seed % 7 - 3
         assert rng.randint(low, low + seed) == draw.integer(low, low + seed)
@@ -30,17 +32,17 @@ def test_random_draw_draws_what_random_would() -> None:
         assert (rng.random() < 0.5) == draw.boolean()
         assert rng.randint(5, 5) == draw.integer(5, 5)
     with pytest.raises(ValueError):
-        gen.RandomDraw(random.Random(0)).integer(2, 1)
+        RandomDraw(random.Random(0)).integer(2, 1)
 
 
 @pytest.mark.parametrize("area", MACHINE_AREAS)
 def test_note_raw_learns_what_note_learns(area: str) -> None:
     import pullspec.reference.factories as reference
 
-    draw = gen.RandomDraw(random.Random(f"note-{area}"))
+    draw = RandomDraw(random.Random(f"note-{area}"))
     config = gen.config(area, draw)
     session = Session(reference, area, config, Profile.V4_9)
-    by_observation, by_raw = gen.Context.start(area, config), gen.Context.start(area, config)
+    by_observation, by_raw = Context.start(area, config), Context.start(area, config)
     adapter = vectors.adapter(area)
     instance = adapter.create(reference, dict(config), Profile.V4_9, Path("."))
     for _ in range(60):

@@ -14,22 +14,21 @@ from xml.etree import ElementTree
 
 import pytest
 
-from pullspec.conformance import (
-    campaign,
-    campaign_report,
-    campaign_shrink,
-    campaign_spark,
-    campaign_svg,
-)
-from pullspec.conformance.cli_campaign import (
+from pullspec.conformance.campaign import report as campaign_report
+from pullspec.conformance.campaign import rows as campaign_rows
+from pullspec.conformance.campaign import run as campaign
+from pullspec.conformance.campaign import shrink as campaign_shrink
+from pullspec.conformance.campaign import spark as campaign_spark
+from pullspec.conformance.campaign import summary as campaign_summary
+from pullspec.conformance.campaign import svg as campaign_svg
+from pullspec.conformance.cli.campaign import (
     known_areas,
     local_path,
     parse_areas,
     parse_profiles,
     resolve_report_dir,
 )
-from pullspec.conformance.observe import rule_sort_key
-from pullspec.conformance.ops import MACHINE_AREAS
+from pullspec.conformance.ops import MACHINE_AREAS, rule_sort_key
 from pullspec.spec.profiles import Profile
 
 MUTANT = "pullspec.conformance.mutants.impl:max_span_off_by_one"
@@ -39,7 +38,7 @@ DOC = Path(__file__).resolve().parents[1] / "docs" / "using" / "campaigns.md"
 def _row(impl: str, area: str, seed: int, steps: int = 30) -> dict[str, Any]:
     reference, candidate = campaign.candidates_for(impl, 10.0)
     row = campaign.run_trace(reference, candidate, impl, area, seed, Profile.V4_9, steps)
-    return dict(zip(campaign.COLUMN_NAMES, row, strict=True))
+    return dict(zip(campaign_rows.COLUMN_NAMES, row, strict=True))
 
 
 def test_a_trace_is_the_same_every_time_but_for_its_elapsed_time() -> None:
@@ -132,7 +131,9 @@ def test_partitions_per_core_and_per_seed() -> None:
 
 
 def test_seed_seconds_estimates_lockstep_ops_and_simulator_steps() -> None:
-    plan = campaign.Plan("fast", ("store", "process_queue", campaign.SIMULATION), ("4.7", "4.9"))
+    plan = campaign.Plan(
+        "fast", ("store", "process_queue", campaign_rows.SIMULATION), ("4.7", "4.9")
+    )
     expected = 2 * (2 * 200 / campaign_spark.LOCKSTEP_OPS_PER_S + 2000 / 2400)
     assert expected == campaign_spark.seed_seconds(plan)
 
@@ -190,12 +191,12 @@ def test_the_shipped_zip_holds_the_four_packages(tmp_path: Path) -> None:
         n.split("/")[1] for n in names
     }
     assert {"pullspec"} == {n.split("/")[0] for n in names}
-    assert "pullspec/conformance/campaign.py" in names
+    assert "pullspec/conformance/campaign/run.py" in names
     assert [] == [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
 
 
-def _summary(**fields: Any) -> campaign_report.Summary:
-    line = campaign_report.AreaLine(
+def _summary(**fields: Any) -> campaign_summary.Summary:
+    line = campaign_summary.AreaLine(
         "store", 4, 800, 0.6, 0.5, {"PASS": 3, "DIVERGED": 1}, {"STORE-3": 4}, {"FOUND": 2}
     )
     base: dict[str, Any] = {
@@ -212,7 +213,7 @@ def _summary(**fields: Any) -> campaign_report.Summary:
         "unsupported": {"lock_manager": "candidate: no lock_manager"},
         "samples": ((1.0, 300), (2.0, 800)),
     }
-    return campaign_report.Summary(**(base | fields))
+    return campaign_summary.Summary(**(base | fields))
 
 
 def test_summary_figures_and_json() -> None:
@@ -244,8 +245,8 @@ def test_text_markdown_html_and_svg_render(tmp_path: Path) -> None:
 
 
 def test_the_report_counts_the_seeds_that_reached_each_targeted_rule() -> None:
-    sim = campaign_report.AreaLine(
-        campaign.SIMULATION, 4, 9000, 8.0, 7.0, {"PASS": 4}, {"FLOW-8": 3, "PQ-18": 1}, {}
+    sim = campaign_summary.AreaLine(
+        campaign_rows.SIMULATION, 4, 9000, 8.0, 7.0, {"PASS": 4}, {"FLOW-8": 3, "PQ-18": 1}, {}
     )
     s = _summary(areas=(sim,))
     reached = "simulation targets reached: FLOW-8 3/4, PQ-18 1/4, PQ-16 0/4, RESULT-10 0/4"
@@ -272,14 +273,14 @@ def test_task_counts_seeds_ops_and_failures() -> None:
     counters = (Counter(), Counter(), Counter())
     plan = campaign.Plan(MUTANT, ("process_queue",), steps=10)
     rows = list(campaign_spark._task(plan, counters, [(0, 2), (2, 3)]))
-    failed = sum(r[5] in campaign.FAILING for r in rows)
+    failed = sum(r[5] in campaign_rows.FAILING for r in rows)
     assert (3, sum(r[4] for r in rows), failed) == tuple(c.value for c in counters)
     assert 0 < failed
 
 
 def test_the_documented_schema_is_the_campaign_schema() -> None:
     table = re.findall(r"^\| `(\w+)` \| `([A-Z<>]+)` \|", DOC.read_text(encoding="utf-8"), re.M)
-    assert [(name, kind) for name, kind, _ in campaign.COLUMNS] == table
+    assert [(name, kind) for name, kind, _ in campaign_rows.COLUMNS] == table
 
 
 def test_default_scratch_is_shared_memory_when_writable() -> None:
@@ -289,11 +290,11 @@ def test_default_scratch_is_shared_memory_when_writable() -> None:
 
 
 def test_simulation_rows_diff_the_candidates_parts_in_the_simulator() -> None:
-    from pullspec.conformance import campaign_sim
+    from pullspec.conformance.campaign import sim as campaign_sim
 
-    plan = campaign.Plan("fast", (campaign.SIMULATION,), sim_steps=300)
+    plan = campaign.Plan("fast", (campaign_rows.SIMULATION,), sim_steps=300)
     [row] = [
-        dict(zip(campaign.COLUMN_NAMES, r, strict=True)) for r in campaign.run_seeds(plan, [2])
+        dict(zip(campaign_rows.COLUMN_NAMES, r, strict=True)) for r in campaign.run_seeds(plan, [2])
     ]
     assert (2, "simulation", "fast", "PASS", None) == (
         row["seed"],
@@ -303,24 +304,24 @@ def test_simulation_rows_diff_the_candidates_parts_in_the_simulator() -> None:
         row["detail"],
     )
     assert 300 < row["ops"]  # events compared: more than one per step
-    # The rules its history reached (reference.sim_coverage), in catalogue order.
+    # The rules its history reached (reference.sim.coverage), in catalogue order.
     assert {"PULLQ-9", "RESULT-5", "REBAL-10"} <= set(row["rule_ids"])
     assert sorted(row["rule_ids"], key=rule_sort_key) == row["rule_ids"]
-    assert campaign_sim.available() and campaign.SIMULATION in known_areas()
+    assert campaign_sim.available() and campaign_rows.SIMULATION in known_areas()
     assert {} == campaign.unsupported_areas(plan)
     lock_only = campaign.Plan(
-        "pullspec.conformance.mutants.impl:lease_inclusive", (campaign.SIMULATION,)
+        "pullspec.conformance.mutants.impl:lease_inclusive", (campaign_rows.SIMULATION,)
     )
     assert {"simulation"} == set(campaign.unsupported_areas(lock_only))
 
 
 def test_a_simulation_divergence_names_the_event_and_its_replay_command() -> None:
-    from pullspec.conformance import campaign_sim
+    from pullspec.conformance.campaign import sim as campaign_sim
 
     mutant = "pullspec.conformance.mutants.impl:remove_emptied_returns_offset_max"
-    plan = campaign.Plan(mutant, (campaign.SIMULATION,), sim_steps=500)
+    plan = campaign.Plan(mutant, (campaign_rows.SIMULATION,), sim_steps=500)
     [row] = [
-        dict(zip(campaign.COLUMN_NAMES, r, strict=True)) for r in campaign.run_seeds(plan, [1])
+        dict(zip(campaign_rows.COLUMN_NAMES, r, strict=True)) for r in campaign.run_seeds(plan, [1])
     ]
     assert ("DIVERGED", row["ops"], f"history[{row['ops'] - 1}]") == (
         row["verdict"],
@@ -336,5 +337,5 @@ def test_every_profile_gets_its_own_trace() -> None:
     plan = campaign.Plan("reference", ("lock_manager",), ("4.7", "4.9"), steps=10)
     rows = [(r[0], r[2], r[5]) for r in campaign.run_seeds(plan, [1, 2])]
     assert [(1, "4.7", "PASS"), (1, "4.9", "PASS"), (2, "4.7", "PASS"), (2, "4.9", "PASS")] == rows
-    keys = {campaign.trace_key("lock_manager", 1, p) for p in (Profile.V4_7, Profile.V4_9)}
+    keys = {campaign_rows.trace_key("lock_manager", 1, p) for p in (Profile.V4_7, Profile.V4_9)}
     assert 2 == len(keys)

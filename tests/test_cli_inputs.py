@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from pullspec.conformance import cli_campaign
+from pullspec.conformance.cli import campaign as cli_campaign
 from pullspec.conformance.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -234,7 +234,7 @@ def test_a_divergence_names_the_1_based_step_its_arguments_and_rules(tmp_path: P
 
 
 def test_a_crashed_adapter_keeps_the_last_whole_lines_of_its_stderr() -> None:
-    from pullspec.conformance.subprocess_candidate import stderr_tail
+    from pullspec.conformance.remote.channel import stderr_tail
 
     lines = [f"line {i}: " + "x" * 300 for i in range(20)]
     text = ("\n".join(lines) + "\n").encode()
@@ -336,7 +336,7 @@ def test_out_refusal() -> None:
 def test_the_progress_lines_off_a_terminal() -> None:
     from io import StringIO
 
-    from pullspec.conformance.cli_common import Progress
+    from pullspec.conformance.cli.common import Progress
 
     now = [0.0]
     stream = StringIO()

@@ -9,8 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from pullspec.conformance import candidates, client_vectors, vectors
-from pullspec.conformance.docs_coverage import GENERATED_VECTORS, generated_folder
+from pullspec.conformance import client_vectors, vectors
+from pullspec.conformance.candidates import close
+from pullspec.conformance.resolve import resolve
+from pullspec.conformance.vectors import GENERATED_VECTORS, generated_folder
 from pullspec.spec import allocate, pull_decision, rules
 from pullspec.spec.consumer_config import ConsumerConfig
 from pullspec.spec.message import MessageQueue
@@ -24,7 +26,7 @@ BROKER_AREAS = ("HOLD", "COMMIT", "INV")
 
 def _results(profile: Profile, areas: tuple[str, ...] | None = None) -> list[vectors.CaseResult]:
     folder = GENERATED_VECTORS / generated_folder(profile)
-    reference = candidates.resolve("reference")
+    reference = resolve("reference")
     return [
         vectors.run_case(reference, case, profile, folder)
         for case in vectors.load_cases(folder, areas)
@@ -58,7 +60,7 @@ def test_recorded_client_vectors_pass_on_the_reference(
     cases = list(vectors.load_cases(path))
     assert RECORDED_CLIENT_AREAS == {c["area"] for c in cases}
     assert {profile.tag.removeprefix("rocketmq-all-")} == {c["version"] for c in cases}
-    reference = candidates.resolve("reference")
+    reference = resolve("reference")
     results = [vectors.run_case(reference, case, profile, path) for case in cases]
     assert [] == [r.to_json() for r in results if r.verdict is not vectors.Verdict.PASS]
 
@@ -132,7 +134,7 @@ def test_rebal_7_wrong_average_allocation_diverges(monkeypatch: pytest.MonkeyPat
 
 
 def test_a_candidate_without_drivers_is_unsupported() -> None:
-    fast = candidates.resolve("fast")
+    fast = resolve("fast")
     folder = GENERATED_VECTORS / generated_folder(Profile.V4_9)
     case = next(vectors.load_cases(folder, ["pull_decision"]))
     assert vectors.Verdict.UNSUPPORTED is vectors.run_case(fast, case, Profile.V4_9, folder).verdict
@@ -166,7 +168,7 @@ for line in sys.stdin:
 def test_a_subprocess_candidate_receives_the_ops_unchanged(tmp_path: Path) -> None:
     script = tmp_path / "adapter.py"
     script.write_text(_ADAPTER, encoding="utf-8")
-    candidate = candidates.resolve(f"cmd:{sys.executable} {script}")
+    candidate = resolve(f"cmd:{sys.executable} {script}")
     folder = GENERATED_VECTORS / generated_folder(Profile.V4_7)
     try:
         results = [
@@ -174,6 +176,6 @@ def test_a_subprocess_candidate_receives_the_ops_unchanged(tmp_path: Path) -> No
             for case in vectors.load_cases(folder, ["allocate", "pull_decision", "pull_loop"])
         ]
     finally:
-        candidate.close()
+        close(candidate)
     assert len(results) > 30
     assert [] == [r.to_json() for r in results if r.verdict is not vectors.Verdict.PASS]

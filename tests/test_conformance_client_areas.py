@@ -17,14 +17,16 @@ import pytest
 from click.testing import CliRunner
 
 import pullspec.reference.factories as reference
-from pullspec.conformance import candidates, client_vectors, vectors
+from pullspec.conformance import client_vectors, vectors
 from pullspec.conformance.adapters import lock_manager
+from pullspec.conformance.candidates import close
 from pullspec.conformance.cli import main
 from pullspec.conformance.client_cases import factories
-from pullspec.conformance.machines import run_machine
-from pullspec.conformance.observe import Verdict
+from pullspec.conformance.machines.run import run_machine
 from pullspec.conformance.ops import CLIENT_AREAS, OP_RULES
-from pullspec.conformance.subprocess_remote_store import store_config_json
+from pullspec.conformance.remote.session import store_config_json
+from pullspec.conformance.resolve import resolve
+from pullspec.conformance.vectors import Verdict
 from pullspec.reference.rebalance import ReferenceRebalancePushImpl
 from pullspec.spec import rules
 from pullspec.spec.config import StoreConfig
@@ -133,8 +135,10 @@ def test_a_client_area_adapter_holds_no_client_behaviour(area: str) -> None:
         for node in ast.walk(ast.parse(source))
         if isinstance(node, ast.ImportFrom) and node.module
     }
+    # the candidates module holds the seam's protocols only (the types an adapter is written in)
     assert set() == {m for m in imported if m.startswith("pullspec.") and "profiles" not in m} - {
-        "pullspec.conformance.adapters"
+        "pullspec.conformance.adapters",
+        "pullspec.conformance.candidates",
     }
 
 
@@ -175,7 +179,7 @@ def test_the_measured_rule_table_covers_what_the_edge_cases_run() -> None:
 _RECORDING = """
 import json, sys
 from pullspec.conformance.example_adapter import serve
-from pullspec.conformance.observe import resolve_candidate
+from pullspec.conformance.resolve import resolve
 
 log = open(sys.argv[1], "a")
 
@@ -187,7 +191,7 @@ def lines():
             log.flush()
         yield line
 
-serve(resolve_candidate("reference"), lines(), sys.stdout)
+serve(resolve("reference"), lines(), sys.stdout)
 """
 
 
@@ -199,13 +203,13 @@ def _recording(tmp_path: Path) -> tuple[str, Path]:
 
 def test_lock_managers_are_created_with_the_run_s_profile(tmp_path: Path) -> None:
     impl, log = _recording(tmp_path)
-    candidate = candidates.resolve(impl)
+    candidate = resolve(impl)
     config = {"clockStart": 0, "lockMaxLiveTimeMs": 60_000, "topic": "T", "brokerName": "b"}
     try:
         harness = lock_manager.create(candidate, config, Profile.V4_7, Path("."))
         lock_manager.apply(harness, "try_lock_batch", {"group": "G", "clientId": "c", "mqs": [0]})
     finally:
-        candidate.close()
+        close(candidate)
     creates = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
     assert [("lock_manager", "4.7")] == [(a, p) for a, p, _ in creates]
 
@@ -242,7 +246,7 @@ def test_an_unsupported_send_back_is_unsupported_not_a_divergence() -> None:
 _SLOW = """
 import json, sys, time
 from pullspec.conformance.example_adapter import serve
-from pullspec.conformance.observe import resolve_candidate
+from pullspec.conformance.resolve import resolve
 
 def lines():
     for n, line in enumerate(sys.stdin):
@@ -250,20 +254,18 @@ def lines():
             time.sleep(5)
         yield line
 
-serve(resolve_candidate("reference"), lines(), sys.stdout)
+serve(resolve("reference"), lines(), sys.stdout)
 """
 
 
 def test_a_timeout_in_a_machine_is_reported_as_timeout(tmp_path: Path) -> None:
     script = tmp_path / "slow.py"
     script.write_text(_SLOW, encoding="utf-8")
-    from pullspec.conformance.observe import resolve_candidate
-
-    candidate = resolve_candidate(f"cmd:{sys.executable} {script}", timeout=0.5)
+    candidate = resolve(f"cmd:{sys.executable} {script}", timeout=0.5)
     try:
         report = run_machine("process_queue", candidate, examples=6, steps=15, seed=1)
     finally:
-        candidate.close()
+        close(candidate)
     assert Verdict.TIMEOUT is report.verdict, report.describe()
 
 

@@ -11,10 +11,11 @@ import pytest
 
 import pullspec.reference.factories as reference
 from pullspec.conformance import vectors
-from pullspec.conformance.machines import run_machine
+from pullspec.conformance.machines.run import run_machine
 from pullspec.conformance.mutants import get
-from pullspec.conformance.observe import DivergenceKind, Verdict, verdict_of
+from pullspec.conformance.observe import DivergenceKind
 from pullspec.conformance.ops import AREAS
+from pullspec.conformance.vectors import Verdict
 from pullspec.spec.profiles import Profile
 
 CI_EXAMPLES = 25
@@ -52,7 +53,7 @@ def test_a_divergence_is_shrunk_and_replayable(tmp_path: Path) -> None:
     case = json.loads(path.read_text(encoding="utf-8"))
     for candidate, verdict in ((reference, Verdict.PASS), (mutant.candidate(), Verdict.DIVERGED)):
         result = vectors.run_case(candidate, case, Profile.V4_9, tmp_path)
-        assert verdict == verdict_of(result)
+        assert verdict == result.verdict
 
 
 def test_a_store_divergence_names_its_status_rule() -> None:

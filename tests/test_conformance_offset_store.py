@@ -16,8 +16,9 @@ import pullspec.fast.factories as fast
 import pullspec.reference.factories as reference
 from pullspec.conformance import vectors
 from pullspec.conformance.cli import main
-from pullspec.conformance.machines import run_machine
-from pullspec.conformance.observe import DivergenceKind, Verdict, verdict_of
+from pullspec.conformance.machines.run import run_machine
+from pullspec.conformance.observe import DivergenceKind
+from pullspec.conformance.vectors import Verdict
 from pullspec.reference.areas.offset_store import Driver as ReferenceDriver
 from pullspec.reference.offset_store import ReferenceRemoteOffsetStore
 from pullspec.spec.message import MessageQueue
@@ -85,7 +86,7 @@ def test_an_overwriting_increase_only_update_is_caught_with_a_minimal_trace(
     assert report.replay is not None
     case = json.loads(Path(report.replay.split()[3]).read_text(encoding="utf-8"))
     for candidate, verdict in ((reference, Verdict.PASS), (BROKEN, Verdict.DIVERGED)):
-        assert verdict == verdict_of(vectors.run_case(candidate, case, Profile.V4_9, tmp_path))
+        assert verdict == vectors.run_case(candidate, case, Profile.V4_9, tmp_path).verdict
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 
 import pullspec.reference.factories as reference_factories
-from pullspec.conformance.candidates import resolve
 from pullspec.conformance.machines.simulation import (
     PARTS,
     candidate_hooks,
@@ -19,15 +18,16 @@ from pullspec.conformance.machines.simulation import (
     lockstep,
     run_simulation,
 )
-from pullspec.conformance.observe import Verdict
+from pullspec.conformance.resolve import resolve
+from pullspec.conformance.vectors import Verdict
 from pullspec.reference.consume_concurrently import ReferenceConsumeConcurrentlyService
 from pullspec.reference.consume_orderly import ReferenceConsumeOrderlyService
 from pullspec.reference.offset_store import ReferenceRemoteOffsetStore
 from pullspec.reference.process_queue import ReferenceProcessQueue
 from pullspec.reference.rebalance import ReferenceRebalancePushImpl
 from pullspec.reference.scheduler import Scheduler
-from pullspec.reference.sim_config import SimConfig
-from pullspec.reference.sim_faults import parse_schedule
+from pullspec.reference.sim.config import SimConfig
+from pullspec.reference.sim.faults import parse_schedule
 from pullspec.spec.clock import Clock
 from pullspec.spec.message import MessageQueue, StoredMessage
 from pullspec.spec.profiles import Profile

@@ -12,10 +12,12 @@ from pathlib import Path
 import pytest
 
 from pullspec.conformance import vectors
-from pullspec.conformance.machines import run_machine
-from pullspec.conformance.observe import Verdict, resolve_candidate, verdict_of
+from pullspec.conformance.candidates import close
+from pullspec.conformance.machines.run import run_machine
 from pullspec.conformance.ops import AREAS
-from pullspec.conformance.subprocess_candidate import SubprocessCandidate
+from pullspec.conformance.remote.candidate import SubprocessCandidate
+from pullspec.conformance.resolve import resolve
+from pullspec.conformance.vectors import Verdict
 from pullspec.spec.profiles import Profile
 
 ADAPTER = f"cmd:{sys.executable} -m pullspec.conformance.example_adapter"
@@ -24,10 +26,10 @@ ADAPTER = f"cmd:{sys.executable} -m pullspec.conformance.example_adapter"
 @pytest.fixture(scope="module")
 def served() -> Iterator[SubprocessCandidate]:
     """The reference behind the example adapter, one process for the module."""
-    candidate = resolve_candidate(ADAPTER)
+    candidate = resolve(ADAPTER)
     assert isinstance(candidate, SubprocessCandidate)
     yield candidate
-    candidate.close()
+    close(candidate)
 
 
 @pytest.mark.parametrize(
@@ -40,7 +42,7 @@ def test_recorded_vectors_pass_through_the_example_adapter(
     for area in AREAS:
         cases = list(itertools.islice(vectors.load_cases(directory, [area]), 8))
         assert 8 == len(cases), area
-        verdicts = [verdict_of(vectors.run_case(served, c, profile, directory)) for c in cases]
+        verdicts = [vectors.run_case(served, c, profile, directory).verdict for c in cases]
         assert [Verdict.PASS] * 8 == verdicts, area
 
 
@@ -52,22 +54,22 @@ def test_machines_pass_through_the_example_adapter(served: SubprocessCandidate, 
 
 def test_a_mutant_served_over_the_pipe_is_caught() -> None:
     impl = f"{ADAPTER} --impl pullspec.conformance.mutants.impl:lease_inclusive"
-    candidate = resolve_candidate(impl)
+    candidate = resolve(impl)
     try:
         report = run_machine("lock_manager", candidate, impl=impl, examples=100, seed=0)
     finally:
-        candidate.close()
+        close(candidate)
     assert Verdict.DIVERGED == report.verdict
     assert "LEASE-3" in report.rules
 
 
 def test_an_unsupported_area_is_unsupported_not_failed() -> None:
     impl = f"{ADAPTER} --impl fast"
-    candidate = resolve_candidate(impl)
+    candidate = resolve(impl)
     try:
         report = run_machine("lock_manager", candidate, impl=impl, examples=3)
     finally:
-        candidate.close()
+        close(candidate)
     assert Verdict.UNSUPPORTED == report.verdict
 
 
@@ -84,7 +86,7 @@ def test_a_process_that_never_answers_is_a_timeout(vectors_dir: Path) -> None:
         result = vectors.run_case(silent, _case(vectors_dir), Profile.V4_9, vectors_dir)
     finally:
         silent.close()
-    assert Verdict.TIMEOUT == verdict_of(result)
+    assert Verdict.TIMEOUT == result.verdict
 
 
 def test_a_process_that_dies_is_crashed(vectors_dir: Path) -> None:
@@ -95,7 +97,7 @@ def test_a_process_that_dies_is_crashed(vectors_dir: Path) -> None:
         result = vectors.run_case(dying, _case(vectors_dir), Profile.V4_9, vectors_dir)
     finally:
         dying.close()
-    assert Verdict.CRASHED == verdict_of(result)
+    assert Verdict.CRASHED == result.verdict
     assert "exit code 3" in (result.detail or "")
 
 
@@ -107,5 +109,5 @@ def test_a_process_that_answers_garbage_is_crashed(vectors_dir: Path) -> None:
         result = vectors.run_case(chatty, _case(vectors_dir), Profile.V4_9, vectors_dir)
     finally:
         chatty.close()
-    assert Verdict.CRASHED == verdict_of(result)
+    assert Verdict.CRASHED == result.verdict
     assert "not JSON" in (result.detail or "")

@@ -16,7 +16,9 @@ from typing import Any
 
 import pytest
 
-from pullspec.conformance import docs, docs_coverage, docs_render
+from pullspec.conformance.docs import build as docs
+from pullspec.conformance.docs import coverage as docs_coverage
+from pullspec.conformance.docs import render as docs_render
 from pullspec.spec import rules
 
 CHROMIUM = "/usr/bin/chromium"

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from pullspec import fast
-from pullspec.conformance import docs
+from pullspec.conformance.docs import build as docs
 from pullspec.fast import MmapMessageStore, broker_file_sizes, open_broker_store
 from pullspec.spec import BrokerInnerMessage, BrokerRole, ManualClock, Profile, StoreConfig
 from pullspec.spec.errors import InvalidArgumentError, InvalidTypeError, ReadOnlyStoreError

@@ -19,7 +19,9 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
+from pullspec.reference.areas.pull_loop import ScriptedConsumeService
 from pullspec.reference.broker import ReferenceBroker
+from pullspec.reference.client_remoting import RemotingAdmin, RemotingOffsetClient
 from pullspec.reference.offset_store import (
     ReferenceLocalFileOffsetStore,
     ReferenceRemoteOffsetStore,
@@ -27,12 +29,7 @@ from pullspec.reference.offset_store import (
 )
 from pullspec.reference.process_queue import ReferenceProcessQueue
 from pullspec.reference.pull_service import PullRequest
-from pullspec.reference.push_consumer import (
-    ReferencePushConsumer,
-    ScriptedConsumeService,
-    ServiceState,
-    StaticAssignment,
-)
+from pullspec.reference.push_consumer import ReferencePushConsumer, ServiceState
 from pullspec.reference.remoting import ReferenceRemoting
 from pullspec.reference.scheduler import Scheduler
 from pullspec.reference.store import ReferenceMessageStore
@@ -55,6 +52,7 @@ from pullspec.spec.pull_actions import (
 )
 from pullspec.spec.pull_request import PullMessageRequestHeader
 from pullspec.spec.status import PullStatus
+from tests.pull_harness import StaticAssignment
 
 V47, V49 = Profile.V4_7, Profile.V4_9
 Q0 = MessageQueue("T", "broker-a", 0)
@@ -75,7 +73,7 @@ class RecordingOffsetStore(ReferenceRemoteOffsetStore):
     """The remote offset store, recording every updateOffset and persistAll it gets."""
 
     def __init__(self, remoting: ReferenceRemoting, clock: ManualClock) -> None:
-        super().__init__(remoting.offset_client("G", V49), "G")
+        super().__init__(RemotingOffsetClient(remoting, "G", V49), "G")
         self.clock = clock
         #: (time, offset, increase_only) of every updateOffset.
         self.updates: list[tuple[int, int, bool]] = []
@@ -178,7 +176,9 @@ def world(
     offsets = RecordingOffsetStore(remoting, clock)
     cfg = config or ConsumerConfig()
     mqs = [MessageQueue("T", "broker-a", q) for q in range(queues)]
-    assignment = StaticAssignment("G", mqs, {"T": "*"}, offsets, remoting.admin(), cfg, V49, clock)
+    assignment = StaticAssignment(
+        "G", mqs, {"T": "*"}, offsets, RemotingAdmin(remoting), cfg, V49, clock
+    )
     script = Script()
     consume = ScriptedConsumeService(scheduler, offsets, script)
     consumer = ReferencePushConsumer(
@@ -450,7 +450,7 @@ def test_a_broadcasting_consumer_never_piggy_backs_and_persists_to_its_file(
     w = world(ConsumerConfig(message_model=MessageModel.BROADCASTING))
     local = ReferenceLocalFileOffsetStore(tmp_path)
     w.assignment = StaticAssignment(
-        "G", [Q0], {"T": "*"}, local, w.remoting.admin(), w.consumer.config, V49, w.clock
+        "G", [Q0], {"T": "*"}, local, RemotingAdmin(w.remoting), w.consumer.config, V49, w.clock
     )
     w.consume = ScriptedConsumeService(w.scheduler, local, w.script)
     w.consumer = ReferencePushConsumer(
@@ -482,7 +482,7 @@ def test_an_orderly_first_pull_rereads_the_offset_once() -> None:
 def test_a_4_7_orderly_queue_waits_for_its_lock() -> None:
     w = world(ConsumerConfig(consume_mode=ConsumeMode.ORDERLY))
     w.assignment = StaticAssignment(
-        "G", [Q0], {"T": "*"}, w.offsets, w.remoting.admin(), w.consumer.config, V47, w.clock
+        "G", [Q0], {"T": "*"}, w.offsets, RemotingAdmin(w.remoting), w.consumer.config, V47, w.clock
     )
     w.consumer = ReferencePushConsumer(
         "G", w.consumer.config, V47, w.scheduler, w.remoting, w.offsets, w.consume, w.assignment
@@ -611,7 +611,7 @@ def test_static_assignment_needs_start_and_collaborators() -> None:
     with pytest.raises(InvalidTypeError) as typed:
         queues: list[Any] = ["T"]
         StaticAssignment(
-            "G", queues, {}, w.offsets, w.remoting.admin(), ConsumerConfig(), V49, w.clock
+            "G", queues, {}, w.offsets, RemotingAdmin(w.remoting), ConsumerConfig(), V49, w.clock
         )
     assert "mq" == typed.value.name
     with pytest.raises(InvalidTypeError) as admin:

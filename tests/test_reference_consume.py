@@ -322,7 +322,7 @@ def test_a_dropped_queue_is_not_consumed_and_shutdown_rejects() -> None:
     pq.dropped = True
     feed(svc, pq, [msg(0)])
     svc.scheduler.run_until(0)
-    assert ([], [0]) == (svc.records, pq.cached_offsets)
+    assert ([], [0]) == (list(svc.records), pq.cached_offsets)
     svc, pq, store, _back = concurrent(lambda msgs, ctx: OK)
     feed(svc, pq, [msg(0)])
     svc.shutdown()
@@ -365,7 +365,7 @@ def orderly(
     return svc, pq, store, back, locking
 
 
-def summary(records: list[OrderlyConsumeRecord]) -> list[tuple[int, int, int, int]]:
+def summary(records: Sequence[OrderlyConsumeRecord]) -> list[tuple[int, int, int, int]]:
     """(start, end, offset, reconsumeTimes) of each single-message call."""
     return [(r.start, r.end, r.offsets[0], r.reconsume_times[0]) for r in records]
 
@@ -448,4 +448,4 @@ def test_records_are_typed() -> None:
     svc, pq, _store, _back = concurrent(lambda msgs, ctx: OK)
     feed(svc, pq, [msg(0)])
     svc.scheduler.run_until(0)
-    assert [ConsumeRecord(0, MQ, (0,), (0,), OK, ConsumeReturnType.SUCCESS)] == svc.records
+    assert [ConsumeRecord(0, MQ, (0,), (0,), OK, ConsumeReturnType.SUCCESS)] == list(svc.records)

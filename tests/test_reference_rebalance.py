@@ -241,7 +241,7 @@ def exclusive(env: Env) -> Callable[[], None]:
     return check
 
 
-def records_overlap(a: list[OrderlyConsumeRecord], b: list[OrderlyConsumeRecord]) -> bool:
+def records_overlap(a: Sequence[OrderlyConsumeRecord], b: Sequence[OrderlyConsumeRecord]) -> bool:
     """Some call of `a` and some call of `b` on the same queue overlap in time."""
     return any(x.mq == y.mq and x.start < y.end and y.start < x.end for x in a for y in b)
 

@@ -9,6 +9,7 @@ import attrs
 import pytest
 
 from pullspec.reference.broker import ReferenceBroker
+from pullspec.reference.client_remoting import RemotingAdmin, RemotingOffsetClient
 from pullspec.reference.offset_store import BrokerOffsetClient, ReferenceRemoteOffsetStore
 from pullspec.reference.remoting import (
     ReferenceRemoting,
@@ -297,7 +298,7 @@ def test_pull_message_async_needs_callables() -> None:
         (lambda r: r.set_drop_responses("broker-a:0", "yes"), InvalidTypeError, "drop"),
         (lambda r: r.send_message("broker-a:0", b"raw"), InvalidTypeError, "msg"),
         (lambda r: r.broker_addrs(None), InvalidTypeError, "broker_name"),
-        (lambda r: r.offset_client(3, V49), InvalidTypeError, "group"),
+        (lambda r: RemotingOffsetClient(r, 3, V49), InvalidTypeError, "group"),  # type: ignore[arg-type]
         (lambda r: ReferenceRemoting(r, 0), InvalidTypeError, "scheduler"),
     ],
 )
@@ -323,7 +324,7 @@ def test_latency_must_be_non_negative() -> None:
 
 def test_offset_client_queries_and_updates_the_master() -> None:
     _, _, remoting, addr, _ = world()
-    client = remoting.offset_client("G", V49)
+    client = RemotingOffsetClient(remoting, "G", V49)
     assert isinstance(client, BrokerOffsetClient)
     assert 0 == client.query_offset(Q0)  # a young queue with its head in memory answers 0
     client.update_offset(Q0, 42, True)
@@ -342,7 +343,7 @@ def test_offset_query_failures_become_the_store_sentinels() -> None:
     send(remoting, addr, 25)  # 102-byte records: three commit-log files
     assert 2 == broker.store.delete_expired_files()
     assert 0 < broker.store.get_min_offset_in_queue("T", 0)
-    client = remoting.offset_client("G", V49)
+    client = RemotingOffsetClient(remoting, "G", V49)
     with pytest.raises(MQBrokerError) as err:
         client.query_offset(Q0)
     assert (ResponseCode.QUERY_NOT_FOUND, addr) == (err.value.code, err.value.addr)
@@ -364,14 +365,14 @@ def test_offset_broker_choice_follows_offset_7() -> None:
     slave = remoting.register_broker("broker-a", 1, new_broker(clock))
     # 4.9: no master, so the refreshed route's first entry; 4.7: the first entry at once.
     for profile in (V47, V49):
-        remoting.offset_client("G", profile).update_offset(Q0, 9, True)
+        RemotingOffsetClient(remoting, "G", profile).update_offset(Q0, 9, True)
         assert {"T@G": {0: 9}} == remoting.broker(slave).offsets
     master = remoting.register_broker("broker-a", 0, new_broker(clock))
-    remoting.offset_client("G", V49).update_offset(Q0, 11, False)
+    RemotingOffsetClient(remoting, "G", V49).update_offset(Q0, 11, False)
     assert {"T@G": {0: 11}} == remoting.broker(master).offsets
     # 4.7's first entry is the master's although the slave registered first: the route's map
     # is a HashMap<Long, String>, which iterates id 0 before id 1.
-    remoting.offset_client("G", V47).update_offset(Q0, 12, False)
+    RemotingOffsetClient(remoting, "G", V47).update_offset(Q0, 12, False)
     assert ({"T@G": {0: 12}}, {"T@G": {0: 9}}) == (
         remoting.broker(master).offsets,
         remoting.broker(slave).offsets,
@@ -380,7 +381,7 @@ def test_offset_broker_choice_follows_offset_7() -> None:
 
 def test_admin_answers_max_offset_and_refuses_search_offset() -> None:
     _, _, remoting, addr, _ = world()
-    admin = remoting.admin()
+    admin = RemotingAdmin(remoting)
     assert isinstance(admin, OffsetQueries)
     send(remoting, addr, 4)
     assert 4 == admin.max_offset(Q0)
@@ -404,7 +405,7 @@ def test_admin_answers_max_offset_and_refuses_search_offset() -> None:
 def test_offset_client_rejects_bad_input(call: Any, name: str) -> None:
     _, _, remoting, addr, _ = world()
     with pytest.raises(InvalidTypeError) as err:
-        call(remoting.offset_client("G", V49))
+        call(RemotingOffsetClient(remoting, "G", V49))
     assert (name, {}) == (err.value.name, remoting.broker(addr).offsets)
 
 

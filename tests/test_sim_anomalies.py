@@ -8,10 +8,10 @@ from collections.abc import Sequence
 import attrs
 import pytest
 
-from pullspec.reference.sim_cluster import RecordingStore
-from pullspec.reference.sim_faults import parse_schedule
-from pullspec.reference.sim_observe import ObservedOffsetStore, ObservedProcessQueue
-from pullspec.reference.simulator import SimConfig, SimHooks, SimResult, simulate
+from pullspec.reference.sim.cluster import RecordingStore
+from pullspec.reference.sim.faults import parse_schedule
+from pullspec.reference.sim.observe import ObservedOffsetStore, ObservedProcessQueue
+from pullspec.reference.sim.simulator import SimConfig, SimHooks, SimResult, simulate
 from pullspec.spec import invariants as inv
 from pullspec.spec.message import BrokerInnerMessage, MessageQueue, StoredMessage
 from pullspec.spec.protocols import MessageFilter

@@ -9,15 +9,15 @@ import io
 import attrs
 import pytest
 
-from pullspec.reference import sim_history as h
-from pullspec.reference.sim_budget import (
+from pullspec.reference.sim import history as h
+from pullspec.reference.sim.budget import (
     Budget,
     Causes,
     commit_budgets,
     duplicate_budgets,
     per_handover,
 )
-from pullspec.reference.sim_checker import Checker, CheckResult, check
+from pullspec.reference.sim.checker import Checker, CheckResult, check
 from pullspec.spec import invariants as inv
 
 Q = "T:0"

@@ -1,5 +1,5 @@
 """The INV rules (spec.invariants) as registered rules with their contracts, and fault
-schedules (reference.sim_faults): generation, text form and bad input."""
+schedules (reference.sim.faults): generation, text form and bad input."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pullspec.reference.sim_faults import (
+from pullspec.reference.sim.faults import (
     FAULT_KINDS,
     TARGETED,
     FaultStep,

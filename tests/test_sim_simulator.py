@@ -14,13 +14,13 @@ import attrs
 import pytest
 from click.testing import CliRunner
 
-from pullspec.conformance import cli_simulate
 from pullspec.conformance.cli import main
-from pullspec.reference import sim_history as h
+from pullspec.conformance.cli import simulate as cli_simulate
 from pullspec.reference.consume_concurrently import ReferenceConsumeConcurrentlyService
-from pullspec.reference.sim_checker import CheckResult, check
-from pullspec.reference.sim_faults import parse_schedule
-from pullspec.reference.simulator import SimConfig, SimResult, Simulator, simulate
+from pullspec.reference.sim import history as h
+from pullspec.reference.sim.checker import CheckResult, check
+from pullspec.reference.sim.faults import parse_schedule
+from pullspec.reference.sim.simulator import SimConfig, SimResult, Simulator, simulate
 
 STEPS = 2500
 

@@ -15,8 +15,8 @@ from hypothesis.stateful import (
     rule,
 )
 
-from pullspec.reference.sim_faults import FAULT_KINDS, FaultStep
-from pullspec.reference.simulator import SimConfig, Simulator
+from pullspec.reference.sim.faults import FAULT_KINDS, FaultStep
+from pullspec.reference.sim.simulator import SimConfig, Simulator
 
 CLIENT_KINDS = sorted(k for k, (on_client, _) in FAULT_KINDS.items() if on_client)
 BROKER_KINDS = sorted(k for k, (on_client, _) in FAULT_KINDS.items() if not on_client)

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from pullspec.conformance.candidates import AreaDriver, Candidate, Peer, driver_factory, name_of
 from pullspec.reference.areas._vocab import (
     Args,
     DriverBase,
@@ -70,7 +71,7 @@ __all__ = [
 class Forwarding:
     """A driver for a `cmd:` candidate: every op travels over the subprocess protocol."""
 
-    def __init__(self, peer: Any, area: str, config: dict[str, Any], profile: Profile) -> None:
+    def __init__(self, peer: Peer, area: str, config: dict[str, Any], profile: Profile) -> None:
         self.peer, self.area = peer, area
         try:
             self.instance = peer.create(area, config, profile)
@@ -83,25 +84,22 @@ class Forwarding:
 
     def apply(self, op: str, args: dict[str, Any]) -> dict[str, Any]:
         """Send one op; a typed error reply raises its spec error, as the runner expects."""
-        observation: dict[str, Any] = self.peer.check(
-            self.peer.call(self.instance, self.area, op, args)
-        )
-        return observation
+        return self.peer.check(self.peer.call(self.instance, self.area, op, args))
 
 
 def open_driver(
-    candidate: Any,
+    candidate: Candidate,
     area: str,
     config: dict[str, Any],
     profile: Profile,
-    reference: Callable[[dict[str, Any], Profile], Any] | None = None,
-) -> Any:
+    reference: Callable[[dict[str, Any], Profile], AreaDriver] | None = None,
+) -> AreaDriver:
     """The driver of one case (see the module docstring for the order)."""
-    if all(hasattr(candidate, name) for name in ("create", "call", "check")):
+    if isinstance(candidate, Peer):
         return Forwarding(candidate, area, config, profile)
-    factory = getattr(candidate, area, None)
-    if callable(factory):
+    factory = driver_factory(candidate, area)
+    if factory is not None:
         return factory(config, profile)
-    if reference is not None and getattr(candidate, "NAME", None) == "reference":
+    if reference is not None and name_of(candidate) == "reference":
         return reference(config, profile)
     raise UnsupportedError(f"the candidate has no {area} driver")

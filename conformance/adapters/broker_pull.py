@@ -35,6 +35,7 @@ import attrs
 from pullspec.conformance.adapters import _client
 from pullspec.conformance.adapters._config import store_config
 from pullspec.conformance.adapters.store import message
+from pullspec.conformance.candidates import AreaDriver, Candidate
 from pullspec.reference.broker import ReferenceBroker
 from pullspec.reference.lock_manager import ReferenceLockManager
 from pullspec.reference.store import ReferenceMessageStore
@@ -296,12 +297,13 @@ class Reference(_client.ReferenceDriver):
         return {"locks": self._locks(lease.on_client_gone(self.broker.lock_manager.state, client))}
 
 
-def create(candidate: Any, config: dict[str, Any], profile: Profile, base: Path) -> Any:
+def create(
+    candidate: Candidate, config: dict[str, Any], profile: Profile, base: Path
+) -> AreaDriver:
     """A fresh broker on a clock at 0."""
     return _client.open_driver(candidate, AREA, config, profile, Reference)
 
 
-def apply(instance: Any, op: str, args: dict[str, Any]) -> dict[str, Any]:
+def apply(instance: AreaDriver, op: str, args: dict[str, Any]) -> dict[str, Any]:
     """Run one step."""
-    observation: dict[str, Any] = instance.apply(op, args)
-    return observation
+    return instance.apply(op, args)

@@ -8,11 +8,18 @@ way the recorder evaluated it, so a candidate only has to expose its raw table.
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import attrs
 
+from pullspec.conformance.candidates import (
+    Candidate,
+    LockManager,
+    LockManagerFactory,
+    factory,
+)
 from pullspec.spec import lease
 from pullspec.spec.clock import ManualClock
 from pullspec.spec.errors import UnsupportedError, require_int, require_str
@@ -26,7 +33,7 @@ OPS = ("try_lock_batch", "unlock_batch", "is_locked", "advance_clock")
 class LockManagerHarness:
     """One case's candidate lock manager with the clock that drives it and the case config."""
 
-    manager: Any
+    manager: LockManager
     clock: ManualClock
     config: dict[str, Any]
 
@@ -42,25 +49,25 @@ class LockManagerHarness:
         )
 
 
-def create(candidate: Any, config: dict[str, Any], profile: Profile, base: Path) -> Any:
+def create(
+    candidate: Candidate, config: dict[str, Any], profile: Profile, base: Path
+) -> LockManagerHarness:
     """A fresh harness around `candidate.lock_manager(clock, lockMaxLiveTimeMs, profile=…)`
     (a factory without a `profile` parameter is called without it: the lock manager behaves the
     same in both profiles)."""
-    factory = getattr(candidate, "lock_manager", None)
-    if factory is None:
-        raise UnsupportedError(f"candidate {candidate!r} has no lock_manager factory")
+    new_manager = factory(candidate, "lock_manager")
     clock = ManualClock(require_int("clockStart", config["clockStart"]))
     live = require_int("lockMaxLiveTimeMs", config["lockMaxLiveTimeMs"])
-    if _takes_profile(factory):
-        manager = factory(clock, live, profile=profile)
-    else:
-        manager = factory(clock, live)
+    if _takes_profile(new_manager):
+        manager = new_manager(clock, live, profile=profile)
+    else:  # the two-argument form LockManagerFactory allows
+        manager = cast(Callable[[ManualClock, int], LockManager], new_manager)(clock, live)
     return LockManagerHarness(manager, clock, config)
 
 
-def _takes_profile(factory: Any) -> bool:
+def _takes_profile(new_manager: LockManagerFactory) -> bool:
     try:
-        params = inspect.signature(factory).parameters.values()
+        params = inspect.signature(new_manager).parameters.values()
     except (TypeError, ValueError):  # a builtin or a C callable: call it the old way
         return False
     return any(p.name == "profile" or p.kind is p.VAR_KEYWORD for p in params)
@@ -79,9 +86,8 @@ def observe_table(h: LockManagerHarness) -> dict[str, dict[str, list[Any]]]:
     return out
 
 
-def apply(instance: Any, op: str, args: dict[str, Any]) -> dict[str, Any]:
+def apply(h: LockManagerHarness, op: str, args: dict[str, Any]) -> dict[str, Any]:
     """Run one vector step on the harness and return the observation (`result`, `now`, `table`)."""
-    h: LockManagerHarness = instance
     if op == "advance_clock":
         return {"now": h.clock.advance(args["ms"]), "table": observe_table(h)}
     if op not in OPS:

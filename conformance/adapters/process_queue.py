@@ -15,25 +15,14 @@ from typing import Any
 
 import attrs
 
+from pullspec.conformance.candidates import Candidate, factory
+from pullspec.conformance.ops import DEFAULT_STATE_FIELDS
 from pullspec.spec.clock import ManualClock
 from pullspec.spec.errors import InvalidArgumentError, PullspecError, UnsupportedError, require_int
 from pullspec.spec.message import PROPERTY_MAX_OFFSET, StoredMessage
 from pullspec.spec.process_queue import LOCK_MAX_LIVE_TIME_MS, PULL_MAX_IDLE_TIME_MS
 from pullspec.spec.profiles import Profile
 from pullspec.spec.protocols import ProcessQueue
-
-DEFAULT_STATE_FIELDS: tuple[str, ...] = (
-    "msgCount",
-    "msgSize",
-    "maxSpan",
-    "queueOffsetMax",
-    "msgAccCnt",
-    "consuming",
-    "cachedOffsets",
-    "consumingOffsets",
-    "isLockExpired",
-    "isPullExpired",
-)
 
 _STATE_READERS: dict[str, Callable[[ProcessQueue], Any]] = {
     "msgCount": lambda q: q.msg_count,
@@ -144,11 +133,9 @@ def to_messages(specs: object) -> list[StoredMessage]:
     return [to_message(s) for s in specs]
 
 
-def create(candidate: Any, config: dict[str, Any], profile: Profile, base: Path) -> Instance:
+def create(candidate: Candidate, config: dict[str, Any], profile: Profile, base: Path) -> Instance:
     """A fresh process queue of `candidate` on a ManualClock at `config["clockStart"]`."""
-    factory = getattr(candidate, "process_queue", None)
-    if factory is None:
-        raise UnsupportedError("candidate has no process_queue factory")
+    new_queue = factory(candidate, "process_queue")
     # The factory takes no timing knobs, so only RocketMQ's defaults can be replayed.
     for key, default in (
         ("lockMaxLiveTimeMs", LOCK_MAX_LIVE_TIME_MS),
@@ -161,7 +148,7 @@ def create(candidate: Any, config: dict[str, Any], profile: Profile, base: Path)
     if unknown:
         raise UnsupportedError(f"state fields {unknown}")
     clock = ManualClock(require_int("clockStart", config.get("clockStart", 0)))
-    return Instance(queue=factory(clock, profile), clock=clock, state_fields=fields)
+    return Instance(queue=new_queue(clock, profile), clock=clock, state_fields=fields)
 
 
 def _run(instance: Instance, op: str, args: dict[str, Any]) -> dict[str, Any]:

@@ -9,6 +9,7 @@ import attrs
 
 from pullspec.conformance.adapters import store as store_adapter
 from pullspec.conformance.adapters._config import broker_config, store_config
+from pullspec.conformance.candidates import Broker, Candidate, factory
 from pullspec.spec.clock import ManualClock
 from pullspec.spec.code import FLAG_SUBSCRIPTION, PullMessageRequest
 from pullspec.spec.errors import UnsupportedError
@@ -20,20 +21,18 @@ from pullspec.spec.status import BrokerRole
 class PullCase:
     """One case's broker, its store view for the setup steps, and the config."""
 
-    broker: Any
+    broker: Broker
     store: store_adapter.StoreCase
     group: str
     topic: str
 
 
-def create(candidate: Any, config: dict[str, Any], profile: Profile, base: Path) -> PullCase:
+def create(candidate: Candidate, config: dict[str, Any], profile: Profile, base: Path) -> PullCase:
     """A fresh broker whose store starts as a master; the case's set_role steps switch it."""
-    factory = getattr(candidate, "broker", None)
-    if factory is None:
-        raise UnsupportedError("the candidate has no broker")
+    new_broker = factory(candidate, "broker")
     clock = ManualClock(0)
     scfg = attrs.evolve(store_config(config), broker_role=BrokerRole.ASYNC_MASTER)
-    broker = factory(scfg, broker_config(config), profile, clock)
+    broker = new_broker(scfg, broker_config(config), profile, clock)
     topic, group = config.get("topic", "T"), config.get("group", "G")
     broker.create_topic(topic, config.get("topicQueueNums", 4))
     return PullCase(

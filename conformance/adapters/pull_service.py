@@ -27,18 +27,20 @@ from pathlib import Path
 from typing import Any
 
 from pullspec.conformance.adapters import _client
+from pullspec.conformance.candidates import AreaDriver, Candidate
 from pullspec.spec.profiles import Profile
 
 #: The vector area this module serves.
 AREA = "pull_service"
 
 
-def create(candidate: Any, config: dict[str, Any], profile: Profile, base: Path) -> Any:
+def create(
+    candidate: Candidate, config: dict[str, Any], profile: Profile, base: Path
+) -> AreaDriver:
     """A fresh driver of the candidate's (`candidate.pull_service(config, profile)`, or a cmd: peer)."""
     return _client.open_driver(candidate, AREA, config, profile)
 
 
-def apply(instance: Any, op: str, args: dict[str, Any]) -> dict[str, Any]:
+def apply(instance: AreaDriver, op: str, args: dict[str, Any]) -> dict[str, Any]:
     """Run one step."""
-    observation: dict[str, Any] = instance.apply(op, args)
-    return observation
+    return instance.apply(op, args)

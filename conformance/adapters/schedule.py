@@ -29,6 +29,7 @@ import attrs
 from pullspec.conformance.adapters import _client
 from pullspec.conformance.adapters._config import store_config
 from pullspec.conformance.adapters.store import message
+from pullspec.conformance.candidates import AreaDriver, Candidate
 from pullspec.reference.broker import ReferenceBroker
 from pullspec.reference.store import ReferenceMessageStore
 from pullspec.spec import delay, retry
@@ -158,12 +159,13 @@ class Reference(_client.ReferenceDriver):
         return {"delaysMs": list(retry.retry_timetable(args.int("maxReconsumeTimes"), self.levels))}
 
 
-def create(candidate: Any, config: dict[str, Any], profile: Profile, base: Path) -> Any:
+def create(
+    candidate: Candidate, config: dict[str, Any], profile: Profile, base: Path
+) -> AreaDriver:
     """A fresh broker on a clock at 0."""
     return _client.open_driver(candidate, AREA, config, profile, Reference)
 
 
-def apply(instance: Any, op: str, args: dict[str, Any]) -> dict[str, Any]:
+def apply(instance: AreaDriver, op: str, args: dict[str, Any]) -> dict[str, Any]:
     """Run one step."""
-    observation: dict[str, Any] = instance.apply(op, args)
-    return observation
+    return instance.apply(op, args)

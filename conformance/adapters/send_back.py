@@ -14,6 +14,7 @@ import attrs
 
 from pullspec.conformance.adapters._config import store_config
 from pullspec.conformance.adapters.store import message
+from pullspec.conformance.candidates import Candidate, SendBack, factory
 from pullspec.spec.clock import ManualClock
 from pullspec.spec.config import SubscriptionGroupConfig
 from pullspec.spec.delay import delay_level_of, parse_delay_levels
@@ -29,17 +30,17 @@ from pullspec.spec.ruleset import Ruleset
 class SendBackCase:
     """One case's send-back processor, clock, original topic and request version."""
 
-    processor: Any
+    processor: SendBack
     clock: ManualClock
     topic: str
     request_version: int
 
 
-def create(candidate: Any, config: dict[str, Any], profile: Profile, base: Path) -> SendBackCase:
+def create(
+    candidate: Candidate, config: dict[str, Any], profile: Profile, base: Path
+) -> SendBackCase:
     """A fresh send-back processor over a fresh store with the case's subscription group."""
-    factory = getattr(candidate, "send_back", None)
-    if factory is None:
-        raise UnsupportedError("the candidate has no send_back")
+    new_processor = factory(candidate, "send_back")
     cfg = store_config(config)
     levels = len(parse_delay_levels(cfg.message_delay_level))
     if config.get("maxDelayLevel", levels) != levels:
@@ -52,7 +53,7 @@ def create(candidate: Any, config: dict[str, Any], profile: Profile, base: Path)
     clock = ManualClock(0)
     version = config.get("requestVersion")
     return SendBackCase(
-        factory(cfg, group, profile, clock),
+        new_processor(cfg, group, profile, clock),
         clock,
         config.get("originalTopic", "T"),
         request_version_ordinal(version)

@@ -16,7 +16,9 @@ from typing import Any
 import attrs
 
 from pullspec.conformance.adapters._config import store_config
+from pullspec.conformance.candidates import Candidate, factory, has_factory
 from pullspec.spec.clock import ManualClock
+from pullspec.spec.config import StoreConfig
 from pullspec.spec.errors import UnsupportedError
 from pullspec.spec.filter import tag_filter
 from pullspec.spec.message import BrokerInnerMessage, HostAddress
@@ -47,23 +49,19 @@ class StoreCase:
             self.queue_keys = tuple((str(q), q) for q in sorted(known | new))
 
 
-def create(candidate: Any, config: dict[str, Any], profile: Profile, base: Path) -> StoreCase:
+def create(candidate: Candidate, config: dict[str, Any], profile: Profile, base: Path) -> StoreCase:
     """A fresh store for one case (or the shared store directory the case names)."""
     clock = ManualClock(0)
     cfg = store_config(config)
     store_dir = config.get("storeDir") or config.get("store_dir")
     if store_dir:
         path = _find_store_dir(base, str(store_dir))
-        opener = getattr(candidate, "open_store", None)
-        if opener is not None:
-            return StoreCase(opener(path, cfg, profile, clock), clock, "T", "G")
+        if has_factory(candidate, "open_store"):
+            opened = factory(candidate, "open_store")(path, cfg, profile, clock)
+            return StoreCase(opened, clock, "T", "G")
         return StoreCase(_replayed(candidate, path, cfg, profile, clock), clock, "T", "G")
-    factory = getattr(candidate, "message_store", None)
-    if factory is None:
-        raise UnsupportedError("the candidate has no message_store")
-    return StoreCase(
-        factory(cfg, profile, clock), clock, config.get("topic", "T"), config.get("group", "G")
-    )
+    store = factory(candidate, "message_store")(cfg, profile, clock)
+    return StoreCase(store, clock, config.get("topic", "T"), config.get("group", "G"))
 
 
 def _find_store_dir(base: Path, name: str) -> Path:
@@ -73,15 +71,15 @@ def _find_store_dir(base: Path, name: str) -> Path:
     raise UnsupportedError(f"store directory {name} not found near {base}")
 
 
-def _replayed(candidate: Any, path: Path, cfg: Any, profile: Profile, clock: ManualClock) -> Any:
-    factory = getattr(candidate, "message_store", None)
-    if factory is None:
-        raise UnsupportedError("the candidate has no message_store")
+def _replayed(
+    candidate: Candidate, path: Path, cfg: StoreConfig, profile: Profile, clock: ManualClock
+) -> MessageStore:
+    new_store = factory(candidate, "message_store")
     rows = [json.loads(line) for line in (path / "messages.jsonl").open(encoding="utf-8")]
     expired = [r for r in rows if r.get("on_disk") is False]
     # As the generating run did: write as a master, keep files 1 h, age the expired files 2 h.
     live = attrs.evolve(cfg, broker_role=BrokerRole.ASYNC_MASTER, file_reserved_time=1)
-    store = factory(
+    store = new_store(
         live if expired else attrs.evolve(cfg, broker_role=BrokerRole.ASYNC_MASTER), profile, clock
     )
     for row in rows:

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from pullspec.conformance.adapters import _client
+from pullspec.conformance.candidates import AreaDriver, Candidate
 from pullspec.spec import code, layout, scan, store
 from pullspec.spec import filter as spec_filter
 from pullspec.spec.config import CQ_STORE_UNIT_SIZE
@@ -126,12 +127,13 @@ class Reference(_client.ReferenceDriver):
         return {"matches": spec_filter.untagged_message_matches(sub)}
 
 
-def create(candidate: Any, config: dict[str, Any], profile: Profile, base: Path) -> Any:
+def create(
+    candidate: Candidate, config: dict[str, Any], profile: Profile, base: Path
+) -> AreaDriver:
     """A stateless driver."""
     return _client.open_driver(candidate, AREA, config, profile, Reference)
 
 
-def apply(instance: Any, op: str, args: dict[str, Any]) -> dict[str, Any]:
+def apply(instance: AreaDriver, op: str, args: dict[str, Any]) -> dict[str, Any]:
     """Run one step."""
-    observation: dict[str, Any] = instance.apply(op, args)
-    return observation
+    return instance.apply(op, args)

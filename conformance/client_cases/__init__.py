@@ -10,48 +10,12 @@ from __future__ import annotations
 import importlib
 import random
 from collections.abc import Callable, Iterator
-from typing import Any
 
 import attrs
 
-#: One step: (op, args).
-Step = tuple[str, dict[str, Any]]
+from pullspec.conformance.client_cases.base import Case
 
-
-@attrs.frozen
-class Case:
-    """One vector case before it runs: area, name, config and steps."""
-
-    area: str
-    name: str
-    config: dict[str, Any]
-    steps: tuple[Step, ...]
-    kind: str = "edge"
-
-    @property
-    def id(self) -> str:
-        """The vector case id: ``<area>.<kind>-<name>``."""
-        return f"{self.area}.{self.kind}-{self.name}"
-
-
-def s(op: str, **args: Any) -> Step:
-    """A step; keyword arguments are the op's camelCase args."""
-    return (op, args)
-
-
-def mq(queue_id: int, topic: str = "T", broker: str = "b") -> dict[str, Any]:
-    """A MessageQueue in the vectors' JSON."""
-    return {"topic": topic, "brokerName": broker, "queueId": queue_id}
-
-
-def msg(offset: int, tags: str | None = None, **more: Any) -> dict[str, Any]:
-    """A consumer-side message in the vectors' JSON."""
-    out: dict[str, Any] = {"queueOffset": offset}
-    if tags is not None:
-        out["tags"] = tags
-    out.update(more)
-    return out
-
+__all__ = ["AREAS", "RANDOM_CASES", "Case", "all_cases", "factories"]
 
 #: An area's edge cases, and its seeded random traces (rng, index → cases).
 EdgeFactory = Callable[[], list[Case]]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from pullspec.conformance.client_cases import Case, mq, s
+from pullspec.conformance.client_cases.base import Case, mq, s
 
 
 def _queues(n: int, brokers: tuple[str, ...] = ("b",)) -> list[dict[str, Any]]:

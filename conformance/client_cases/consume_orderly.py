@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from pullspec.conformance.client_cases import Case, msg, s
+from pullspec.conformance.client_cases.base import Case, msg, s
 
 #: One minute in milliseconds (consumeTimeout is in minutes).
 MINUTE = 60_000

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pullspec.conformance.client_cases import Case, s
+from pullspec.conformance.client_cases.base import Case, s
 
 
 def _inv(name: str, *steps: tuple[str, dict[str, Any]]) -> Case:

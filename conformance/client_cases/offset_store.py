@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from pullspec.conformance.client_cases import Case, mq, s
+from pullspec.conformance.client_cases.base import Case, mq, s
 
 #: Three queues of topic T on broker b.
 Q0, Q1, Q2 = mq(0), mq(1), mq(2)

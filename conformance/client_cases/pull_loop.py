@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from pullspec.conformance.client_cases import Case, s
+from pullspec.conformance.client_cases.base import Case, s
 
 #: Start from offset 0 whatever the broker holds (the default, LAST_OFFSET, starts at the end).
 FIRST = {"consumeFromWhere": "CONSUME_FROM_FIRST_OFFSET"}

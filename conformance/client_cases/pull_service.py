@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from pullspec.conformance.client_cases import Case, s
+from pullspec.conformance.client_cases.base import Case, s
 
 
 def _ps(name: str, *steps: tuple[str, dict[str, Any]]) -> Case:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from pullspec.conformance.client_cases import Case, mq, s
+from pullspec.conformance.client_cases.base import Case, mq, s
 
 
 def _rb(name: str, config: dict[str, Any], *steps: tuple[str, dict[str, Any]]) -> Case:

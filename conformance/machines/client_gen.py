@@ -13,13 +13,11 @@ of a seeded allocate case.
 from __future__ import annotations
 
 import random
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pullspec.conformance.client_cases import Case, factories
+from pullspec.conformance.machines.draw import Context, Draw
 from pullspec.conformance.ops import Op
-
-if TYPE_CHECKING:
-    from pullspec.conformance.machines.gen import Context, Draw
 
 #: Ops a continuation never repeats: they may run once per instance.
 ONCE: dict[str, frozenset[str]] = {"pull_loop": frozenset({"start"})}

@@ -4,8 +4,9 @@ the reference and to the candidate and fails at the first observation that diffe
 Each example draws a config, opens one reference and one candidate session on it, then runs
 steps; each step draws one op (aimed by what the reference showed so far), observes both sides
 and compares. A failure carries a `MachineReport`: the trace (every op with the reference's
-observation), the divergence, the rule IDs involved and the verdict. Hypothesis shrinks the
-failing example, so the report that comes out is that of the minimal trace.
+observation), the divergence, the rule IDs involved and the verdict. Hypothesis does not shrink
+(`run_machine` turns its shrink phase off): `conformance.machines.minimize` replays the recorded
+ops of the failing example and cuts them down to a minimal trace.
 """
 
 from __future__ import annotations
@@ -19,17 +20,12 @@ import attrs
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
 
+from pullspec.conformance.candidates import Candidate, CandidateTimeoutError
 from pullspec.conformance.machines import gen
-from pullspec.conformance.observe import (
-    CandidateTimeoutError,
-    Divergence,
-    DivergenceKind,
-    Session,
-    Verdict,
-    compare,
-    rule_sort_key,
-)
-from pullspec.conformance.ops import Observation, Op, rules_for
+from pullspec.conformance.machines.draw import Context, HypothesisDraw
+from pullspec.conformance.observe import Divergence, DivergenceKind, Session, compare
+from pullspec.conformance.ops import Observation, Op, rule_sort_key, rules_for
+from pullspec.conformance.vectors import Verdict
 from pullspec.spec.errors import UnsupportedError
 from pullspec.spec.profiles import Profile
 
@@ -123,7 +119,8 @@ class MachineReport:
 
 
 class LockstepError(AssertionError):
-    """Raised inside the machine at the first divergence; Hypothesis shrinks on it."""
+    """Raised inside the machine at the first divergence; it ends the example and carries its
+    report, which `minimize` then shortens."""
 
     def __init__(self, report: MachineReport) -> None:
         self.report = report
@@ -158,8 +155,8 @@ class Pair:
     def open(
         cls,
         area: str,
-        reference: Any,
-        candidate: Any,
+        reference: Candidate,
+        candidate: Candidate,
         impl: str,
         profile: Profile,
         seed: int,
@@ -211,8 +208,8 @@ class Pair:
 
 def machine_class(
     area: str,
-    reference: Any,
-    candidate: Any,
+    reference: Candidate,
+    candidate: Candidate,
     impl: str,
     profile: Profile,
     seed: int,
@@ -226,7 +223,7 @@ def machine_class(
         def __init__(self) -> None:
             super().__init__()
             self.pair: Pair | None = None
-            self.ctx = gen.Context(area)
+            self.ctx = Context(area)
 
         @initialize(data=st.data())
         def start(self, data: st.DataObject) -> None:
@@ -234,8 +231,8 @@ def machine_class(
             if tracker.fatal is not None:
                 raise LockstepError(tracker.fatal)
             tracker.examples += 1
-            config = gen.config(area, gen.HypothesisDraw(data))
-            self.ctx = gen.Context.start(area, config)
+            config = gen.config(area, HypothesisDraw(data))
+            self.ctx = Context.start(area, config)
             self.pair = Pair.open(area, reference, candidate, impl, profile, seed, config)
             tracker.covered.update(rules_for(area, "create"))
 
@@ -243,7 +240,7 @@ def machine_class(
         def step(self, data: st.DataObject) -> None:
             """Apply one op to both sides and compare."""
             assert self.pair is not None
-            op = gen.op(area, gen.HypothesisDraw(data), self.ctx)
+            op = gen.op(area, HypothesisDraw(data), self.ctx)
             tracker.ops += 1
             tracker.covered.update(rules_for(area, op.name))
             try:
@@ -259,7 +256,7 @@ def machine_class(
 
 
 def replay_trace(
-    report: MachineReport, reference: Any, candidate: Any, ops: list[Op]
+    report: MachineReport, reference: Candidate, candidate: Candidate, ops: list[Op]
 ) -> MachineReport | None:
     """Run `ops` on fresh sessions with the report's config: the failure, or None if it passes."""
     try:

@@ -10,19 +10,18 @@ step, or any one list element, makes the failure disappear.
 
 from __future__ import annotations
 
-from typing import Any
-
 import attrs
 
+from pullspec.conformance.candidates import Candidate
 from pullspec.conformance.machines.lockstep import MachineReport, replay_trace
-from pullspec.conformance.observe import Verdict
 from pullspec.conformance.ops import Op
+from pullspec.conformance.vectors import Verdict
 
 #: Replays one minimisation may spend (a bound for slow subprocess candidates).
 MAX_REPLAYS = 2000
 
 
-def minimize(report: MachineReport, reference: Any, candidate: Any) -> MachineReport:
+def minimize(report: MachineReport, reference: Candidate, candidate: Candidate) -> MachineReport:
     """The smallest failing trace found from `report` (DIVERGED and CRASHED reports only)."""
     if report.verdict not in (Verdict.DIVERGED, Verdict.CRASHED) or not report.steps:
         return report

@@ -2,7 +2,7 @@
 number of steps, once with the reference parts and once with a candidate's parts substituted
 where it provides them, the two histories compared event by event (JSON form).
 
-A candidate provides a part by a factory named as in `PARTS` (reference.sim_parts and
+A candidate provides a part by a factory named as in `PARTS` (reference.sim.parts and
 reference.client_parts type each one):
 
 - ``message_store(config, profile, clock)``: the master's store (its appends still reported);
@@ -31,14 +31,16 @@ from typing import Any
 
 import attrs
 
-from pullspec.conformance.observe import Verdict
-from pullspec.reference import sim_history as h
+from pullspec.conformance.candidates import Candidate
+from pullspec.conformance.vectors import Verdict
 from pullspec.reference.client_parts import ConsumerParts
-from pullspec.reference.sim_checker import CheckResult
-from pullspec.reference.sim_config import SimConfig, SimHooks, SimResult
-from pullspec.reference.sim_faults import format_schedule, parse_schedule
-from pullspec.reference.sim_parts import SimParts
-from pullspec.reference.simulator import Simulator
+from pullspec.reference.sim import history as h
+from pullspec.reference.sim.checker import CheckResult
+from pullspec.reference.sim.config import SimConfig, SimResult
+from pullspec.reference.sim.faults import format_schedule, parse_schedule
+from pullspec.reference.sim.hooks import SimHooks
+from pullspec.reference.sim.parts import SimParts
+from pullspec.reference.sim.simulator import Simulator
 from pullspec.spec.profiles import Profile
 
 #: Candidate factory → the SimParts / ConsumerParts field it fills.
@@ -58,7 +60,7 @@ DEFAULT_FAULT_GAP_MS = 2_000
 _RULE_ID = re.compile(r"\b[A-Z]+-\d+\b")
 
 
-def candidate_parts(candidate: Any) -> SimParts:
+def candidate_parts(candidate: Candidate) -> SimParts:
     """The parts `candidate` provides, by factory name (`PARTS`); the rest stay None."""
     found = {PARTS[name]: f for name in PARTS if (f := getattr(candidate, name, None)) is not None}
     consumer = ConsumerParts(
@@ -71,7 +73,7 @@ def candidate_parts(candidate: Any) -> SimParts:
     )
 
 
-def candidate_hooks(candidate: Any) -> SimHooks | None:
+def candidate_hooks(candidate: Candidate) -> SimHooks | None:
     """SimHooks substituting the candidate's parts; None when it provides none of them."""
     parts = candidate_parts(candidate)
     return SimHooks(parts=parts) if parts.provided() else None
@@ -195,7 +197,7 @@ _COMPARE_EVERY = 256
 
 
 def compare(
-    candidate: Any, config: SimConfig, steps: int, *, impl: str = "candidate"
+    candidate: Candidate, config: SimConfig, steps: int, *, impl: str = "candidate"
 ) -> Comparison:
     """Run the reference and the candidate side by side for `steps` steps and their quiet
     tails, comparing the events each adds as they go (so neither history is kept whole) and
@@ -271,7 +273,7 @@ def _divergence(
 
 
 def lockstep(
-    candidate: Any, config: SimConfig, steps: int, *, impl: str = "candidate"
+    candidate: Candidate, config: SimConfig, steps: int, *, impl: str = "candidate"
 ) -> tuple[Verdict, int, SimDivergence | None, str | None]:
     """One seed: (verdict, events compared, divergence, crash detail) of `compare`."""
     found = compare(candidate, config, steps, impl=impl)
@@ -279,7 +281,7 @@ def lockstep(
 
 
 def shrink(
-    candidate: Any, config: SimConfig, steps: int, divergence: SimDivergence, *, impl: str
+    candidate: Candidate, config: SimConfig, steps: int, divergence: SimDivergence, *, impl: str
 ) -> tuple[int, SimDivergence]:
     """A minimal replay of a divergence: the fewest steps that still diverge (bisection: a run of
     fewer steps is a prefix of a longer one), then each fault dropped while it still diverges."""
@@ -317,7 +319,7 @@ def shrink(
 
 
 def run_simulation(
-    candidate: Any,
+    candidate: Candidate,
     *,
     impl: str = "candidate",
     profile: Profile = Profile.V4_9,
@@ -350,8 +352,8 @@ def main(argv: list[str] | None = None) -> int:
     """Replay one lockstep run: exit 1 and print the divergence if there is one."""
     import argparse
 
-    from pullspec.conformance.candidates import resolve
-    from pullspec.reference.sim_faults import parse_schedule
+    from pullspec.conformance.resolve import resolve
+    from pullspec.reference.sim.faults import parse_schedule
 
     parser = argparse.ArgumentParser(prog="python -m pullspec.conformance.machines.simulation")
     parser.add_argument("--impl", default="fast")

@@ -9,45 +9,25 @@ check closely enough.
 
 from __future__ import annotations
 
-import functools
-import importlib
-from collections.abc import Callable
-from typing import Any
-
-import attrs
-
+from pullspec.conformance.mutants.base import Mutant
 from pullspec.spec.errors import InvalidArgumentError
 
-
-@attrs.frozen
-class Mutant:
-    """One mutant: its name, the rule it breaks, the areas that can see it and what it does."""
-
-    name: str
-    rule: str
-    areas: tuple[str, ...]
-    doc: str
-    build: Callable[[], Any] = attrs.field(eq=False, repr=False)
-
-    @property
-    def impl(self) -> str:
-        """The `--impl` spelling of this mutant."""
-        return f"pullspec.conformance.mutants.impl:{self.name.replace('-', '_')}"
-
-    def candidate(self) -> Any:
-        """The mutant candidate (built once)."""
-        return _built(self.name)
-
-
-@functools.cache
-def _built(name: str) -> Any:
-    return get(name).build()
+__all__ = ["Mutant", "bank", "get"]
 
 
 def bank() -> tuple[Mutant, ...]:
     """Every mutant, grouped by area."""
-    areas = ("store", "pull_code", "process_queue", "lock_manager", "send_back", "client")
-    modules = [importlib.import_module(f"pullspec.conformance.mutants.{area}") for area in areas]
+    # imported when the bank is first asked for: the area modules load the reference
+    from pullspec.conformance.mutants import (
+        client,
+        lock_manager,
+        process_queue,
+        pull_code,
+        send_back,
+        store,
+    )
+
+    modules = (store, pull_code, process_queue, lock_manager, send_back, client)
     return tuple(m for module in modules for m in module.MUTANTS)
 
 

@@ -18,8 +18,8 @@ from typing import Any
 
 import attrs
 
-from pullspec.conformance.mutants import Mutant
 from pullspec.conformance.mutants._patch import Candidate, mutate, wrap
+from pullspec.conformance.mutants.base import Mutant
 from pullspec.spec.consume_concurrently import PeriodicTask
 from pullspec.spec.profiles import Profile
 from pullspec.spec.ruleset import Ruleset

@@ -1,7 +1,7 @@
 """`--impl pullspec.conformance.mutants.impl:<name>`: every mutant of the bank as a `module:factory`.
 
 The attribute `<name>` (the mutant's name with `-` spelt `_`) is a factory answering the mutant
-candidate, which is what `conformance.candidates.resolve` calls.
+candidate, which is what `conformance.resolve.resolve` calls.
 """
 
 from __future__ import annotations

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pullspec.conformance.mutants import Mutant
 from pullspec.conformance.mutants._patch import Candidate, mutate, wrap
+from pullspec.conformance.mutants.base import Mutant
 from pullspec.spec.clock import Clock
 from pullspec.spec.profiles import Profile
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import attrs
 
-from pullspec.conformance.mutants import Mutant
 from pullspec.conformance.mutants._patch import Candidate, mutate, wrap
+from pullspec.conformance.mutants.base import Mutant
 from pullspec.spec.clock import Clock
 from pullspec.spec.profiles import Profile
 

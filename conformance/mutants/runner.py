@@ -17,11 +17,10 @@ from typing import Any
 import attrs
 
 from pullspec.conformance import client_vectors, export
-from pullspec.conformance.machines import run_machine
-from pullspec.conformance.mutants import Mutant
-from pullspec.conformance.observe import Verdict, verdict_of
+from pullspec.conformance.machines.run import run_machine
+from pullspec.conformance.mutants.base import Mutant
 from pullspec.conformance.ops import CLIENT_AREAS
-from pullspec.conformance.vectors import load_cases, run_case
+from pullspec.conformance.vectors import Verdict, load_cases, run_case
 from pullspec.spec.profiles import Profile
 
 #: The machines' budget per area when the vectors did not kill a mutant.
@@ -83,7 +82,7 @@ def kill(
     extra = (case for d in vector_dirs for case in load_cases(d, mutant.areas)) if vectors else ()
     for case in (*(c for c in cases if c["area"] in mutant.areas), *extra):
         result = run_case(candidate, case, profile, Path("."))
-        verdict = verdict_of(result)
+        verdict = result.verdict
         if verdict in _KILLS:
             detail = f"step {result.step} {result.op}: {result.field} expected {result.expected!r} actual {result.actual!r}"
             return KillResult(

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from pullspec.conformance.mutants import Mutant
 from pullspec.conformance.mutants._patch import Candidate, forks, mutate
+from pullspec.conformance.mutants.base import Mutant
 from pullspec.spec.clock import Clock
 from pullspec.spec.config import StoreConfig, SubscriptionGroupConfig
 from pullspec.spec.profiles import Profile

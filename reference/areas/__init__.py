@@ -8,12 +8,12 @@ after the area, ``candidate.<area>(config, profile) -> driver`` whose driver ans
 ``apply(op, args) -> observation`` (`conformance.candidates.AreaDriver`); a `cmd:` candidate
 receives the same ops over the subprocess protocol.
 
-These are the reference's drivers (`reference.factories` exposes them): each builds the
-reference's own classes — `ReferencePushConsumer`, `ReferenceRebalancePushImpl`, the consume
-services, the offset stores, `PullMessageService`, `ReferenceProcessQueue` — around stand-ins for
-what lies outside the area (a scripted broker, a recording send-back client, a listener that
-answers what the op says) and runs each op on them, the way the recorded client vectors were
-produced from RocketMQ's own classes. An op that states one rule in isolation (a range check,
+These are the reference's drivers, one `Driver` class in a module named after its area
+(`reference.factories.<area>` builds it): each builds the reference's own classes —
+`ReferencePushConsumer`, `ReferenceRebalancePushImpl`, the consume services, the offset stores,
+`PullMessageService`, `ReferenceProcessQueue` — around stand-ins for what lies outside the area (a
+scripted broker, a recording send-back client, a listener that answers what the op says) and runs
+each op on them, the way the recorded client vectors were produced from RocketMQ's own classes. An op that states one rule in isolation (a range check,
 a timetable) calls the rule the reference class calls.
 
 Example::
@@ -23,24 +23,3 @@ Example::
     driver.apply("attempt", {"processQueue": {"msgCount": 1001}})["action"]
     # {'kind': 'DELAY', 'delayMs': 50, 'reason': 'CACHE_COUNT'}
 """
-
-from __future__ import annotations
-
-import importlib
-from collections.abc import Mapping
-from typing import Any
-
-from pullspec.spec.profiles import Profile
-
-#: The client areas the reference serves with a driver here, in the order the suite runs them.
-CLIENT_AREAS: tuple[str, ...] = (
-    *("pull_loop", "pull_decision", "pull_result", "pull_request", "pull_service"),
-    *("offset_store", "allocate", "rebalance", "consume_concurrently", "consume_orderly"),
-    "process_queue_maintenance",
-)
-
-
-def driver(area: str, config: Mapping[str, Any], profile: Profile) -> Any:
-    """A fresh reference driver of `area` (module `reference.areas.<area>`, class `Driver`)."""
-    module = importlib.import_module(f"pullspec.reference.areas.{area}")
-    return module.Driver(dict(config), Profile.parse(profile))

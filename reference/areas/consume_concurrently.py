@@ -192,7 +192,7 @@ class Driver(_client.DriverBase):
 
         service.listener = dropping
         service.consume(msgs, scratch, QUEUE)
-        # The listener call lasts `rt` ms: its result is processed when it returns.
+        # a listener that lasts `rt` returns `rt` later (CONC-4): its result is recorded then
         scheduler.run_for(rt)
         self._last_scratch = service
 

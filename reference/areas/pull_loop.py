@@ -7,14 +7,13 @@ consumes every message but those the case holds (`ScriptedConsumeService`)."""
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, ClassVar
 
 import attrs
 
 from pullspec.reference.areas import _vocab as _client
 from pullspec.reference.areas import _wiring
-from pullspec.reference.pull_harness import ScriptedConsumeService
 from pullspec.reference.rebalance import NewPullRequest
 from pullspec.reference.remoting import OnException, OnResponse
 from pullspec.reference.scheduler import Scheduler
@@ -23,10 +22,13 @@ from pullspec.spec.client_errors import MQBrokerError, MQClientError
 from pullspec.spec.clock import ManualClock
 from pullspec.spec.code import PullResponse
 from pullspec.spec.consumer_config import ConsumerConfig
-from pullspec.spec.errors import InvalidArgumentError
+from pullspec.spec.errors import InvalidArgumentError, InvalidTypeError, require_int
 from pullspec.spec.filter import build_subscription_data
 from pullspec.spec.message import MessageQueue, StoredMessage
+from pullspec.spec.offset_store import OffsetStore
+from pullspec.spec.process_queue import require_messages
 from pullspec.spec.profiles import Profile
+from pullspec.spec.protocols import ProcessQueue
 from pullspec.spec.pull_actions import Delay
 from pullspec.spec.pull_request import PullMessageRequestHeader
 from pullspec.spec.pull_route import V4_1_0_SNAPSHOT
@@ -160,6 +162,97 @@ class ScriptedBroker:
     def search_offset(self, mq: MessageQueue, timestamp_ms: int) -> int:
         """MQAdminImpl.searchOffset: the scripted messages carry no store time: 0."""
         return 0
+
+
+#: A scripted listener: consume `msgs` of `mq` now (True) or leave them waiting (False), as a
+#: listener still busy would; `ScriptedConsumeService.release` offers them again.
+Listener = Callable[[Sequence[StoredMessage], MessageQueue], bool]
+
+
+def _mq(value: object) -> MessageQueue:
+    if not isinstance(value, MessageQueue):
+        raise InvalidTypeError("mq", value, "MessageQueue")
+    return value
+
+
+class ScriptedConsumeService:
+    """The driver's ConsumeMessageService: batches of `batch_size` messages are consumed on the
+    scheduler (call_soon) by the listener; a consumed batch is removed from its ProcessQueue and
+    the offset removeMessage returns is committed increase-only unless the queue was dropped
+    (CONC-4, CONC-9)."""
+
+    def __init__(
+        self,
+        scheduler: Scheduler,
+        offset_store: OffsetStore,
+        listener: Listener | None = None,
+        batch_size: int = 1,
+    ) -> None:
+        if not isinstance(scheduler, Scheduler):
+            raise InvalidTypeError("scheduler", scheduler, "Scheduler")
+        if not isinstance(offset_store, OffsetStore):
+            raise InvalidTypeError("offset_store", offset_store, "OffsetStore")
+        if listener is not None and not callable(listener):
+            raise InvalidTypeError("listener", listener, "a callable")
+        self.batch_size = require_int("batch_size", batch_size)
+        if self.batch_size < 1:
+            raise InvalidArgumentError("batch_size", batch_size, "must be >= 1")
+        self.scheduler, self.offset_store = scheduler, offset_store
+        self.listener: Listener = listener or (lambda msgs, mq: True)
+        #: Batches the listener left waiting, oldest first.
+        self.waiting: list[tuple[tuple[StoredMessage, ...], ProcessQueue, MessageQueue]] = []
+        #: (time, queue, offsets) of every batch consumed.
+        self.consumed: list[tuple[int, MessageQueue, tuple[int, ...]]] = []
+        #: (time, queue, offset) of every offset committed.
+        self.committed: list[tuple[int, MessageQueue, int]] = []
+        #: (time, queue, offsets) of batches discarded because their queue was dropped.
+        self.discarded: list[tuple[int, MessageQueue, tuple[int, ...]]] = []
+
+    def submit_consume_request(
+        self,
+        msgs: Sequence[StoredMessage],
+        process_queue: ProcessQueue,
+        message_queue: MessageQueue,
+        dispatch_to_consume: bool,
+    ) -> None:
+        """submitConsumeRequest: one consume event per batch, whatever dispatch_to_consume says
+        (the concurrent service ignores it, CONC-2)."""
+        batch = require_messages("msgs", msgs)
+        if not isinstance(process_queue, ProcessQueue):
+            raise InvalidTypeError("process_queue", process_queue, "ProcessQueue")
+        mq = _mq(message_queue)
+        if not isinstance(dispatch_to_consume, bool):
+            raise InvalidTypeError("dispatch_to_consume", dispatch_to_consume, "bool")
+        for i in range(0, len(batch), self.batch_size):
+            self._submit(batch[i : i + self.batch_size], process_queue, mq)
+
+    def release(self) -> None:
+        """Offer every waiting batch to the listener again (each in its own consume event)."""
+        waiting, self.waiting = self.waiting, []
+        for batch, pq, mq in waiting:
+            self._submit(batch, pq, mq)
+
+    def _submit(self, batch: tuple[StoredMessage, ...], pq: ProcessQueue, mq: MessageQueue) -> None:
+        self.scheduler.call_soon(lambda: self._consume(batch, pq, mq), "consume")
+
+    def _consume(
+        self, batch: tuple[StoredMessage, ...], pq: ProcessQueue, mq: MessageQueue
+    ) -> None:
+        now = self.scheduler.clock.now_ms()
+        offsets = tuple(m.queue_offset for m in batch)
+        if pq.dropped:  # CONC-4: a dropped queue's request is not consumed
+            self.discarded.append((now, mq, offsets))
+            return
+        if not self.listener(batch, mq):
+            self.waiting.append((batch, pq, mq))
+            return
+        self.consumed.append((now, mq, offsets))
+        if pq.dropped:  # CONC-9: no result processing for a queue dropped meanwhile
+            return
+        offset = pq.remove_messages(batch)
+        if offset >= 0 and not pq.dropped:
+            self.offset_store.update_offset(mq, offset, True)
+            self.committed.append((now, mq, offset))
 
 
 class Driver(_client.DriverBase):

@@ -1,0 +1,206 @@
+"""`pullspec bench-campaign`: a campaign's diffed ops per second on 1 and on 2 local cores.
+
+The same seeds, split into the same tasks, run on `local[1]` and then on `local[2]` in one
+process; each session first runs a warm-up job (Python workers forked, modules imported, the
+JVM's code paths compiled) that is not counted, then the job `--repeat` times, keeping the
+fastest run: other processes on the machine only ever slow a run down. The figure is diffed ops
+over the job's wall time, Parquet writing included, Spark start-up excluded; `ops_per_core_s`
+is diffed ops per CPU second of the traces, which other processes disturb much less;
+`job_fixed_s` is the wall time of the same tasks with one one-step trace each (scheduling,
+Python workers, the Parquet write), which a campaign of minutes pays once. The issue's targets:
+at least 2 M diffed ops per minute on 2 cores and a speed-up of at least 1.8 from 1 to 2 cores.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import attrs
+import click
+
+from pullspec.conformance.campaign import rows as campaign_rows
+from pullspec.conformance.campaign import run as campaign
+from pullspec.conformance.campaign import spark as campaign_spark
+from pullspec.conformance.cli.campaign import check_environment, fail, parse_areas
+from pullspec.conformance.cli.common import Progress, nothing_checked, quiet_option
+from pullspec.conformance.ops import MACHINE_AREAS
+
+#: The issue's throughput targets.
+TARGET_OPS_PER_MIN_2_CORES = 2_000_000
+TARGET_SPEEDUP = 1.8
+
+
+def jobs_per_measure(repeat: int) -> int:
+    """The jobs `measure` runs: the warm-up, `repeat` fixed-cost jobs and `repeat` runs."""
+    return 1 + 2 * repeat
+
+
+def measure(
+    plan: campaign.Plan,
+    cores: int,
+    seeds: int,
+    partitions: int,
+    folder: Path,
+    repeat: int = 1,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """Run `seeds` seeds of `plan` `repeat` times on a fresh `local[cores]` session; answer the
+    figures of the fastest run (the one other processes on the machine disturbed least) and
+    every run's ops/s. `progress` counts the jobs as they end."""
+
+    def ran(what: str) -> None:
+        if progress is not None:
+            progress.advance()
+            progress.note(f"local[{cores}] {what}")
+
+    spark, owned = campaign_spark.start_session(f"local[{cores}]", "pullspec-bench-campaign")
+    if not owned:
+        spark_master = spark.sparkContext.master
+        fail(f"error: a Spark session ({spark_master}) is already active; bench needs its own")
+    try:
+        # Warm-up: fork the workers, import, and let the JVM compile the job's code paths.
+        warm_seeds = 4 * cores
+        warm_out = str(folder / f"warm-{cores}")
+        campaign_spark.run_job(spark, plan, 10**9, warm_seeds, warm_out, warm_seeds)
+        ran("warm-up")
+        # A job's fixed cost: the same tasks, each one trace of one step.
+        tiny = attrs.evolve(plan, steps=1)
+        fixed_runs = []
+        for i in range(repeat):
+            fixed_out = str(folder / f"fixed-{cores}-{i}")
+            fixed_runs.append(
+                campaign_spark.run_job(spark, tiny, 10**9, partitions, fixed_out, partitions).wall_s
+            )
+            ran(f"fixed cost {i + 1}/{repeat}")
+        fixed = min(fixed_runs)
+        runs = []
+        for i in range(repeat):
+            out = folder / f"cores-{cores}-{i}"
+            runs.append((campaign_spark.run_job(spark, plan, 0, seeds, str(out), partitions), out))
+            ran(f"run {i + 1}/{repeat}")
+    finally:
+        spark.stop()
+    job, out = min(runs, key=lambda run: run[0].wall_s)
+    counts = campaign_rows.aggregates(out)
+    ops = sum(int(g["ops"]) for g in counts["groups"])
+    cpu = sum(float(g["cpu_s"]) for g in counts["groups"])
+    failed = sum(
+        int(g["traces"]) for g in counts["groups"] if g["verdict"] in campaign_rows.FAILING
+    )
+    return {
+        "cores": cores,
+        "ops": ops,
+        "traces": sum(int(g["traces"]) for g in counts["groups"]),
+        "failed": failed,
+        "wall_s": round(job.wall_s, 3),
+        "ops_per_s": round(ops / job.wall_s, 1),
+        "ops_per_min": round(ops * 60 / job.wall_s),
+        "ops_per_core_s": round(ops / cpu, 1) if cpu else 0.0,
+        "runs_ops_per_s": [round(ops / j.wall_s, 1) for j, _ in runs],
+        "job_fixed_s": round(fixed, 3),
+    }
+
+
+@click.command("bench-campaign")
+@click.option("--impl", default="fast", show_default=True, help="Candidate implementation.")
+@click.option(
+    "--seeds",
+    type=click.IntRange(min=1),
+    default=1024,
+    show_default=True,
+    help="Seeds per job: enough that the job's fixed cost (job_fixed_s) is a few per cent.",
+)
+@click.option("--steps", type=click.IntRange(min=1), default=200, show_default=True)
+@click.option("--area", "areas", multiple=True, help="Areas [default: the lockstep areas].")
+@click.option("--cores", default="1,2", show_default=True, help="Local core counts to run.")
+@click.option(
+    "--partitions",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Tasks [default: a campaign's for the most cores].",
+)
+@click.option("--repeat", type=click.IntRange(min=1), default=5, show_default=True, help="Best of.")
+@click.option(
+    "--scratch",
+    type=click.Path(exists=True, file_okay=False, writable=True),
+    default=None,
+    help="Candidates' scratch folder (default /dev/shm).",
+)
+@quiet_option()
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def bench_campaign_command(
+    impl: str,
+    seeds: int,
+    steps: int,
+    areas: tuple[str, ...],
+    cores: str,
+    partitions: int | None,
+    repeat: int,
+    scratch: str | None,
+    quiet: bool,
+    as_json: bool,
+) -> None:
+    """Measure a campaign's diffed ops/s on 1 and 2 local cores and their ratio."""
+    try:
+        counts = sorted({int(c) for c in cores.split(",") if c.strip()})
+    except ValueError:
+        counts = []
+    if not counts or counts[0] < 1:
+        raise click.BadParameter("expected core counts like 1,2", param_hint="--cores")
+    check_environment()
+    # Diffed ops are the lockstep areas' (the simulation's are history events).
+    chosen = parse_areas(areas) if areas else MACHINE_AREAS
+    plan = campaign.Plan(impl, chosen, ("4.9",), steps, scratch or campaign_spark.default_scratch())
+    unsupported = campaign.unsupported_areas(plan)
+    plan = attrs.evolve(plan, areas=tuple(a for a in chosen if a not in unsupported))
+    if not plan.areas:
+        nothing_checked(f"{impl} supports none of the areas {', '.join(chosen)}", False)
+    # The same tasks on every core count: those a campaign would cut for the most cores.
+    parts = partitions or campaign_spark.partitions_for(
+        seeds, counts[-1], campaign_spark.seed_seconds(plan)
+    )
+    jobs = jobs_per_measure(repeat) * len(counts)
+    with (
+        tempfile.TemporaryDirectory(prefix="pullspec-bench-") as tmp,
+        Progress("bench-campaign", jobs, "jobs", quiet=quiet) as progress,
+    ):
+        progress.start()
+        runs = {str(n): measure(plan, n, seeds, parts, Path(tmp), repeat, progress) for n in counts}
+    report: dict[str, Any] = {
+        "impl": impl,
+        "areas": list(plan.areas),
+        "unsupported": unsupported,
+        "seeds": seeds,
+        "steps": steps,
+        "partitions": parts,
+        "repeat": repeat,
+        "runs": runs,
+    }
+    if "1" in runs and "2" in runs:
+        speedup = runs["2"]["ops_per_s"] / runs["1"]["ops_per_s"]
+        report["speedup_1_to_2"] = round(speedup, 3)
+        report["targets"] = {
+            "ops_per_min_2_cores": TARGET_OPS_PER_MIN_2_CORES,
+            "speedup_1_to_2": TARGET_SPEEDUP,
+            "met_ops_per_min": runs["2"]["ops_per_min"] >= TARGET_OPS_PER_MIN_2_CORES,
+            "met_speedup": speedup >= TARGET_SPEEDUP,
+        }
+    if as_json:
+        click.echo(json.dumps(report))
+        return
+    click.echo(f"bench-campaign {impl}: {', '.join(plan.areas)}, {seeds} seeds × {steps} steps")
+    for n, run in runs.items():
+        click.echo(
+            f"  local[{n}]: {run['ops']:,} ops in {run['wall_s']:.1f} s = {run['ops_per_s']:,.0f} "
+            f"ops/s ({run['ops_per_min'] / 1e6:.2f} M ops/min), {run['ops_per_core_s']:,.0f} "
+            f"ops/s per busy core; a job's fixed cost {run['job_fixed_s']:.2f} s"
+        )
+    if "speedup_1_to_2" in report:
+        click.echo(f"  speed-up 1 → 2 cores: {report['speedup_1_to_2']:.2f}×")
+
+
+#: The commands `pullspec` registers from this module.
+COMMANDS = [bench_campaign_command]
