@@ -23,31 +23,26 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from pullspec.fast.pq_tree import OffsetTree, body_bytes, require_longs, validate_batch
 from pullspec.spec import process_queue as pq
 from pullspec.spec.clock import Clock
 from pullspec.spec.errors import (
+    JAVA_INT_MAX,
     InvalidTypeError,
     NoSuchElementError,
+    require_bool,
     require_int,
     require_non_negative,
     require_range,
 )
 from pullspec.spec.message import StoredMessage
+from pullspec.spec.process_queue import SendMessageBack
 from pullspec.spec.profiles import Profile
+from pullspec.spec.ruleset import Ruleset
 
 log = logging.getLogger(__name__)
-
-#: DefaultMQPushConsumer.sendMessageBack(msg, delayLevel) as clean_expired_msg calls it.
-SendMessageBack = Callable[[StoredMessage, int], object]
-
-
-def _require_bool(name: str, value: object) -> bool:
-    if not isinstance(value, bool):
-        raise InvalidTypeError(name, value, "bool")
-    return value
 
 
 class FastProcessQueue:
@@ -162,7 +157,7 @@ class FastProcessQueue:
     def take_messages(self, batch_size: int) -> list[StoredMessage]:
         """takeMessages (PQ-8): move up to `batch_size` lowest cached messages to the consuming
         tree; clears `consuming` when it takes nothing. No counter changes."""
-        n = require_range("batch_size", batch_size, 0, pq.JAVA_INT_MAX)
+        n = require_range("batch_size", batch_size, 0, JAVA_INT_MAX)
         now = require_int("now", self._clock.now_ms())
         with self._lock:
             self._last_consume_timestamp = now
@@ -222,11 +217,9 @@ class FastProcessQueue:
         """cleanExpiredMsg (PQ-18): send expired head messages back (delay level 3) and uncache
         them; `send_message_back(msg, delay_level)` stands for DefaultMQPushConsumer's."""
         timeout = require_non_negative("consume_timeout_min", consume_timeout_min)
-        if _require_bool("consume_orderly", consume_orderly):
+        if require_bool("consume_orderly", consume_orderly):
             return
-        expired_head = (
-            pq.expired_head_v4_7 if self._profile is Profile.V4_7 else pq.expired_head_v4_9
-        )
+        expired_head = Ruleset.of(self._profile).expired_head
         # Java reads the size without the lock; locked, it never sees half a batch. Same cost.
         with self._lock:
             loops = min(len(self._cached), pq.CLEAN_EXPIRED_LOOP_MAX)
@@ -332,7 +325,7 @@ class FastProcessQueue:
 
     @dropped.setter
     def dropped(self, value: bool) -> None:
-        self._dropped = _require_bool("dropped", value)
+        self._dropped = require_bool("dropped", value)
 
     @property
     def locked(self) -> bool:
@@ -341,7 +334,7 @@ class FastProcessQueue:
 
     @locked.setter
     def locked(self, value: bool) -> None:
-        self._locked = _require_bool("locked", value)
+        self._locked = require_bool("locked", value)
 
     @property
     def last_lock_timestamp(self) -> int:

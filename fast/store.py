@@ -39,8 +39,7 @@ from pullspec.spec.message import BrokerInnerMessage, StoredMessage
 from pullspec.spec.profiles import Profile
 from pullspec.spec.protocols import MessageFilter
 from pullspec.spec.results import GetMessageResult, PutMessageResult
-from pullspec.spec.status import BrokerRole
-from pullspec.spec.store import find_consume_queue, looked_up_record
+from pullspec.spec.store import RoleHolder, find_consume_queue, looked_up_record
 
 HOUR_MS = 3_600_000
 #: messageDelayLevel parsed once per distinct string.
@@ -48,7 +47,7 @@ _delay_levels = functools.lru_cache(maxsize=64)(parse_delay_levels)
 FlushMode = Literal["async", "sync"]
 
 
-class MmapMessageStore(MultiGetPath, PutPath):
+class MmapMessageStore(MultiGetPath, PutPath, RoleHolder):
     """A DefaultMessageStore over mapped files in `store_dir`: `commitlog/`, `consumequeue/`,
     `checkpoint` and, while open for writing, `abort` (its presence at open means the last writer
     did not close cleanly, so recovery starts from the checkpoint, not the last three files) and
@@ -282,27 +281,6 @@ class MmapMessageStore(MultiGetPath, PutPath):
             raise ReadOnlyStoreError(f"{what} on a read-only store")
         if self._closed:
             raise ReadOnlyStoreError(f"{what} on a closed store")
-
-    # -- roles -------------------------------------------------------------------------------
-
-    @property
-    def broker_role(self) -> BrokerRole:
-        """The live broker role."""
-        return self._role
-
-    @property
-    def offset_check_in_slave(self) -> bool:
-        """The live offsetCheckInSlave switch."""
-        return self._offset_check_in_slave
-
-    def set_role(self, broker_role: BrokerRole, offset_check_in_slave: bool) -> None:
-        """Switch the broker role and offsetCheckInSlave at run time."""
-        if not isinstance(broker_role, BrokerRole):
-            raise InvalidTypeError("broker_role", broker_role, "BrokerRole")
-        if not isinstance(offset_check_in_slave, bool):
-            raise InvalidTypeError("offset_check_in_slave", offset_check_in_slave, "bool")
-        self._role = broker_role
-        self._offset_check_in_slave = offset_check_in_slave
 
     # -- offsets -----------------------------------------------------------------------------
 

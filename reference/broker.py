@@ -59,7 +59,7 @@ from pullspec.spec.message import DEFAULT_STORE_HOST, BrokerInnerMessage, Messag
 from pullspec.spec.profiles import Profile
 from pullspec.spec.protocols import MessageStore
 from pullspec.spec.results import PutMessageResult
-from pullspec.spec.retry_request import SendBackRequest, SendBackResponse
+from pullspec.spec.retry import SendBackRequest, SendBackResponse
 from pullspec.spec.status import BrokerRole, ResponseCode
 from pullspec.spec.store import commit_log_roll_next_file
 

@@ -21,18 +21,15 @@ from pullspec.spec.clock import Clock
 from pullspec.spec.config import PERM_WRITE, BrokerConfig, SubscriptionGroupConfig, TopicConfig
 from pullspec.spec.errors import MessageIllegalError, NullPointerError, require_str
 from pullspec.spec.filter import SubscriptionData
-from pullspec.spec.message import BrokerInnerMessage
+from pullspec.spec.message import RETRY_GROUP_TOPIC_PREFIX, BrokerInnerMessage, retry_topic_name
 from pullspec.spec.profiles import Profile
 from pullspec.spec.results import PutMessageResult
-from pullspec.spec.retry_request import (
-    RETRY_GROUP_TOPIC_PREFIX,
+from pullspec.spec.retry import (
     SendBackResponse,
-    profile_request_version,
     put_response,
     retry_topic_config,
-    retry_topic_name,
 )
-from pullspec.spec.retry_send import plain_send_target_v47, plain_send_target_v49
+from pullspec.spec.ruleset import Ruleset
 from pullspec.spec.status import ResponseCode
 
 #: ClientHousekeepingService: a client whose last heartbeat is older than this (strictly) is
@@ -238,6 +235,11 @@ class ClientRequests:
         """NOTIFY_CONSUMER_IDS_CHANGED messages to send: (client id, group), in order."""
         return self.consumer_manager.drain_notifications()
 
+    @property
+    def rules(self) -> Ruleset:
+        """The rules of this object's profile (a mutant swaps one)."""
+        return Ruleset.of(self.profile)
+
     def send_message_request(
         self,
         msg: BrokerInnerMessage,
@@ -261,15 +263,15 @@ class ClientRequests:
         if not 0 <= msg.queue_id < cfg.write_queue_nums:
             return SendBackResponse(ResponseCode.SYSTEM_ERROR, f"queueId[{msg.queue_id}] illegal")
         group = self.group_config(retry_group) if retry_group is not None else None
-        rule = plain_send_target_v47 if self.profile is Profile.V4_7 else plain_send_target_v49
+        rules = self.rules
         try:
-            target = rule(
+            target = rules.plain_send_target(
                 topic,
                 msg.queue_id,
                 group.retry_max_times if group is not None else None,
                 max_reconsume_times,
                 reconsume_times,
-                profile_request_version(self.profile),
+                rules.client_request_version(),
             )
         except NullPointerError as exc:  # 4.7 unboxes an absent maxReconsumeTimes
             return SendBackResponse(ResponseCode.SYSTEM_ERROR, str(exc))

@@ -43,15 +43,16 @@ from pullspec.reference.rebalance import NewPullRequest, ReferenceRebalancePushI
 from pullspec.reference.remoting import ReferenceRemoting
 from pullspec.reference.scheduler import Scheduler
 from pullspec.spec import allocate as al
-from pullspec.spec.client_send_back import SendBackClient
-from pullspec.spec.consume_types import ConcurrentListener, OrderlyListener, retry_topic
+from pullspec.spec.consume_concurrently import ConcurrentListener
+from pullspec.spec.consume_orderly import OrderlyListener
 from pullspec.spec.consumer_config import ConsumeMode, ConsumerConfig, MessageModel
 from pullspec.spec.errors import InvalidArgumentError, require_str
 from pullspec.spec.filter import SubscriptionData, build_subscription_data
-from pullspec.spec.message import MessageQueue
+from pullspec.spec.message import MessageQueue, retry_topic_name
 from pullspec.spec.offset_store import OffsetStore
 from pullspec.spec.profiles import Profile
 from pullspec.spec.protocols import ProcessQueue
+from pullspec.spec.retry import SendBackClient
 
 Listener = ConcurrentListener | OrderlyListener
 
@@ -200,7 +201,7 @@ class ClientConsumer:
         now = self.instance.clock.now_ms()
         topics = dict(self.topics)
         if not self.broadcasting:
-            topics[retry_topic(self.group)] = "*"  # copySubscription (REBAL-2)
+            topics[retry_topic_name(self.group)] = "*"  # copySubscription (REBAL-2)
         for topic, expression in topics.items():
             # SubscriptionData's subVersion is its creation time
             sub = build_subscription_data(topic, expression)

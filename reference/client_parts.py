@@ -31,15 +31,16 @@ from pullspec.reference.rebalance import NewPullRequest
 from pullspec.reference.records import Records
 from pullspec.reference.scheduler import Scheduler
 from pullspec.spec import allocate as al
-from pullspec.spec.client_send_back import SendBackClient
-from pullspec.spec.consume_types import BrokerLockClient, ConcurrentListener, OrderlyListener
+from pullspec.spec.consume_concurrently import ConcurrentListener
+from pullspec.spec.consume_orderly import OrderlyListener
 from pullspec.spec.consumer_config import ConsumerConfig
 from pullspec.spec.filter import SubscriptionData
 from pullspec.spec.message import MessageQueue, StoredMessage
 from pullspec.spec.offset_store import OffsetStore
 from pullspec.spec.profiles import Profile
-from pullspec.spec.protocols import ConsumeMessageService, ProcessQueue
+from pullspec.spec.protocols import BrokerLockClient, ConsumeMessageService, ProcessQueue
 from pullspec.spec.pull_from_where import OffsetQueries
+from pullspec.spec.retry import SendBackClient
 
 #: How long a listener call lasts, in virtual milliseconds.
 ConsumeTime = Callable[[Sequence[StoredMessage]], int]

@@ -17,10 +17,15 @@ from collections.abc import Iterable
 
 from pullspec.reference.remoting import ReferenceRemoting, RemotingConnectError
 from pullspec.spec.client_errors import MQBrokerError, MQClientError
-from pullspec.spec.client_send_back import ClientMessage, client_msg_id
 from pullspec.spec.clock import Clock
 from pullspec.spec.config import PERM_READ, PERM_WRITE, TopicConfig
-from pullspec.spec.errors import InvalidTypeError, UnsupportedError, require_int, require_str
+from pullspec.spec.errors import (
+    InvalidTypeError,
+    UnsupportedError,
+    require_bool,
+    require_int,
+    require_str,
+)
 from pullspec.spec.message import (
     PROPERTY_MAX_RECONSUME_TIMES,
     PROPERTY_RECONSUME_TIME,
@@ -29,7 +34,7 @@ from pullspec.spec.message import (
     StoredMessage,
 )
 from pullspec.spec.profiles import Profile
-from pullspec.spec.retry_request import SendBackRequest
+from pullspec.spec.retry import ClientMessage, SendBackRequest, client_msg_id
 from pullspec.spec.status import ResponseCode
 
 #: DefaultMQProducer.retryTimesWhenSendFailed: a synchronous send is tried 1 + 2 times.
@@ -38,12 +43,6 @@ SEND_ATTEMPTS = 3
 #: SERVICE_NOT_AVAILABLE, SYSTEM_ERROR, NO_PERMISSION, NO_BUYER_ID, NOT_IN_CURRENT_UNIT).
 RETRIED_BROKER_CODES = frozenset({17, 14, 1, 16, 204, 205})
 MASTER = 0
-
-
-def _bool(name: str, value: object) -> bool:
-    if not isinstance(value, bool):
-        raise InvalidTypeError(name, value, "bool")
-    return value
 
 
 def master_addr(remoting: ReferenceRemoting, broker_name: str) -> str | None:
@@ -109,7 +108,7 @@ def find_consumer_id_list(
 
 
 class RemotingLockClient:
-    """BrokerLockClient (spec.consume_types) over the remoting: LOCK_BATCH_MQ / UNLOCK_BATCH_MQ
+    """BrokerLockClient (spec.protocols) over the remoting: LOCK_BATCH_MQ / UNLOCK_BATCH_MQ
     to the master of a broker (LEASE-8 answers always SUCCESS)."""
 
     def __init__(self, remoting: ReferenceRemoting) -> None:
@@ -154,7 +153,7 @@ class RemotingLockClient:
 
 
 class RemotingSendBackClient:
-    """SendBackClient (spec.client_send_back) of one consumer group: CONSUMER_SEND_MSG_BACK to
+    """SendBackClient (spec.retry) of one consumer group: CONSUMER_SEND_MSG_BACK to
     the queue's master (CONC-11), and the internal producer's synchronous send of a
     client-built retry message (CONC-11 fallback, ORDER-15, RETRY-11)."""
 
@@ -323,7 +322,7 @@ class RemotingOffsetClient:
         """UPDATE_CONSUMER_OFFSET (one-way or synchronous); the broker commits it on any role."""
         queue = _message_queue(mq)
         value = require_int("offset", offset)
-        _bool("oneway", oneway)
+        require_bool("oneway", oneway)
         addr = self.remoting.offset_broker_addr(queue.broker_name, self.profile)
         code = self.remoting.connect(addr).update_consumer_offset(
             self.group, queue.topic, queue.queue_id, value

@@ -5,9 +5,8 @@ The consume pool and both single-thread schedulers of RocketMQ are events of one
 a ConsumeRequest runs as an event due now, a delayed resubmission or a cleaner run as an event
 due later. A listener call takes `consume_time(msgs)` virtual milliseconds (0 by default): the
 consume thread is inside the listener until then, and the result is processed when it returns.
-Every decision is a rule of `spec.consume_concurrently` / `spec.client_send_back` /
-`spec.consume_lifecycle`; this class calls the listener and the send-back client, and applies
-the plans.
+Every decision is a rule of `spec.consume_concurrently` / `spec.retry`; this class
+calls the listener and the send-back client, and applies the plans.
 
 RocketMQ mutates the cached MessageExt objects (CONSUME_START_TIME, the restored retry topic,
 reconsumeTimes, the fallback's property puts); spec messages are frozen, so each change is
@@ -25,26 +24,23 @@ import attrs
 
 from pullspec.reference.records import Records
 from pullspec.reference.scheduler import Scheduler
-from pullspec.spec import client_send_back as sb
 from pullspec.spec import consume_concurrently as cc
-from pullspec.spec import consume_lifecycle as life
-from pullspec.spec.consume_types import (
+from pullspec.spec import retry as sb
+from pullspec.spec.consume_concurrently import (
     ConcurrentListener,
     ConsumeConcurrentlyContext,
     ConsumeConcurrentlyStatus,
     ConsumeReturnType,
-    IndexOutOfBoundsError,
     PeriodicTask,
-    RejectedExecutionError,
     ShutdownStep,
-    with_namespace,
 )
 from pullspec.spec.consumer_config import ConsumerConfig, MessageModel
-from pullspec.spec.errors import InvalidTypeError
-from pullspec.spec.message import MessageQueue, StoredMessage
+from pullspec.spec.errors import IndexOutOfBoundsError, InvalidTypeError, RejectedExecutionError
+from pullspec.spec.message import MessageQueue, StoredMessage, with_namespace
 from pullspec.spec.offset_store import OffsetStore
 from pullspec.spec.profiles import Profile
 from pullspec.spec.protocols import ProcessQueue
+from pullspec.spec.ruleset import Ruleset
 
 #: How long a listener call lasts for the TIME_OUT return type (CONC-5); 0 by default.
 ConsumeTime = Callable[[Sequence[StoredMessage]], int]
@@ -167,13 +163,14 @@ class ReferenceConsumeConcurrentlyService:
 
     # -- life cycle (CONC-1, CONC-13, CONC-14) ----------------------------------------------------
 
+    @property
+    def rules(self) -> Ruleset:
+        """The rules of this object's profile (a mutant swaps one)."""
+        return Ruleset.of(self.profile)
+
     def start(self) -> None:
         """Schedule the consume-timeout cleaner (CONC-13)."""
-        schedule = (
-            life.clean_expire_schedule_v47
-            if self.profile is Profile.V4_7
-            else life.clean_expire_schedule_v49
-        )(self.config.consume_timeout)
+        schedule = self.rules.clean_expire_schedule(self.config.consume_timeout)
         due = self.scheduler.clock.now_ms() + schedule.initial_delay_ms
         self._cleaner = self.scheduler.call_at(
             due, lambda: self._clean(schedule, due), "clean-expire"
@@ -182,7 +179,7 @@ class ReferenceConsumeConcurrentlyService:
     def shutdown(self, await_terminate_millis: int = 0) -> None:
         """Stop the scheduler, then the pool, then the cleaner (CONC-14); with no wait, queued
         ConsumeRequests are dropped (shutdownNow)."""
-        for step in life.concurrent_shutdown_steps():
+        for step in cc.concurrent_shutdown_steps():
             self.shutdown_steps.append(step)
             if step is ShutdownStep.SCHEDULER:
                 self._cancel(self._delayed)
@@ -199,7 +196,7 @@ class ReferenceConsumeConcurrentlyService:
 
     def update_core_pool_size(self, core_pool_size: int) -> None:
         """updateCorePoolSize (CONC-1)."""
-        self.core_pool_size = life.core_pool_size_after_update(
+        self.core_pool_size = cc.core_pool_size_after_update(
             self.core_pool_size, core_pool_size, self.config.consume_thread_max
         )
 
@@ -391,8 +388,7 @@ class ReferenceConsumeConcurrentlyService:
     ) -> tuple[bool, StoredMessage]:
         """DefaultMQPushConsumerImpl.sendMessageBack (CONC-11): the RPC, else the fallback
         send; returns whether one succeeded and the message as Java leaves it."""
-        plan = sb.send_back_plan(
-            self.profile,
+        plan = self.rules.send_back_plan(
             msg,
             self.group,
             delay_level,

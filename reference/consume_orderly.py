@@ -9,7 +9,7 @@ call lasts `consume_time(msgs)` virtual milliseconds (0 by default); meanwhile t
 monitor (ORDER-2) and its ProcessQueue's consume lock are held, so a second request of the same
 queue waits for the monitor and the rebalance's zero-wait consume-lock try (REBAL-14) fails.
 Java's tryLock waits up to 1000 ms; here it does not wait, which only delays a removal to the
-next rebalance. Every decision is a rule of `spec.consume_orderly` / `spec.consume_lifecycle`.
+next rebalance. Every decision is a rule of `spec.consume_orderly`.
 """
 
 from __future__ import annotations
@@ -22,28 +22,29 @@ import attrs
 
 from pullspec.reference.records import Records
 from pullspec.reference.scheduler import Scheduler
-from pullspec.spec import client_send_back as sb
-from pullspec.spec import consume_lifecycle as life
 from pullspec.spec import consume_orderly as co
-from pullspec.spec.consume_concurrently import reset_retry_and_namespace
-from pullspec.spec.consume_orderly import Gate, ResultAction
-from pullspec.spec.consume_types import (
+from pullspec.spec import retry as sb
+from pullspec.spec.consume_concurrently import (
+    ConsumeReturnType,
+    PeriodicTask,
+    ShutdownStep,
+    reset_retry_and_namespace,
+)
+from pullspec.spec.consume_orderly import (
     TRY_LOCK_LATER_AT_GATE_MILLIS,
     ConsumeOrderlyContext,
     ConsumeOrderlyStatus,
-    ConsumeReturnType,
+    Gate,
     OrderlyListener,
-    PeriodicTask,
-    RejectedExecutionError,
-    ShutdownStep,
-    put_property,
+    ResultAction,
 )
 from pullspec.spec.consumer_config import ConsumerConfig
-from pullspec.spec.errors import InvalidTypeError
-from pullspec.spec.message import PROPERTY_RECONSUME_TIME, MessageQueue, StoredMessage
+from pullspec.spec.errors import InvalidTypeError, RejectedExecutionError
+from pullspec.spec.message import PROPERTY_RECONSUME_TIME, MessageQueue, StoredMessage, put_property
 from pullspec.spec.offset_store import OffsetStore
 from pullspec.spec.profiles import Profile
 from pullspec.spec.protocols import ProcessQueue
+from pullspec.spec.ruleset import Ruleset
 
 Task = Callable[[], None]
 #: How long a listener call lasts, in virtual milliseconds.
@@ -158,10 +159,14 @@ class ReferenceConsumeOrderlyService:
 
     # -- life cycle (ORDER-1, ORDER-17) -----------------------------------------------------------
 
+    @property
+    def rules(self) -> Ruleset:
+        """The rules of this object's profile (a mutant swaps one)."""
+        return Ruleset.of(self.profile)
+
     def start(self) -> None:
         """Start periodic lockAll in CLUSTERING (ORDER-1)."""
-        rule = life.lock_schedule_v47 if self.profile is Profile.V4_7 else life.lock_schedule_v49
-        schedule = rule(self.config.message_model)
+        schedule = self.rules.lock_schedule(self.config.message_model)
         if schedule is not None:
             due = self.scheduler.clock.now_ms() + schedule.initial_delay_ms
             self._at(due, lambda: self._lock_periodically(schedule, due), "lockMQPeriodically")
@@ -181,7 +186,7 @@ class ReferenceConsumeOrderlyService:
     def shutdown(self, await_terminate_millis: int = 0) -> None:
         """ORDER-17: stop, shut the scheduler and the pool (queued requests dropped without a
         wait), then in CLUSTERING unlock everything; calls in progress still finish."""
-        for step in life.orderly_shutdown_steps(self.config.message_model):
+        for step in co.orderly_shutdown_steps(self.config.message_model):
             self.shutdown_steps.append(step)
             if step is ShutdownStep.STOP:
                 self._stopped = True
@@ -464,8 +469,8 @@ class ReferenceConsumeOrderlyService:
             ok = False
             if co.reaches_dead_letter(msg, max_times):
                 msg = put_property(msg, PROPERTY_RECONSUME_TIME, str(msg.reconsume_times))
-                build = sb.orderly_dead_letter_message(
-                    self.profile, msg, self.group, self.config.max_reconsume_times
+                build = self.rules.orderly_dead_letter_message(
+                    msg, self.group, self.config.max_reconsume_times
                 )
                 # The build shares (and so mutates) the consumed message's property map
                 msg = attrs.evolve(msg, properties=build.original_properties)

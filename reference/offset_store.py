@@ -16,7 +16,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from pullspec.spec.client_errors import MQClientError
 from pullspec.spec.consumer_config import ReadOffsetType
-from pullspec.spec.errors import InvalidTypeError, require_int, require_str
+from pullspec.spec.errors import InvalidTypeError, require_bool, require_int, require_str
 from pullspec.spec.message import MessageQueue
 from pullspec.spec.offset_store import (
     BAK_SUFFIX,
@@ -62,12 +62,6 @@ def _read_type(value: object) -> ReadOffsetType:
     return value
 
 
-def _bool(name: str, value: object) -> bool:
-    if not isinstance(value, bool):
-        raise InvalidTypeError(name, value, "bool")
-    return value
-
-
 def _mqs(value: object) -> Collection[MessageQueue] | None:
     if value is None:
         return None
@@ -97,7 +91,7 @@ class _TableStore:
         """updateOffset (OFFSET-2): first write unconditional, then set or increase-only."""
         queue = _mq(mq)
         value = require_int("offset", offset)
-        increase = _bool("increase_only", increase_only)
+        increase = require_bool("increase_only", increase_only)
         if queue is None:
             return
         self._table[queue] = updated_offset(self._table.get(queue), value, increase)
@@ -179,7 +173,7 @@ class ReferenceRemoteOffsetStore(_TableStore):
         """updateConsumeOffsetToBroker (OFFSET-6): send UPDATE_CONSUMER_OFFSET; errors propagate."""
         queue = _mq(mq)
         value = require_int("offset", offset)
-        oneway = _bool("is_oneway", is_oneway)
+        oneway = require_bool("is_oneway", is_oneway)
         if queue is not None:
             self.client.update_offset(queue, value, oneway)
 
@@ -291,4 +285,4 @@ class ReferenceLocalFileOffsetStore(_TableStore):
         """updateConsumeOffsetToBroker is a no-op locally (OFFSET-12)."""
         _mq(mq)
         require_int("offset", offset)
-        _bool("is_oneway", is_oneway)
+        require_bool("is_oneway", is_oneway)

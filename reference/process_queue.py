@@ -8,27 +8,21 @@ leaves the queue exactly as it was.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import attrs
 
 from pullspec.spec import process_queue as pq
 from pullspec.spec.clock import Clock
-from pullspec.spec.errors import InvalidTypeError, require_int, require_non_negative
+from pullspec.spec.errors import InvalidTypeError, require_bool, require_int, require_non_negative
 from pullspec.spec.message import StoredMessage
+from pullspec.spec.process_queue import SendMessageBack
 from pullspec.spec.profiles import Profile
+from pullspec.spec.ruleset import Ruleset
 
 log = logging.getLogger(__name__)
 # A library logs; the application decides where it goes (nothing by default).
 log.addHandler(logging.NullHandler())
-
-SendMessageBack = Callable[[StoredMessage, int], object]
-
-
-def _require_bool(name: str, value: object) -> bool:
-    if not isinstance(value, bool):
-        raise InvalidTypeError(name, value, "bool")
-    return value
 
 
 class ReferenceProcessQueue:
@@ -96,6 +90,11 @@ class ReferenceProcessQueue:
         """incTryUnlockTimes (PQ-20)."""
         self._state = pq.inc_try_unlock_times(self._state)
 
+    @property
+    def rules(self) -> Ruleset:
+        """The rules of this object's profile (a mutant swaps one)."""
+        return Ruleset.of(self._profile)
+
     def clean_expired_msg(
         self,
         send_message_back: SendMessageBack,
@@ -105,11 +104,9 @@ class ReferenceProcessQueue:
         """cleanExpiredMsg (PQ-18): send expired head messages back (delay level 3) and uncache
         them; `send_message_back(msg, delay_level)` stands for DefaultMQPushConsumer's."""
         timeout = require_non_negative("consume_timeout_min", consume_timeout_min)
-        if _require_bool("consume_orderly", consume_orderly):
+        if require_bool("consume_orderly", consume_orderly):
             return
-        expired_head = (
-            pq.expired_head_v4_7 if self._profile is Profile.V4_7 else pq.expired_head_v4_9
-        )
+        expired_head = self.rules.expired_head
         for _ in range(min(len(self._state.msg_tree), pq.CLEAN_EXPIRED_LOOP_MAX)):
             # A NumberFormatError escapes here, as Java's does: nothing in the sweep catches it.
             msg = expired_head(self._state.msg_tree, self._clock.now_ms(), timeout)
@@ -213,7 +210,7 @@ class ReferenceProcessQueue:
 
     @locked.setter
     def locked(self, value: bool) -> None:
-        self._state = attrs.evolve(self._state, locked=_require_bool("locked", value))
+        self._state = attrs.evolve(self._state, locked=require_bool("locked", value))
 
     @property
     def last_lock_timestamp(self) -> int:

@@ -16,7 +16,13 @@ from typing import Any, Protocol, runtime_checkable
 import attrs
 
 from pullspec.reference.scheduler import Scheduler
-from pullspec.spec.errors import InvalidTypeError, require_int, require_non_negative, require_str
+from pullspec.spec.errors import (
+    InvalidTypeError,
+    check_bool,
+    require_int,
+    require_non_negative,
+    require_str,
+)
 from pullspec.spec.message import MessageQueue
 from pullspec.spec.protocols import ProcessQueue
 from pullspec.spec.pull_actions import dispatches_to_consumer, schedules_later
@@ -51,11 +57,6 @@ def _int(instance: Any, attribute: attrs.Attribute[int], value: object) -> None:
     require_int(attribute.name, value)
 
 
-def _bool(instance: Any, attribute: attrs.Attribute[bool], value: object) -> None:
-    if not isinstance(value, bool):
-        raise InvalidTypeError(attribute.name, value, "bool")
-
-
 @attrs.define(eq=False)
 class PullRequest:
     """RocketMQ's PullRequest (PULLQ-7): one mutable object per ProcessQueue, re-enqueued itself;
@@ -68,7 +69,7 @@ class PullRequest:
     process_queue: ProcessQueue = attrs.field(validator=_pq)
     next_offset: int = attrs.field(validator=_int)
     #: lockedFirst (4.7) / previouslyLocked (4.9): FLOW-12 has corrected the cursor once.
-    previously_locked: bool = attrs.field(default=False, validator=_bool)
+    previously_locked: bool = attrs.field(default=False, validator=check_bool)
 
     @property
     def key(self) -> tuple[str, MessageQueue]:

@@ -52,22 +52,19 @@ from pullspec.spec.pull_request import (
     commit_offset_for_pull,
     on_pull_kernel_exception,
     pull_kernel_call,
-    pull_message_request_header,
-    pull_status_for_response_code,
 )
 from pullspec.spec.pull_result import (
     PullResult,
     PullResultHandling,
-    on_exception,
     on_success,
     stores_despite_drop,
 )
 from pullspec.spec.pull_route import (
     check_filter_type_supported,
-    find_broker_address_in_subscribe,
     pull_target_address,
     recalculate_pull_from_which_node,
 )
+from pullspec.spec.ruleset import Ruleset
 from pullspec.spec.status import PullStatus
 
 
@@ -411,8 +408,8 @@ class ReferencePushConsumer:
         # REQ-6: look up, refresh the route (the registry is the route here) and look up again.
         for _ in range(2):
             addrs = self.remoting.broker_addrs(mq.broker_name)
-            found = find_broker_address_in_subscribe(
-                addrs, broker_id, self.only_this_broker, self.profile
+            found = self.rules.find_broker_address_in_subscribe(
+                addrs, broker_id, self.only_this_broker
             )
             if found is not None:
                 break
@@ -420,7 +417,7 @@ class ReferencePushConsumer:
             raise MQClientError(f"The broker[{mq.broker_name}] not exist")
         version = self.remoting.broker_version(found.broker_addr)
         check_filter_type_supported(call.expression_type, version, mq.broker_name)
-        header = pull_message_request_header(self.group, call, found, self.profile)
+        header = self.rules.pull_message_request_header(self.group, call, found)
         # REQ-10 looks at the caller's flag (before the slave rewrite) for the class filter.
         servers = self.remoting.filter_servers(mq.topic, found.broker_addr)
         target = pull_target_address(
@@ -429,6 +426,11 @@ class ReferencePushConsumer:
         return target, header
 
     # -- RESULT ------------------------------------------------------------------------------
+
+    @property
+    def rules(self) -> Ruleset:
+        """The rules of this object's profile (a mutant swaps one)."""
+        return Ruleset.of(self.profile)
 
     def _on_response(
         self,
@@ -439,9 +441,9 @@ class ReferencePushConsumer:
         response: PullResponse,
     ) -> None:
         try:
-            # REQ-12: processPullResponse; 4.9 names the broker in the MQBrokerException.
-            named = addr if self.profile is Profile.V4_9 else None
-            status = pull_status_for_response_code(response.code, response.remark, named)
+            # REQ-12: processPullResponse.
+            rules = self.rules
+            status = rules.pull_status_for_response_code(response.code, response.remark, addr)
             result = PullResult(
                 status,
                 response.next_begin_offset or 0,
@@ -512,7 +514,7 @@ class ReferencePushConsumer:
             self.log.append(("error", f"executeTaskLater Exception: {exc!r}"))
 
     def _on_exception(self, pr: PullRequest, error: BaseException) -> None:
-        handling = on_exception(error, pr.message_queue.topic, self.config, self.profile)
+        handling = self.rules.on_exception(error, pr.message_queue.topic, self.config)
         if handling.log_warning:
             self.log.append(("warn", f"execute the pull request exception: {error!r}"))
         now = self.scheduler.clock.now_ms()

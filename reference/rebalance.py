@@ -22,7 +22,6 @@ from pullspec.reference.scheduler import Scheduler
 from pullspec.spec import allocate as al
 from pullspec.spec import rebalance as rb
 from pullspec.spec.client_errors import MQClientError
-from pullspec.spec.consume_types import BrokerLockClient
 from pullspec.spec.consumer_config import (
     ConsumerConfig,
     MessageModel,
@@ -35,9 +34,10 @@ from pullspec.spec.filter import SubscriptionData
 from pullspec.spec.message import MessageQueue
 from pullspec.spec.offset_store import OffsetStore
 from pullspec.spec.profiles import Profile
-from pullspec.spec.protocols import ProcessQueue
-from pullspec.spec.pull_from_where import OffsetQueries, compute_pull_from_where_for
+from pullspec.spec.protocols import BrokerLockClient, ProcessQueue
+from pullspec.spec.pull_from_where import OffsetQueries
 from pullspec.spec.rebalance import LockMarks, NewQueueOutcome, QueueView
+from pullspec.spec.ruleset import Ruleset
 
 
 @attrs.frozen
@@ -164,8 +164,7 @@ class ReferenceRebalancePushImpl:
         """REBAL-17 as this profile's rebalance calls it: 4.7 gives −1 on a failed broker query,
         4.9 (computePullFromWhereWithException) raises MQClientError."""
         last = self.offset_store.read_offset(mq, ReadOffsetType.READ_FROM_STORE)
-        return compute_pull_from_where_for(
-            self.profile,
+        return self.rules.compute_pull_from_where(
             self.config.consume_from_where,
             mq,
             last,
@@ -258,25 +257,25 @@ class ReferenceRebalancePushImpl:
             self.dispatch(request)
         return changed
 
+    @property
+    def rules(self) -> Ruleset:
+        """The rules of this object's profile (a mutant swaps one)."""
+        return Ruleset.of(self.profile)
+
     def _add(self, mq: MessageQueue) -> tuple[NewPullRequest | None, rb.NewQueue]:
         lock_ok = self.lock(mq) if self.orderly else True
         if self.orderly and not lock_ok:
             self.log.append(("warn", f"add a new mq failed, {mq}, because lock failed"))
-            return None, rb.new_queue(self.profile, True, False, None)
+            return None, self.rules.new_queue(True, False, None)
         self.offset_store.remove_offset(mq)  # removeDirtyOffset (OFFSET-13)
         pq = self.process_queue_factory()
-        early = (
-            rb.new_process_queue_locked_v47
-            if self.profile is Profile.V4_7
-            else rb.new_process_queue_locked_v49
-        )
-        if early():
+        if self.rules.new_process_queue_locked():
             pq.locked = True  # REBAL-11: lastLockTimestamp is the creation time already
         try:
             next_offset: int | None = self.compute_pull_from_where(mq)
         except MQClientError:
             next_offset = None
-        decision = rb.new_queue(self.profile, self.orderly, lock_ok, next_offset)
+        decision = self.rules.new_queue(self.orderly, lock_ok, next_offset)
         if decision.outcome is not NewQueueOutcome.ADDED:
             self.log.append(("warn", f"add new mq failed, {mq}: {decision.outcome.value}"))
             return None, decision

@@ -32,54 +32,31 @@ from pullspec.spec.errors import (
     require_str,
 )
 from pullspec.spec.layout import validate_topic
-from pullspec.spec.message import BrokerInnerMessage, StoredMessage
+from pullspec.spec.message import (
+    BrokerInnerMessage,
+    StoredMessage,
+    dlq_topic_name,
+    retry_topic_name,
+)
 from pullspec.spec.profiles import Profile
 from pullspec.spec.protocols import MessageStore
 from pullspec.spec.retry import (
-    RANDOM_BOUND,
-    dead_letter_target_v47,
-    dead_letter_target_v49,
+    SendBackRequest,
+    SendBackResponse,
     delivered_message,
     delivery_properties,
     due_timestamp,
-    max_reconsume_times_v47,
-    max_reconsume_times_v49,
-    retry_delay_level,
-    retry_target_v47,
-    retry_target_v49,
-    send_back_message_v47,
-    send_back_message_v49,
-)
-from pullspec.spec.retry_request import (
-    SendBackRequest,
-    SendBackResponse,
-    dlq_topic_name,
-    profile_request_version,
     put_response,
+    retry_delay_level,
     retry_topic_config,
-    retry_topic_name,
     send_back_checks,
 )
+from pullspec.spec.ruleset import Ruleset
 from pullspec.spec.status import BrokerRole
 
 #: The consumer group the schedule service reads its queues as (the store ignores it).
 SCHEDULE_READER = "SCHEDULE_SERVICE"
 _BATCH = 32
-
-_RULES = {
-    Profile.V4_7: (
-        retry_target_v47,
-        max_reconsume_times_v47,
-        dead_letter_target_v47,
-        send_back_message_v47,
-    ),
-    Profile.V4_9: (
-        retry_target_v49,
-        max_reconsume_times_v49,
-        dead_letter_target_v49,
-        send_back_message_v49,
-    ),
-}
 
 
 def _levels_of(store: MessageStore) -> tuple[int, ...]:
@@ -103,9 +80,12 @@ class ReferenceScheduleService:
     #: The delay of each level in ms (RETRY-7); default: the store's messageDelayLevel.
     levels: tuple[int, ...] = attrs.field(kw_only=True, default=())
     _offsets: dict[int, int] = attrs.field(init=False, factory=dict)
+    #: The rules of `profile` (the mutation bank swaps one).
+    rules: Ruleset = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
         self.profile = Profile.parse(self.profile)
+        self.rules = Ruleset.of(self.profile)
         if not self.levels:
             self.levels = _levels_of(self.store)
 
@@ -173,8 +153,8 @@ class ReferenceScheduleService:
         try:
             msg = delivered_message(record)
         except InvalidArgumentError:
-            # 4.7 logs and drops the record; 4.9.7's catch sits outside the loop, so it retries.
-            return None if self.profile is Profile.V4_7 else False
+            # RETRY-9: 4.7 logs and drops the record; 4.9.7's catch sits outside the loop.
+            return False if self.rules.retries_undeliverable_record() else None
         # RETRY-9: the store decides on the map without DELAY but stores the record's properties.
         try:
             result = self.store.put_message(
@@ -216,11 +196,14 @@ class ReferenceSendBack:
     groups: dict[str, SubscriptionGroupConfig] = attrs.field(init=False, factory=dict)
     schedule: ReferenceScheduleService = attrs.field(init=False)
     _last_stored: StoredMessage | None = attrs.field(init=False, default=None)
+    #: The rules of `profile` (the mutation bank swaps one).
+    rules: Ruleset = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
         if not isinstance(self.group_config, SubscriptionGroupConfig):
             raise InvalidTypeError("group_config", self.group_config, "SubscriptionGroupConfig")
         self.profile = Profile.parse(self.profile)
+        self.rules = Ruleset.of(self.profile)
         self.groups[self.group_config.group_name] = self.group_config
         self.schedule = ReferenceScheduleService(self.store, self.profile, clock=self.clock)
 
@@ -245,7 +228,7 @@ class ReferenceSendBack:
         if not isinstance(request, SendBackRequest):
             raise InvalidTypeError("request", request, "SendBackRequest")
         version = (
-            profile_request_version(self.profile) if request_version is None else request_version
+            self.rules.client_request_version() if request_version is None else request_version
         )
         require_int("request_version", version)
         group = request.group
@@ -253,7 +236,7 @@ class ReferenceSendBack:
             why = validate_topic(topic)
             if why:
                 raise IllegalTopicError("group", group, why)
-        target_rule, max_rule, dlq_rule, message_rule = _RULES[self.profile]
+        rules = self.rules
         config = self.groups.get(group)
         if config is None and self.auto_create_subscription_group:
             config = SubscriptionGroupConfig(group_name=group)
@@ -272,7 +255,9 @@ class ReferenceSendBack:
         limit = None
         if stop is None:
             assert config is not None and record is not None
-            limit = max_rule(request.max_reconsume_times, config.retry_max_times, version)
+            limit = rules.max_reconsume_times(
+                request.max_reconsume_times, config.retry_max_times, version
+            )
         # From here on the request changes the broker's state.
         self._last_stored = None
         if config is not None:
@@ -280,24 +265,23 @@ class ReferenceSendBack:
         if stop is not None and stop.step < 5:
             return stop.response
         assert config is not None
-        topic, queue_id = target_rule(group, config.retry_queue_nums, self._draw())
+        topic, queue_id = rules.retry_target(group, config.retry_queue_nums, self._draw())
         self.topics.setdefault(topic, retry_topic_config(group, config.retry_queue_nums))
         if stop is not None:
             return stop.response
         assert record is not None and limit is not None
-        dlq = dlq_rule(group, record.reconsume_times, limit, request.delay_level)
+        dlq = rules.dead_letter_target(group, record.reconsume_times, limit, request.delay_level)
         if dlq is None:
             delay: int | None = retry_delay_level(request.delay_level, record.reconsume_times)
         else:
             self._draw()  # Java draws the DLQ queue too: nextInt % DLQ_NUMS_PER_GROUP == 0
             topic, queue_id, delay = dlq.topic, dlq.queue_id, dlq.delay_level
             self.topics.setdefault(topic, dlq.topic_config())
-        return self._put(message_rule(record, topic, queue_id, delay))
+        return self._put(rules.send_back_message(record, topic, queue_id, delay))
 
     def _draw(self) -> int:
-        if self.profile is Profile.V4_7:
-            return self.rng.randint(-(2**31), 2**31 - 1)  # Random.nextInt()
-        return self.rng.randrange(RANDOM_BOUND)  # ThreadLocalRandom.nextInt(99999999)
+        # RETRY-2: 4.7 draws Random.nextInt(), 4.9 ThreadLocalRandom.nextInt(99999999).
+        return self.rng.randrange(*self.rules.retry_random_range())
 
     def _put(self, msg: BrokerInnerMessage) -> SendBackResponse:
         try:

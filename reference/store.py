@@ -12,7 +12,7 @@ from typing import cast
 
 import attrs
 
-from pullspec.spec.batch import BatchLimits, check_in_disk_by_commit_offset, check_result_capacity
+from pullspec.spec.batch import BatchLimits, check_in_disk_by_commit_offset
 from pullspec.spec.clock import Clock
 from pullspec.spec.config import CQ_STORE_UNIT_SIZE, StoreConfig
 from pullspec.spec.delay import delay_rewrite, deliver_timestamp, parse_delay_levels
@@ -24,30 +24,27 @@ from pullspec.spec.errors import (
     require_int,
     require_str,
 )
-from pullspec.spec.filter import ExpressionMessageFilter, tags_string_to_tags_code
+from pullspec.spec.filter import tags_string_to_tags_code
 from pullspec.spec.layout import body_crc as compute_body_crc
 from pullspec.spec.layout import (
     calc_msg_length,
-    check_message_limits,
     is_dispatched_type,
-    message_properties_to_string,
     needs_end_of_file_blank,
-    string_to_message_properties,
     validate_topic,
 )
 from pullspec.spec.message import PROPERTY_TAGS, BrokerInnerMessage, StoredMessage
 from pullspec.spec.profiles import Profile
-from pullspec.spec.protocols import MessageFilter
+from pullspec.spec.protocols import MessageFilter, check_get_message_arguments
 from pullspec.spec.record import (
-    encode_blank,
     encode_stored,
     host_sys_flag,
-    with_blank_leftovers,
 )
 from pullspec.spec.results import GetMessageResult, PutMessageResult
+from pullspec.spec.ruleset import Ruleset
 from pullspec.spec.status import BrokerRole, GetMessageStatus, PutMessageStatus
 from pullspec.spec.store import (
     CQEntry,
+    RoleHolder,
     assign_queue_offset,
     classify_offset,
     commit_log_read_position,
@@ -89,7 +86,7 @@ class _ConsumeQueue:
 
 
 @attrs.define
-class ReferenceMessageStore:
+class ReferenceMessageStore(RoleHolder):
     """A deterministic in-memory DefaultMessageStore that answers exactly as RocketMQ does."""
 
     config: StoreConfig = attrs.field(factory=StoreConfig)
@@ -109,35 +106,17 @@ class ReferenceMessageStore:
     _prepared: tuple[BrokerInnerMessage, tuple[BrokerInnerMessage, int, int]] | None = attrs.field(
         init=False, default=None
     )
+    #: The rules of `profile` (the mutation bank swaps one).
+    rules: Ruleset = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
         if not isinstance(self.config, StoreConfig):
             raise InvalidTypeError("config", self.config, "StoreConfig")
         self.profile = Profile.parse(self.profile)
+        self.rules = Ruleset.of(self.profile)
         self._role = self.config.broker_role
         self._offset_check_in_slave = self.config.offset_check_in_slave
         self._delay_levels = parse_delay_levels(self.config.message_delay_level)
-
-    # -- roles -------------------------------------------------------------------------------
-
-    @property
-    def broker_role(self) -> BrokerRole:
-        """The live broker role."""
-        return self._role
-
-    @property
-    def offset_check_in_slave(self) -> bool:
-        """The live offsetCheckInSlave switch."""
-        return self._offset_check_in_slave
-
-    def set_role(self, broker_role: BrokerRole, offset_check_in_slave: bool) -> None:
-        """Switch the broker role and offsetCheckInSlave at run time."""
-        if not isinstance(broker_role, BrokerRole):
-            raise InvalidTypeError("broker_role", broker_role, "BrokerRole")
-        if not isinstance(offset_check_in_slave, bool):
-            raise InvalidTypeError("offset_check_in_slave", offset_check_in_slave, "bool")
-        self._role = broker_role
-        self._offset_check_in_slave = offset_check_in_slave
 
     # -- put -----------------------------------------------------------------------------------
 
@@ -172,9 +151,9 @@ class ReferenceMessageStore:
             self._counters.get(key, 0), msg.sys_flag
         )
         phys = file.start + file.written
-        properties_string = message_properties_to_string(msg.properties, self.profile)
+        properties_string = self.rules.message_properties_to_string(msg.properties)
         # Every reader of the commit log decodes the stored properties string (LAYOUT-13)
-        properties = string_to_message_properties(properties_string, self.profile)
+        properties = self.rules.string_to_message_properties(properties_string)
         record = StoredMessage(
             topic=msg.topic,
             queue_id=msg.queue_id,
@@ -230,20 +209,15 @@ class ReferenceMessageStore:
         why = validate_topic(msg.topic)
         if why:
             raise IllegalTopicError("topic", msg.topic, why)
-        properties_string = message_properties_to_string(msg.properties, self.profile)
+        properties_string = self.rules.message_properties_to_string(msg.properties)
         msg_length = calc_msg_length(
             msg.sys_flag,
             len(msg.body),
             len(msg.topic.encode("utf-8")),
             len(properties_string.encode("utf-8")),
         )
-        status = check_message_limits(
-            msg.topic,
-            properties_string,
-            len(msg.body),
-            msg_length,
-            self.config.max_message_size,
-            self.profile,
+        status = self.rules.check_message_limits(
+            msg.topic, properties_string, len(msg.body), msg_length, self.config.max_message_size
         )
         if status is not None:
             raise MessageIllegalError("msg", msg.topic, f"{msg_length}-byte record", status.value)
@@ -376,7 +350,7 @@ class ReferenceMessageStore:
             out += encode_stored(r, self._properties_strings[at])
             at += r.size
         if len(out) < size and at < file_end:
-            out += encode_blank(file_end - at, self.profile)
+            out += self.rules.encode_blank(file_end - at)
         return bytes(out[:size]).ljust(size, b"\0")
 
     def _bodies(
@@ -387,7 +361,7 @@ class ReferenceMessageStore:
         if whole_records_read(messages, entries):
             return None
         return tuple(
-            with_blank_leftovers(self._bytes(m.commitlog_offset, size), self.profile)
+            self.rules.with_blank_leftovers(self._bytes(m.commitlog_offset, size))
             for m, (_, size, _) in zip(messages, entries, strict=True)
         )
 
@@ -403,23 +377,12 @@ class ReferenceMessageStore:
         message_filter: MessageFilter | None = None,
     ) -> GetMessageResult:
         """Answer a pull exactly as DefaultMessageStore.getMessage does."""
-        require_str("group", group)
-        require_str("topic", topic)
-        require_int("queue_id", queue_id)
-        require_int("offset", offset)
-        require_int("max_msg_nums", max_msg_nums)
-        # The broker's own filter type first: a runtime Protocol isinstance costs microseconds.
-        if (
-            message_filter is not None
-            and type(message_filter) is not ExpressionMessageFilter
-            and not isinstance(message_filter, MessageFilter)
-        ):
-            raise InvalidTypeError("message_filter", message_filter, "MessageFilter or None")
+        check_get_message_arguments(group, topic, queue_id, offset, max_msg_nums, message_filter)
         max_offset_py = self.get_max_phy_offset()
         queue = self._queue(topic, queue_id)
         min_offset, max_offset = self._min_max(queue)
         decided = classify_offset(
-            offset, min_offset, max_offset, self._role, self._offset_check_in_slave, self.profile
+            offset, min_offset, max_offset, self._role, self._offset_check_in_slave, self.rules
         )
         if decided is not None:
             return GetMessageResult(decided[0], decided[1], min_offset, max_offset)
@@ -440,7 +403,7 @@ class ReferenceMessageStore:
             return GetMessageResult(
                 GetMessageStatus.OFFSET_FOUND_NULL, next_offset, min_offset, max_offset
             )
-        check_result_capacity(max_msg_nums, self.profile)
+        self.rules.check_result_capacity(max_msg_nums)
         number, first, end = window
         entries = queue.files[number].entries[
             first // CQ_STORE_UNIT_SIZE : end // CQ_STORE_UNIT_SIZE

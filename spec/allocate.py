@@ -12,12 +12,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Sequence
 
-from pullspec.spec.consume_types import REBALANCE_WAIT_INTERVAL_MILLIS, RETRY_GROUP_TOPIC_PREFIX
 from pullspec.spec.consumer_config import MessageModel
 from pullspec.spec.errors import InvalidArgumentError
-from pullspec.spec.message import MessageQueue
+from pullspec.spec.message import RETRY_GROUP_TOPIC_PREFIX, MessageQueue
 from pullspec.spec.profiles import Profile
-from pullspec.spec.rules import rule
+from pullspec.spec.rules import Rules, rule, stated
+
+#: REBAL-1: rocketmq.client.rebalance.waitInterval.
+REBALANCE_WAIT_INTERVAL_MILLIS = 20_000
+
+
+#: REBAL-5: GET_CONSUMER_LIST_BY_GROUP timeout (4.9: mqClientApiTimeout, same default).
+CONSUMER_LIST_RPC_TIMEOUT_MILLIS = 3_000
+
 
 _S24 = ("002_c88c8921902728c1.txt", "004_60fc00b6c6a023ff.txt")
 _S34 = ("003_97f7c1df5f6104bc.txt", "004_60fc00b6c6a023ff.txt")
@@ -71,7 +78,7 @@ def next_rebalance_at(
     post: last_run_end <= __return__ <= last_run_end + wait_interval_ms
     post: woken_at is not None or __return__ == last_run_end + wait_interval_ms
     """
-    # Verify a wake-up came before the interval ran out (a wake-up during a run counts at once)
+    # A wake-up came before the interval ran out (a wake-up during a run counts at once).
     if woken_at is None:
         return last_run_end + wait_interval_ms
     return max(last_run_end, min(woken_at, last_run_end + wait_interval_ms))
@@ -86,7 +93,7 @@ def rebalance_topics(paused: bool, subscribed_topics: Sequence[str]) -> tuple[st
 
     post: __return__ == (() if paused else tuple(subscribed_topics))
     """
-    # Verify the pause flag; a paused consumer does not even truncate
+    # The pause flag; a paused consumer does not even truncate.
     return () if paused else tuple(subscribed_topics)
 
 
@@ -104,7 +111,7 @@ def truncated_queues(
 
     post: all(q.topic not in subscribed_topics for q in __return__)
     """
-    # Verify the topic is still subscribed; nothing else is looked at
+    # The topic is still subscribed; nothing else is looked at.
     return tuple(q for q in table_mqs if q.topic not in subscribed_topics)
 
 
@@ -117,7 +124,7 @@ def broadcasting_allocation(
 
     post: (__return__ is None) == (mq_set is None)
     """
-    # Verify the route is known
+    # The route is known.
     return None if mq_set is None else frozenset(mq_set)
 
 
@@ -136,7 +143,7 @@ def clustering_allocation(
 
     post: mq_set is not None and cid_all is not None or __return__ is None
     """
-    # Verify both inputs arrived (the consumer list is fetched even without a route)
+    # Both inputs arrived (the consumer list is fetched even without a route).
     if mq_set is None or cid_all is None:
         return None
     try:
@@ -144,7 +151,7 @@ def clustering_allocation(
             consumer_group, current_cid, sort_message_queues(mq_set), sort_client_ids(cid_all)
         )
     except Exception:
-        # Verify the strategy ran: any Throwable is logged and the rebalance returns
+        # The strategy ran: any Throwable is logged and the rebalance returns.
         return None
     return frozenset(result)
 
@@ -163,14 +170,14 @@ def check_allocate_args(
     post: __return__ == (current_cid in cid_all)
     raises: InvalidArgumentError
     """
-    # Verify each argument in RocketMQ's order; REBAL-5 catches the exception (no change)
+    # Each argument is checked in RocketMQ's order; REBAL-5 catches the exception (no change).
     if not current_cid:
         raise InvalidArgumentError("current_cid", current_cid, "currentCID is empty")
     if not mq_all:
         raise InvalidArgumentError("mq_all", mq_all, "mqAll is null or mqAll empty")
     if not cid_all:
         raise InvalidArgumentError("cid_all", cid_all, "cidAll is null or cidAll empty")
-    # Verify membership: a stranger gets nothing and so drops every queue of the topic
+    # Membership: a stranger gets nothing and so drops every queue of the topic.
     return current_cid in cid_all
 
 
@@ -195,7 +202,7 @@ def allocate_averagely(
     n, c = len(mq_all), len(cid_all)
     index = cid_all.index(current_cid)
     mod = n % c
-    # Verify whether this consumer is among the first `mod`, which take one extra queue
+    # Whether this consumer is among the first `mod`, which take one extra queue.
     extra = mod > 0 and index < mod
     average = 1 if n <= c else (n // c + 1 if extra else n // c)
     start = index * average if extra else index * average + mod
@@ -221,7 +228,7 @@ def allocate_averagely_by_circle(
     if not check_allocate_args(current_cid, mq_all, cid_all):
         return []
     index, c = cid_all.index(current_cid), len(cid_all)
-    # Verify the residue class of each position
+    # The residue class of each position.
     return [mq_all[j] for j in range(index, len(mq_all)) if j % c == index]
 
 
@@ -264,7 +271,7 @@ def client_id_v47(
 
     post: __return__.startswith(client_ip + "@")
     """
-    # Verify the rename applies only to CLUSTERING consumers named DEFAULT
+    # The rename applies only to CLUSTERING consumers named DEFAULT.
     return _client_id(client_ip, _renamed(instance_name, message_model, str(pid)), unit_name)
 
 
@@ -286,7 +293,7 @@ def client_id_v49(
     post: __return__.startswith(client_ip + "@")
     post: __return__.endswith("@STREAM") or not enable_stream
     """
-    # Verify the rename: the nanoTime makes every start a new clientId
+    # The rename: the nanoTime makes every start a new clientId.
     name = _renamed(instance_name, message_model, f"{pid}#{nano_time}")
     cid = _client_id(client_ip, name, unit_name)
     return f"{cid}@{STREAM_SUFFIX}" if enable_stream else cid
@@ -303,5 +310,12 @@ def client_id(
     enable_stream: bool = False,
 ) -> str:
     """REBAL-24 in `profile`."""
-    fn = client_id_v47 if profile is Profile.V4_7 else client_id_v49
-    return fn(client_ip, instance_name, unit_name, message_model, pid, nano_time, enable_stream)
+    return AllocateRules.of(profile).client_id(
+        client_ip, instance_name, unit_name, message_model, pid, nano_time, enable_stream
+    )
+
+
+class AllocateRules(Rules):
+    """The changed REBAL rule of the client id (see `spec.rules.Rules`)."""
+
+    client_id = stated(client_id_v47, client_id_v49)

@@ -7,7 +7,7 @@ import attrs
 from pullspec.spec.config import StoreConfig
 from pullspec.spec.errors import IllegalCapacityError
 from pullspec.spec.profiles import Profile
-from pullspec.spec.rules import rule
+from pullspec.spec.rules import Rules, rule, stated
 
 SEEDS_GET_MESSAGE = (
     "000_26b83a4251c26823.txt",
@@ -74,18 +74,18 @@ def is_the_batch_full(
     pre: size_py >= 0 and buffer_total >= 0 and message_total >= 0
     post: not __return__ if buffer_total == 0 or message_total == 0 else True
     """
-    # Verify something was returned: the first message always fits
+    # Something was returned: the first message always fits.
     if buffer_total == 0 or message_total == 0:
         return False
-    # Verify maxMsgNums is not reached
+    # Check that maxMsgNums is not reached.
     if max_msg_nums <= message_total:
         return True
     if is_in_disk:
-        # Verify the on-disk byte and count limits
+        # The on-disk byte and count limits.
         if buffer_total + size_py > limits.max_transfer_bytes_on_message_in_disk:
             return True
         return message_total > limits.max_transfer_count_on_message_in_disk - 1
-    # Verify the in-memory byte and count limits
+    # The in-memory byte and count limits.
     if buffer_total + size_py > limits.max_transfer_bytes_on_message_in_memory:
         return True
     return message_total > limits.max_transfer_count_on_message_in_memory - 1
@@ -137,14 +137,21 @@ def check_result_capacity_v49(max_msg_nums: int) -> int:
     raises: IllegalCapacityError
     post: __return__ >= 1
     """
-    # Verify the result list can be pre-sized with maxMsgNums
+    # The result list can be pre-sized with maxMsgNums.
     if max_msg_nums < 0:
         raise IllegalCapacityError(max_msg_nums)
     return max(1, max_msg_nums)
 
 
+class BatchRules(Rules):
+    """The BATCH rules of one profile (see `spec.rules.Rules`)."""
+
+    max_filter_message_count = stated(max_filter_message_count)
+    is_the_batch_full = stated(is_the_batch_full)
+    check_in_disk_by_commit_offset = stated(check_in_disk_by_commit_offset)
+    check_result_capacity = stated(check_result_capacity_v47, check_result_capacity_v49)
+
+
 def check_result_capacity(max_msg_nums: int, profile: Profile) -> int:
     """At most how many messages the window scan may return in `profile` (BATCH-4), or raise."""
-    if profile is Profile.V4_7:
-        return check_result_capacity_v47(max_msg_nums)
-    return check_result_capacity_v49(max_msg_nums)
+    return BatchRules.of(profile).check_result_capacity(max_msg_nums)

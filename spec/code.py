@@ -136,20 +136,20 @@ def pre_store_check(
 
     post: __return__ is None or __return__ is not ResponseCode.SUCCESS
     """
-    # Verify the broker is readable
+    # Check that the broker is readable.
     if not broker_permission & PERM_READ:
         return ResponseCode.NO_PERMISSION
-    # Verify the subscription group exists and may consume
+    # Check that the subscription group exists and may consume.
     if not group_exists:
         return ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST
     if not consume_enable:
         return ResponseCode.NO_PERMISSION
-    # Verify the topic exists and is readable
+    # Check that the topic exists and is readable.
     if not topic_exists:
         return ResponseCode.TOPIC_NOT_EXIST
     if not topic_permission & PERM_READ:
         return ResponseCode.NO_PERMISSION
-    # Verify the queue id is one of the topic's read queues
+    # Check that the queue id is one of the topic's read queues.
     if queue_id < 0 or queue_id >= read_queue_nums:
         return ResponseCode.SYSTEM_ERROR
     return None
@@ -170,13 +170,13 @@ def registry_subscription_check(
 
     post: __return__ is None or __return__ is not ResponseCode.SUCCESS
     """
-    # Verify the group sent a heartbeat
+    # Check that the group sent a heartbeat.
     if not group_registered:
         return ResponseCode.SUBSCRIPTION_NOT_EXIST
-    # Verify broadcasting is allowed for the group
+    # Check that broadcasting is allowed for the group.
     if broadcasting and not consume_broadcast_enable:
         return ResponseCode.NO_PERMISSION
-    # Verify the group subscribes to the topic with a version at least the request's
+    # Check that the group subscribes to the topic with a version at least the request's.
     if not has_topic_subscription:
         return ResponseCode.SUBSCRIPTION_NOT_EXIST
     if registered_sub_version < request_sub_version:
@@ -299,7 +299,7 @@ def offset_moved_outcome(
 
     post: __return__[2] == (__return__[0] is ResponseCode.PULL_OFFSET_MOVED)
     """
-    # Verify this broker corrects offsets (STORE-6)
+    # Check that this broker corrects offsets (STORE-6).
     if broker_role is not BrokerRole.SLAVE or offset_check_in_slave:
         return (ResponseCode.PULL_OFFSET_MOVED, suggestion, True)
     return (ResponseCode.PULL_RETRY_IMMEDIATELY, group_broker_id, False)

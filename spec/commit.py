@@ -68,10 +68,10 @@ def query_consumer_offset(
 
     post: __return__[0] is ResponseCode.QUERY_NOT_FOUND or __return__[1] is not None
     """
-    # Verify an offset is stored
+    # Check that an offset is stored.
     if stored >= 0:
         return (ResponseCode.SUCCESS, stored)
-    # Verify the queue starts at 0 and its head is still in memory
+    # Check that the queue starts at 0 and its head is still in memory.
     if min_offset <= 0 and not first_entry_in_disk:
         return (ResponseCode.SUCCESS, 0)
     return (ResponseCode.QUERY_NOT_FOUND, None)

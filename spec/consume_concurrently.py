@@ -3,38 +3,115 @@
 Each rule is a pure decision: the side effects RocketMQ performs (the pool submit, the listener
 call, the send-back RPC) happen in the caller, which hands their outcomes in and applies the
 plan that comes back. Messages are frozen here, so where Java mutates a cached MessageExt
-(reconsumeTimes, topic, properties) a rule returns the changed copy. The pool, the cleaner and
-shutdown (CONC-1, CONC-13, CONC-14) are in `spec.consume_lifecycle`, the send-back (CONC-10,
-CONC-11) in `spec.client_send_back`.
+(reconsumeTimes, topic, properties) a rule returns the changed copy. The vocabulary both
+services share (the consume return type, periodic tasks, shutdown steps) is defined here; the
+pool, the cleaner and shutdown (CONC-1, CONC-13, CONC-14) close the module; the send-back
+(CONC-10, CONC-11) is in `spec.retry`.
+
+A listener's context is mutable on purpose: the listener reports through it (setAckIndex,
+setDelayLevelWhenNextConsume), exactly as a Java listener does; the rule functions only read it.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import attrs
 
-from pullspec.spec.consume_types import (
-    RESUBMIT_DELAY_MILLIS,
-    ConsumeConcurrentlyStatus,
-    ConsumeReturnType,
+from pullspec.spec.errors import (
+    JAVA_INT_MAX,
     IndexOutOfBoundsError,
-    put_property,
-    retry_topic,
-    without_namespace,
+    check_int,
+    require_int,
+    set_int,
 )
-from pullspec.spec.errors import require_int
 from pullspec.spec.message import (
     PROPERTY_CONSUME_START_TIME,
     PROPERTY_RETRY_TOPIC,
+    MessageQueue,
     StoredMessage,
+    put_property,
+    retry_topic_name,
+    without_namespace,
 )
 from pullspec.spec.offset_store import OffsetUpdate
-from pullspec.spec.rules import rule
+from pullspec.spec.profiles import Profile
+from pullspec.spec.rules import Rules, rule, stated
 
 _SVC = "ConsumeMessageConcurrentlyService"
+_S2 = ("002_c88c8921902728c1.txt",)
 _S24 = ("002_c88c8921902728c1.txt", "004_60fc00b6c6a023ff.txt")
+#: CONC-1: the consume pool's keep-alive (no effect: the pool never grows past its core).
+CONSUME_POOL_KEEP_ALIVE_MILLIS = 60_000
+#: CONC-1: updateCorePoolSize accepts 0 < n ≤ Short.MAX_VALUE.
+MAX_CORE_POOL_SIZE = 32_767
+#: CONC-3: both concurrent resubmissions (failed send-back batch, rejected request) wait 5 s.
+RESUBMIT_DELAY_MILLIS = 5_000
+#: CONC-11: the CONSUMER_SEND_MSG_BACK RPC timeout.
+SEND_BACK_RPC_TIMEOUT_MILLIS = 5_000
+#: CONC-11: the concurrent consumer's maxReconsumeTimes when it is −1 (the default).
+DEFAULT_MAX_RECONSUME_TIMES_CONCURRENTLY = 16
+#: CONC-11, ORDER-15: the client-built retry message's delay level is this + reconsumeTimes.
+CLIENT_SEND_BACK_BASE_DELAY_LEVEL = 3
+
+
+class ConsumeConcurrentlyStatus(enum.Enum):
+    """What a MessageListenerConcurrently returns."""
+
+    CONSUME_SUCCESS = "CONSUME_SUCCESS"
+    RECONSUME_LATER = "RECONSUME_LATER"
+
+
+class ConsumeReturnType(enum.Enum):
+    """The hook's CONSUME_CONTEXT_TYPE (CONC-5, ORDER-8); it never changes the status."""
+
+    SUCCESS = "SUCCESS"
+    TIME_OUT = "TIME_OUT"
+    EXCEPTION = "EXCEPTION"
+    RETURNNULL = "RETURNNULL"
+    FAILED = "FAILED"
+
+
+@attrs.define
+class ConsumeConcurrentlyContext:
+    """ConsumeConcurrentlyContext: built per ConsumeRequest (CONC-4); the listener may set
+    `ack_index` (CONC-6) and `delay_level_when_next_consume` (CONC-10)."""
+
+    message_queue: MessageQueue
+    #: 0: the broker picks 3 + reconsumeTimes; < 0: straight to the DLQ (broker send-back only).
+    delay_level_when_next_consume: int = attrs.field(
+        default=0, validator=check_int, on_setattr=set_int
+    )
+    #: Integer.MAX_VALUE: "all acknowledged" unless the listener says otherwise.
+    ack_index: int = attrs.field(default=JAVA_INT_MAX, validator=check_int, on_setattr=set_int)
+
+
+#: A scripted MessageListenerConcurrently: it may return None or raise (CONC-5).
+ConcurrentListener = Callable[
+    [Sequence[StoredMessage], ConsumeConcurrentlyContext], ConsumeConcurrentlyStatus | None
+]
+
+
+@attrs.frozen
+class PeriodicTask:
+    """A scheduleAtFixedRate task: first run after `initial_delay_ms`, then every `period_ms`;
+    `survives_exception` is false where an escaping exception cancels it for good."""
+
+    initial_delay_ms: int
+    period_ms: int
+    survives_exception: bool
+
+
+class ShutdownStep(enum.Enum):
+    """One step of a consume service's shutdown (CONC-14, ORDER-17)."""
+
+    STOP = "STOP"
+    SCHEDULER = "SCHEDULER"
+    CONSUME_POOL = "CONSUME_POOL"
+    CLEANER = "CLEANER"
+    UNLOCK_ALL = "UNLOCK_ALL"
+
 
 Batch = tuple[StoredMessage, ...]
 
@@ -68,12 +145,12 @@ def split_for_submit(
     post: (__return__.later is None) == (rejected_at is None or rejected_at >= max(1, -(-len(msgs) // batch_max_size)))
     """
     batch = tuple(msgs)
-    # Verify the list fits one request (an empty list too: Java submits it as it is)
+    # The list fits one request (an empty list too: Java submits it as it is).
     if len(batch) <= batch_max_size:
         chunks: list[Batch] = [batch]
     else:
         chunks = [batch[i : i + batch_max_size] for i in range(0, len(batch), batch_max_size)]
-    # Verify whether the pool rejects a request; the rejected one swallows the rest
+    # Whether the pool rejects a request; the rejected one swallows the rest.
     if rejected_at is None or rejected_at >= len(chunks):
         return SubmitPlan(tuple(chunks), None)
     rest = tuple(m for c in chunks[rejected_at:] for m in c)
@@ -107,7 +184,7 @@ def resubmit_plan(kind: Resubmission) -> ResubmitPlan:
     post: __return__.delay_ms == 5000
     post: __return__.resplit == (kind is Resubmission.SEND_BACK_FAILED)
     """
-    # Verify which overload: only the message-list one splits again
+    # Which overload: only the message-list one splits again.
     return ResubmitPlan(RESUBMIT_DELAY_MILLIS, kind is Resubmission.SEND_BACK_FAILED)
 
 
@@ -140,12 +217,12 @@ def consume_request_steps(
     post: dropped_on_entry or __return__[-1] is (RunStep.DISCARD_RESULT if dropped_after_listener else RunStep.PROCESS_CONSUME_RESULT)
     post: (RunStep.HOOK_BEFORE in __return__) == (has_hook and not dropped_on_entry)
     """
-    # Verify the queue is alive: a dropped one keeps its messages and commits nothing
+    # The queue is alive: a dropped one keeps its messages and commits nothing.
     if dropped_on_entry:
         return (RunStep.RETURN_DROPPED,)
     hook_before = (RunStep.HOOK_BEFORE,) if has_hook else ()
     hook_after = (RunStep.HOOK_AFTER,) if has_hook else ()
-    # Verify the queue survived the listener call: a result for a dropped queue is discarded
+    # The queue survived the listener call: a result for a dropped queue is discarded.
     last = RunStep.DISCARD_RESULT if dropped_after_listener else RunStep.PROCESS_CONSUME_RESULT
     return (
         RunStep.NEW_CONTEXT,
@@ -182,11 +259,11 @@ def normalise_status(
     post: __return__[0] is (ConsumeConcurrentlyStatus.RECONSUME_LATER if status is None else status)
     post: status is None or (__return__[1] is ConsumeReturnType.TIME_OUT) == (consume_rt_ms >= consume_timeout_min * 60000)
     """
-    # Verify a status came back; a thrown Throwable leaves it null
+    # A status came back; a thrown Throwable leaves it null.
     if status is None:
         kind = ConsumeReturnType.EXCEPTION if has_exception else ConsumeReturnType.RETURNNULL
         return ConsumeConcurrentlyStatus.RECONSUME_LATER, kind
-    # Verify the time-out with >=; it only labels the hook context
+    # The time-out compares with >=; it only labels the hook context.
     if consume_rt_ms >= consume_timeout_min * 60_000:
         return status, ConsumeReturnType.TIME_OUT
     if status is ConsumeConcurrentlyStatus.RECONSUME_LATER:
@@ -223,16 +300,16 @@ def ack_result(status: ConsumeConcurrentlyStatus, ack_index: int, size: int) -> 
     post: __return__ is None or __return__.ok_tps + __return__.failed_tps == size
     raises: IndexOutOfBoundsError
     """
-    # Verify the request holds messages (CONC-8 may have emptied a resubmitted list)
+    # Check that the request holds messages (CONC-8 may have emptied a resubmitted list).
     if size == 0:
         return None
     if status is ConsumeConcurrentlyStatus.CONSUME_SUCCESS:
-        # Verify the clamp: Integer.MAX_VALUE (the default) means "all consumed"
+        # The clamp: Integer.MAX_VALUE (the default) means "all consumed".
         ack = size - 1 if ack_index >= size else ack_index
         ok, failed = ack + 1, size - (ack + 1)
     else:
         ack, ok, failed = -1, 0, size
-    # Verify the failed range starts inside the list; Java's get(i) throws otherwise
+    # The failed range starts inside the list; Java's get(i) throws otherwise.
     if ack + 1 < 0:
         raise IndexOutOfBoundsError("ack_index", ack_index, "below -1: List.get(negative)")
     return AckResult(ack, ok, failed, tuple(range(ack + 1, size)))
@@ -255,7 +332,7 @@ def broadcasting_result(msgs: Sequence[StoredMessage], failed: Sequence[int]) ->
 
     post: __return__.remove == tuple(msgs) and __return__.retry_later == ()
     """
-    # Verify there is no retry path at all: the failures are logged and forgotten
+    # There is no retry path at all: the failures are logged and forgotten.
     return ConsumeResultPlan(tuple(msgs), ())
 
 
@@ -275,7 +352,7 @@ def clustering_result(
     post: len(__return__.retry_later) == sum(1 for ok in send_back_ok if not ok)
     """
     back_failed = {i for i, ok in zip(failed, send_back_ok, strict=True) if not ok}
-    # Verify which send-backs failed: only those stay cached, with the counter bumped in memory
+    # Which send-backs failed: only those stay cached, with the counter bumped in memory.
     retry = tuple(
         attrs.evolve(msgs[i], reconsume_times=msgs[i].reconsume_times + 1)
         for i in sorted(back_failed)
@@ -293,7 +370,7 @@ def offset_after_remove(offset: int, dropped: bool) -> OffsetUpdate | None:
     post: (__return__ is None) == (offset < 0 or dropped)
     post: __return__ is None or __return__ == OffsetUpdate(offset, True)
     """
-    # Verify there is something to commit and the queue is still ours
+    # Check that there is something to commit and the queue is still ours.
     if offset < 0 or dropped:
         return None
     return OffsetUpdate(offset, True)
@@ -309,11 +386,74 @@ def reset_retry_and_namespace(
     post: len(__return__) == len(msgs)
     post: bool(namespace) or all(r.topic == (m.get_property("RETRY_TOPIC") if m.topic == "%RETRY%" + group and m.get_property("RETRY_TOPIC") is not None else m.topic) for r, m in zip(__return__, msgs))
     """
-    group_topic = retry_topic(group)
+    group_topic = retry_topic_name(group)
     out: list[StoredMessage] = []
     for msg in msgs:
         original = msg.get_property(PROPERTY_RETRY_TOPIC)
-        # Verify both conditions: a RETRY_TOPIC on a message of another topic is left alone
+        # Both conditions: a RETRY_TOPIC on a message of another topic is left alone.
         topic = original if original is not None and msg.topic == group_topic else msg.topic
         out.append(attrs.evolve(msg, topic=without_namespace(topic, namespace)))
     return tuple(out)
+
+
+@rule("CONC-1", source=f"{_SVC}.<init>, {_SVC}.updateCorePoolSize", seeds=_S2, versions=(
+    "consume thread names gain the group in 4.9.7; no behavioural change"))  # fmt: skip
+def core_pool_size_after_update(core_pool_size: int, n: int, consume_thread_max: int) -> int:
+    """The consume pool runs exactly its core size of threads (consumeThreadMin, because its
+    unbounded queue never lets it grow), and updateCorePoolSize(n) changes that size only when
+    0 < n ≤ 32767 and n < consumeThreadMax.
+
+    post: __return__ == (n if 0 < n <= 32767 and n < consume_thread_max else core_pool_size)
+    """
+    # The bounds; incCorePoolSize and decCorePoolSize are empty and never change it.
+    if 0 < n <= MAX_CORE_POOL_SIZE and n < consume_thread_max:
+        return n
+    return core_pool_size
+
+
+# [4.7]
+@rule("CONC-13", source=f"{_SVC}.start, {_SVC}.cleanExpireMsg", seeds=_S2,
+      profiles=(Profile.V4_7,), versions=(
+    "4.9.7 catches an exception of a run; in 4.7.1 it cancels the schedule"))  # fmt: skip
+def clean_expire_schedule_v47(consume_timeout_min: int) -> PeriodicTask:
+    """The consume-timeout cleaner runs PQ-18 over every ProcessQueue of the table at a fixed
+    rate whose initial delay and period are both consumeTimeout minutes, and an exception
+    escaping one run cancels it for good.
+
+    post: __return__ == PeriodicTask(consume_timeout_min * 60000, consume_timeout_min * 60000, False)
+    """
+    # The unit: consumeTimeout is in minutes.
+    period = consume_timeout_min * 60_000
+    return PeriodicTask(period, period, False)
+
+
+# [Modified in 4.9]
+@rule("CONC-13", source=f"{_SVC}.start, {_SVC}.cleanExpireMsg", profiles=(Profile.V4_9,))
+def clean_expire_schedule_v49(consume_timeout_min: int) -> PeriodicTask:
+    """The consume-timeout cleaner runs PQ-18 over every ProcessQueue of the table at a fixed
+    rate whose initial delay and period are both consumeTimeout minutes, and an exception of
+    one run is logged and the schedule goes on.
+
+    post: __return__ == PeriodicTask(consume_timeout_min * 60000, consume_timeout_min * 60000, True)
+    """
+    # 4.9.7 wraps a try/catch around each run.
+    period = consume_timeout_min * 60_000
+    return PeriodicTask(period, period, True)
+
+
+@rule("CONC-14", source=f"{_SVC}.shutdown", seeds=_S2)
+def concurrent_shutdown_steps() -> tuple[ShutdownStep, ...]:
+    """Shutdown stops the resubmit scheduler, then the consume pool (gracefully), then the
+    cleaner, and results of consumption still in flight are discarded because their queues are
+    dropped by then.
+
+    post: __return__ == (ShutdownStep.SCHEDULER, ShutdownStep.CONSUME_POOL, ShutdownStep.CLEANER)
+    """
+    # There is no unlock: only the orderly service unlocks (ORDER-17).
+    return (ShutdownStep.SCHEDULER, ShutdownStep.CONSUME_POOL, ShutdownStep.CLEANER)
+
+
+class ConsumeConcurrentlyRules(Rules):
+    """The changed CONC rule of the cleaner's schedule (see `spec.rules.Rules`)."""
+
+    clean_expire_schedule = stated(clean_expire_schedule_v47, clean_expire_schedule_v49)

@@ -5,35 +5,74 @@ loops at all, `loop_step` is one iteration's checks in RocketMQ's order (dropped
 lease expired, 60 s time slice, empty take), and the result tables of processConsumeResult
 (`process_result_auto_commit`, `process_result_manual_commit`) say what happens to the taken
 messages. The caller takes the messages, calls the listener and sends messages back; it hands
-the outcomes in. The orderly DLQ message (ORDER-15) is in `spec.client_send_back`; periodic
-locking, shutdown and the absent cleaner (ORDER-1, ORDER-17, ORDER-18) in
-`spec.consume_lifecycle`.
+the outcomes in. Periodic locking, shutdown and the absent cleaner (ORDER-1, ORDER-17, ORDER-18)
+close the module; the orderly DLQ message (ORDER-15) is in `spec.retry`.
+
+A listener's context is mutable on purpose: the listener reports through it
+(setAutoCommit, setSuspendCurrentQueueTimeMillis), exactly as a Java listener does; the rule
+functions only read it.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import attrs
 
-from pullspec.spec.consume_types import (
-    MAX_SUSPEND_MILLIS,
-    MAX_TIME_CONSUME_CONTINUOUSLY_MILLIS,
-    MIN_SUSPEND_MILLIS,
-    RESUBMIT_AFTER_LOCK_FAILED_MILLIS,
-    RESUBMIT_AFTER_SLICE_MILLIS,
-    SUSPEND_USE_DEFAULT,
-    TRY_LOCK_LATER_IN_LOOP_MILLIS,
-    ConsumeOrderlyContext,
-    ConsumeOrderlyStatus,
-    ConsumeReturnType,
-    put_property,
-)
-from pullspec.spec.consumer_config import MessageModel
-from pullspec.spec.message import PROPERTY_RECONSUME_TIME, MessageQueue, StoredMessage
+from pullspec.spec.consume_concurrently import ConsumeReturnType, PeriodicTask, ShutdownStep
+from pullspec.spec.consumer_config import ConsumeMode, MessageModel
+from pullspec.spec.errors import check_bool, check_int, set_bool, set_int
+from pullspec.spec.message import PROPERTY_RECONSUME_TIME, MessageQueue, StoredMessage, put_property
 from pullspec.spec.offset_store import OffsetUpdate
-from pullspec.spec.rules import rule
+from pullspec.spec.process_queue import LOCK_INTERVAL_MS
+from pullspec.spec.profiles import Profile
+from pullspec.spec.rebalance import REBALANCE_LOCK_INITIAL_DELAY_MILLIS
+from pullspec.spec.rules import Rules, rule, stated
+
+#: ORDER-1: rocketmq.client.maxTimeConsumeContinuously, one ConsumeRequest's time slice.
+MAX_TIME_CONSUME_CONTINUOUSLY_MILLIS = 60_000
+#: ORDER-12: the suspend time is clamped into [10, 30000].
+MIN_SUSPEND_MILLIS = 10
+MAX_SUSPEND_MILLIS = 30_000
+#: ORDER-12: the context's "use the consumer's default suspend time" value.
+SUSPEND_USE_DEFAULT = -1
+#: ORDER-5/ORDER-13: the resubmit delays after a time slice or a re-acquired lock, and after a
+#: failed one; tryLockLaterAndReconsume waits 100 at the gate and 10 inside the loop.
+RESUBMIT_AFTER_SLICE_MILLIS = 10
+RESUBMIT_AFTER_LOCK_FAILED_MILLIS = 3_000
+TRY_LOCK_LATER_AT_GATE_MILLIS = 100
+TRY_LOCK_LATER_IN_LOOP_MILLIS = 10
+
+
+class ConsumeOrderlyStatus(enum.Enum):
+    """What a MessageListenerOrderly returns; COMMIT and ROLLBACK are deprecated in RocketMQ and
+    only meaningful with autoCommit false (ORDER-9/10)."""
+
+    SUCCESS = "SUCCESS"
+    ROLLBACK = "ROLLBACK"
+    COMMIT = "COMMIT"
+    SUSPEND_CURRENT_QUEUE_A_MOMENT = "SUSPEND_CURRENT_QUEUE_A_MOMENT"
+
+
+@attrs.define
+class ConsumeOrderlyContext:
+    """ConsumeOrderlyContext: built per listener call (ORDER-7); the listener may switch
+    `auto_commit` off (ORDER-10) or set its own suspend time (ORDER-12)."""
+
+    message_queue: MessageQueue
+    auto_commit: bool = attrs.field(default=True, validator=check_bool, on_setattr=set_bool)
+    #: −1: use the consumer's suspendCurrentQueueTimeMillis (ORDER-12).
+    suspend_current_queue_time_millis: int = attrs.field(
+        default=SUSPEND_USE_DEFAULT, validator=check_int, on_setattr=set_int
+    )
+
+
+#: A scripted MessageListenerOrderly: it may return None or raise (ORDER-8).
+OrderlyListener = Callable[
+    [Sequence[StoredMessage], ConsumeOrderlyContext], ConsumeOrderlyStatus | None
+]
+
 
 _SVC = "ConsumeMessageOrderlyService"
 _RUN = f"{_SVC}.ConsumeRequest.run"
@@ -57,7 +96,7 @@ def fetch_lock_object(
     post: all(__return__[0][q] == n for q, n in monitors.items())
     """
     table = dict(monitors)
-    # Verify the queue has a monitor already (putIfAbsent keeps the first)
+    # Check that the queue has a monitor already (putIfAbsent keeps the first).
     if mq not in table:
         table[mq] = max(table.values(), default=-1) + 1
     return table, table[mq]
@@ -71,7 +110,7 @@ def submits_consume_request(dispatch_to_consume: bool) -> bool:
 
     post: __return__ == dispatch_to_consume
     """
-    # Verify the dispatch flag: a pull into a queue already being consumed starts nothing
+    # The dispatch flag: a pull into a queue already being consumed starts nothing.
     return dispatch_to_consume
 
 
@@ -99,13 +138,13 @@ def run_gate(
     post: not dropped_on_entry or __return__ is Gate.RETURN_DROPPED
     post: (__return__ is Gate.LOOP) == (not dropped_on_entry and (message_model is MessageModel.BROADCASTING or (locked and not lock_expired)))
     """
-    # Verify the queue is alive before taking the monitor
+    # Check that the queue is alive before taking the monitor.
     if dropped_on_entry:
         return Gate.RETURN_DROPPED
-    # Verify the lease: BROADCASTING needs none, CLUSTERING a locked, unexpired one
+    # The lease: BROADCASTING needs none, CLUSTERING a locked, unexpired one.
     if message_model is MessageModel.BROADCASTING or (locked and not lock_expired):
         return Gate.LOOP
-    # Verify the queue was not dropped while the request waited for the monitor
+    # Check that the queue was not dropped while the request waited for the monitor.
     if dropped_in_monitor:
         return Gate.RETURN_DROPPED
     return Gate.TRY_LOCK_LATER
@@ -161,16 +200,16 @@ def loop_step(
     clustering = message_model is MessageModel.CLUSTERING
     if dropped:
         return LoopStep(LoopExit.DROPPED)
-    # Verify the client lock each time round, not only at the gate
+    # The client lock is checked each time round, not only at the gate.
     if clustering and not locked:
         return LoopStep(LoopExit.NOT_LOCKED, try_lock_later_ms=TRY_LOCK_LATER_IN_LOOP_MILLIS)
     if clustering and lock_expired:
         return LoopStep(LoopExit.LOCK_EXPIRED, try_lock_later_ms=TRY_LOCK_LATER_IN_LOOP_MILLIS)
-    # Verify the time slice with a strict >: it bounds time, not the number of messages
+    # The time slice compares with a strict >: it bounds time, not the number of messages.
     if now - begin_time > MAX_TIME_CONSUME_CONTINUOUSLY_MILLIS:
         return LoopStep(LoopExit.TIME_SLICE, submit_later_ms=RESUBMIT_AFTER_SLICE_MILLIS)
     take = min(cached, batch_size)
-    # Verify the take found something; an empty take is the normal end
+    # The take found something; an empty take is the normal end.
     if take == 0:
         return LoopStep(LoopExit.EMPTY_TAKE)
     return LoopStep(None, take=take)
@@ -183,7 +222,7 @@ def take_size(consume_message_batch_max_size: int) -> tuple[int, bool]:
 
     post: __return__ == (consume_message_batch_max_size, False)
     """
-    # Verify no CONSUME_START_TIME: the orderly service has no expiry cleaner (ORDER-18)
+    # No CONSUME_START_TIME: the orderly service has no expiry cleaner (ORDER-18).
     return consume_message_batch_max_size, False
 
 
@@ -198,7 +237,7 @@ def listener_context(
     post: (__return__ is None) == dropped_under_consume_lock
     post: __return__ is None or (__return__.auto_commit and __return__.suspend_current_queue_time_millis == -1)
     """
-    # Verify the queue survived until the consume lock was held
+    # Check that the queue survived until the consume lock was held.
     if dropped_under_consume_lock:
         return None
     return ConsumeOrderlyContext(mq)
@@ -219,13 +258,13 @@ def normalise_orderly_status(
     post: __return__[0] is (ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT if status is None else status)
     post: status is None or (__return__[1] is ConsumeReturnType.TIME_OUT) == (consume_rt_ms >= consume_timeout_min * 60000)
     """
-    # Verify a status came back; a thrown Throwable leaves it null
+    # A status came back; a thrown Throwable leaves it null.
     if status is None:
         kind = ConsumeReturnType.EXCEPTION if has_exception else ConsumeReturnType.RETURNNULL
         return _SUSPEND, kind
     if consume_rt_ms >= consume_timeout_min * 60_000:
         return status, ConsumeReturnType.TIME_OUT
-    # Verify SUSPEND is the only failure; COMMIT and ROLLBACK keep the initial SUCCESS
+    # SUSPEND is the only failure; COMMIT and ROLLBACK keep the initial SUCCESS.
     if status is _SUSPEND:
         return status, ConsumeReturnType.FAILED
     return status, ConsumeReturnType.SUCCESS
@@ -270,10 +309,10 @@ def process_result_auto_commit(
     post: __return__.continue_consume == (__return__.action is ResultAction.COMMIT)
     post: status is not ConsumeOrderlyStatus.ROLLBACK or __return__.action is ResultAction.COMMIT
     """
-    # Verify the status: COMMIT and ROLLBACK fall through to SUCCESS
+    # The status: COMMIT and ROLLBACK fall through to SUCCESS.
     if status is not _SUSPEND:
         return OrderlyResultPlan(ResultAction.COMMIT, True, ok_tps=size)
-    # Verify checkReconsumeTimes: false only when every message reached the DLQ
+    # CheckReconsumeTimes: false only when every message reached the DLQ.
     if reconsume_suspends:
         return _again(size, suspend_ms)
     return OrderlyResultPlan(ResultAction.COMMIT, True, failed_tps=size)
@@ -292,12 +331,12 @@ def process_result_manual_commit(
     """
     if status is ConsumeOrderlyStatus.SUCCESS:
         return OrderlyResultPlan(ResultAction.NONE, True, ok_tps=size)
-    # Verify COMMIT: it releases every uncommitted batch, earlier SUCCESS ones included
+    # COMMIT: it releases every uncommitted batch, earlier SUCCESS ones included.
     if status is ConsumeOrderlyStatus.COMMIT:
         return OrderlyResultPlan(ResultAction.COMMIT, True)
     if status is ConsumeOrderlyStatus.ROLLBACK:
         return OrderlyResultPlan(ResultAction.ROLLBACK, False, suspend_ms)
-    # Verify checkReconsumeTimes; when false nothing happens and the batch stays taken
+    # CheckReconsumeTimes; when false nothing happens and the batch stays taken.
     if reconsume_suspends:
         return _again(size, suspend_ms)
     return OrderlyResultPlan(ResultAction.NONE, True, failed_tps=size)
@@ -311,7 +350,7 @@ def orderly_offset_update(commit_offset: int, dropped: bool) -> OffsetUpdate | N
     post: (__return__ is None) == (commit_offset < 0 or dropped)
     post: __return__ is None or __return__ == OffsetUpdate(commit_offset, False)
     """
-    # Verify there is a commit and the queue is still ours
+    # Check that there is a commit and the queue is still ours.
     if commit_offset < 0 or dropped:
         return None
     return OffsetUpdate(commit_offset, False)
@@ -326,7 +365,7 @@ def suspend_delay(suspend_ms: int, default_suspend_ms: int) -> int:
     post: __return__ == min(30000, max(10, default_suspend_ms if suspend_ms == -1 else suspend_ms))
     """
     delay = default_suspend_ms if suspend_ms == SUSPEND_USE_DEFAULT else suspend_ms
-    # Verify the clamps; a listener cannot suspend a queue for more than 30 s
+    # The clamps; a listener cannot suspend a queue for more than 30 s.
     if delay < MIN_SUSPEND_MILLIS:
         return MIN_SUSPEND_MILLIS
     if delay > MAX_SUSPEND_MILLIS:
@@ -343,7 +382,7 @@ def resubmit_after_try_lock(stopped: bool, lock_ok: bool) -> int:
 
     post: __return__ == (10 if lock_ok and not stopped else 3000)
     """
-    # Verify the service runs: a stopped service sends no lock RPC and counts as failed
+    # The service runs: a stopped service sends no lock RPC and counts as failed.
     if not stopped and lock_ok:
         return RESUBMIT_AFTER_SLICE_MILLIS
     return RESUBMIT_AFTER_LOCK_FAILED_MILLIS
@@ -373,7 +412,7 @@ def check_reconsume_times(
     suspend = False
     out: list[StoredMessage] = []
     for msg, ok in zip(msgs, send_back_ok, strict=True):
-        # Verify the message is at the maximum: only then is it sent towards the DLQ
+        # The message is at the maximum: only then is it sent towards the DLQ.
         if reaches_dead_letter(msg, max_reconsume_times):
             msg = put_property(msg, PROPERTY_RECONSUME_TIME, str(msg.reconsume_times))
             if ok:
@@ -392,5 +431,72 @@ def consuming_after_exit(consuming: bool, exit: LoopExit) -> bool:
 
     post: __return__ == (False if exit is LoopExit.EMPTY_TAKE else consuming)
     """
-    # Verify the exit: takeMessages clears the flag only when it finds nothing (PQ-8)
+    # The exit: takeMessages clears the flag only when it finds nothing (PQ-8).
     return False if exit is LoopExit.EMPTY_TAKE else consuming
+
+
+def _lock_schedule(message_model: MessageModel, survives: bool) -> PeriodicTask | None:
+    if message_model is MessageModel.BROADCASTING:
+        return None
+    return PeriodicTask(REBALANCE_LOCK_INITIAL_DELAY_MILLIS, LOCK_INTERVAL_MS, survives)
+
+
+# [4.7]
+@rule("ORDER-1", source=f"{_SVC}.start, {_SVC}.lockMQPeriodically", seeds=_S4,
+      profiles=(Profile.V4_7,), versions=(
+    "4.9.7 catches an exception of lockMQPeriodically; in 4.7.1 it cancels the schedule"))  # fmt: skip
+def lock_schedule_v47(message_model: MessageModel) -> PeriodicTask | None:
+    """In CLUSTERING the orderly service calls lockAll 1000 ms after start and then every 20000
+    ms until stopped, an escaping exception cancelling the schedule for good, and in
+    BROADCASTING it never locks.
+
+    post: (__return__ is None) == (message_model is MessageModel.BROADCASTING)
+    post: __return__ is None or __return__ == PeriodicTask(1000, 20000, False)
+    """
+    # The model: only CLUSTERING starts periodic locking.
+    return _lock_schedule(message_model, False)
+
+
+# [Modified in 4.9]
+@rule("ORDER-1", source=f"{_SVC}.start, {_SVC}.lockMQPeriodically", profiles=(Profile.V4_9,))
+def lock_schedule_v49(message_model: MessageModel) -> PeriodicTask | None:
+    """In CLUSTERING the orderly service calls lockAll 1000 ms after start and then every 20000
+    ms until stopped, an exception of one run being logged, and in BROADCASTING it never locks.
+
+    post: (__return__ is None) == (message_model is MessageModel.BROADCASTING)
+    post: __return__ is None or __return__ == PeriodicTask(1000, 20000, True)
+    """
+    # The model: only CLUSTERING starts periodic locking.
+    return _lock_schedule(message_model, True)
+
+
+@rule("ORDER-17", source=f"{_SVC}.shutdown, {_SVC}.unlockAllMQ")
+def orderly_shutdown_steps(message_model: MessageModel) -> tuple[ShutdownStep, ...]:
+    """Shutdown marks the service stopped, stops its scheduler and its pool, and in CLUSTERING
+    then unlocks every queue synchronously (unlockAll with oneway false).
+
+    post: __return__[:3] == (ShutdownStep.STOP, ShutdownStep.SCHEDULER, ShutdownStep.CONSUME_POOL)
+    post: (ShutdownStep.UNLOCK_ALL in __return__) == (message_model is MessageModel.CLUSTERING)
+    """
+    steps = (ShutdownStep.STOP, ShutdownStep.SCHEDULER, ShutdownStep.CONSUME_POOL)
+    # The model: BROADCASTING never locked anything.
+    if message_model is MessageModel.CLUSTERING:
+        return (*steps, ShutdownStep.UNLOCK_ALL)
+    return steps
+
+
+@rule("ORDER-18", source=f"{_SVC}.start")
+def has_consume_timeout_cleaner(consume_mode: ConsumeMode) -> bool:
+    """Only the concurrent service runs a consume-timeout cleaner, so in orderly mode
+    consumeTimeout only changes the hook's return type.
+
+    post: __return__ == (consume_mode is ConsumeMode.CONCURRENTLY)
+    """
+    # The mode: the orderly service schedules no cleanExpireMsg.
+    return consume_mode is ConsumeMode.CONCURRENTLY
+
+
+class ConsumeOrderlyRules(Rules):
+    """The changed ORDER rule of the lock schedule (see `spec.rules.Rules`)."""
+
+    lock_schedule = stated(lock_schedule_v47, lock_schedule_v49)

@@ -10,7 +10,7 @@ from typing import Any
 
 import attrs
 
-from pullspec.spec.errors import InvalidArgumentError, InvalidTypeError, require_int
+from pullspec.spec.errors import InvalidArgumentError, InvalidTypeError, check_bool, require_int
 from pullspec.spec.rules import rule
 
 # --- constants (rulebook §11) -----------------------------------------------------------------
@@ -38,8 +38,6 @@ PERSIST_CONSUMER_OFFSET_INITIAL_DELAY_MILLIS = 10000
 OFFSET_RPC_TIMEOUT_MILLIS = 5000
 #: PULLQ-10: how long shutdown waits for the pull scheduler.
 PULL_SCHEDULER_SHUTDOWN_WAIT_MILLIS = 1000
-#: MixAll.RETRY_GROUP_TOPIC_PREFIX.
-RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
 #: MixAll.MASTER_ID.
 MASTER_ID = 0
 #: REBAL-18: the default consumeTimestamp lies this far before construction.
@@ -127,7 +125,7 @@ def in_checked_range(setting: str, value: int) -> bool:
     post: not __return__ or value == -1 or value <= CHECKED_RANGES[setting][1]
     post: __return__ or value != -1 or setting not in OFF_WHEN_MINUS_ONE
     """
-    # Verify -1 switches the per-topic thresholds off rather than failing the range check.
+    # -1 switches the per-topic thresholds off rather than failing the range check.
     if value == -1 and setting in OFF_WHEN_MINUS_ONE:
         return True
     low, high = CHECKED_RANGES[setting]
@@ -154,11 +152,6 @@ def _non_negative(instance: Any, attribute: attrs.Attribute[int], value: int) ->
 def _positive(instance: Any, attribute: attrs.Attribute[int], value: int) -> None:
     if require_int(attribute.name, value) <= 0:
         raise InvalidArgumentError(attribute.name, value, "must be > 0")
-
-
-def _bool(instance: Any, attribute: attrs.Attribute[bool], value: bool) -> None:
-    if not isinstance(value, bool):
-        raise InvalidTypeError(attribute.name, value, "bool")
 
 
 def _enum(kind: type[enum.Enum]) -> Any:
@@ -244,8 +237,8 @@ class ConsumerConfig:
     pull_interval: int = attrs.field(default=0, validator=_checked)
     consume_message_batch_max_size: int = attrs.field(default=1, validator=_checked)
     pull_batch_size: int = attrs.field(default=32, validator=_checked)
-    post_subscription_when_pull: bool = attrs.field(default=False, validator=_bool)
-    unit_mode: bool = attrs.field(default=False, validator=_bool)
+    post_subscription_when_pull: bool = attrs.field(default=False, validator=check_bool)
+    unit_mode: bool = attrs.field(default=False, validator=check_bool)
     max_reconsume_times: int = attrs.field(default=-1, validator=_int)
     suspend_current_queue_time_millis: int = attrs.field(default=1000, validator=_int)
     #: Minutes, not milliseconds.
@@ -291,7 +284,7 @@ def rewrite_queue_thresholds(config: ConsumerConfig, process_queue_count: int) -
     post: process_queue_count == 0 or config.pull_threshold_for_topic == -1 or __return__[0] >= 1
     post: config.pull_threshold_for_topic != -1 or __return__[0] == config.pull_threshold_for_queue
     """
-    # Verify the divisor counts every topic's process queues, the retry topic's included.
+    # The divisor counts every topic's process queues, the retry topic's included.
     if process_queue_count == 0:
         return config.pull_threshold_for_queue, config.pull_threshold_size_for_queue
     count = config.pull_threshold_for_queue

@@ -29,7 +29,7 @@ def parse_delay_levels(message_delay_level: str) -> tuple[int, ...]:
     """
     levels: list[int] = []
     for item in message_delay_level.split(" "):
-        # Verify the item is a number with a known unit
+        # The item is a number with a known unit.
         unit = _UNITS.get(item[-1:])
         if unit is None or not item[:-1].isdigit() or not item[:-1].isascii():
             raise InvalidArgumentError(
@@ -68,7 +68,7 @@ def delay_rewrite(
     post: __return__ is None or __return__[1] == __return__[3] - 1
     """
     level = delay_level_of(properties)
-    # Verify the message is to be delayed at all
+    # Check that the message is to be delayed at all.
     if level <= 0 or not is_dispatched_type(sys_flag):
         return None
     level = min(level, max_delay_level)

@@ -12,6 +12,8 @@ from __future__ import annotations
 import enum
 from typing import Any
 
+import attrs
+
 
 class ErrorKind(enum.Enum):
     """The closed set of error kinds an observation may carry."""
@@ -156,6 +158,23 @@ class UnsupportedError(PullspecError):
         super().__init__(what)
 
 
+class IndexOutOfBoundsError(InvalidArgumentError):
+    """Java's IndexOutOfBoundsException: a listener's ackIndex below −1 (CONC-6)."""
+
+    java_exception = "IndexOutOfBoundsException"
+
+
+class RejectedExecutionError(PullspecError):
+    """Java's RejectedExecutionException: a consume service that was shut down refuses a
+    ConsumeRequest (CONC-2/3, ORDER-3) and the caller (the pull callback) sees it."""
+
+    kind = ErrorKind.REJECTED_EXECUTION
+    java_exception = "RejectedExecutionException"
+
+    def __init__(self, what: str) -> None:
+        super().__init__(what)
+
+
 def require_int(name: str, value: object) -> int:
     """Return `value` if it is an int (not a bool), else raise InvalidTypeError naming it."""
     if isinstance(value, bool) or not isinstance(value, int):
@@ -167,6 +186,13 @@ def require_str(name: str, value: object) -> str:
     """Return `value` if it is a str, else raise InvalidTypeError naming it."""
     if not isinstance(value, str):
         raise InvalidTypeError(name, value, "str")
+    return value
+
+
+def require_bool(name: str, value: object) -> bool:
+    """Return `value` if it is a bool, else raise InvalidTypeError naming `name`."""
+    if not isinstance(value, bool):
+        raise InvalidTypeError(name, value, "bool")
     return value
 
 
@@ -191,3 +217,27 @@ def require_range(name: str, value: object, low: int, high: int) -> int:
     if not low <= v <= high:
         raise InvalidArgumentError(name, v, f"must be in [{low}, {high}]")
     return v
+
+
+#: Integer.MAX_VALUE: the initial ackIndex (CONC-4) and the orderly unbounded retry (ORDER-14).
+JAVA_INT_MAX = 2**31 - 1
+
+
+def set_int(_instance: object, attribute: attrs.Attribute[int], value: int) -> int:
+    """An attrs `on_setattr` hook: the new value of an int attribute, checked by `require_int`."""
+    return require_int(attribute.name, value)
+
+
+def set_bool(_instance: object, attribute: attrs.Attribute[bool], value: bool) -> bool:
+    """An attrs `on_setattr` hook: the new value of a bool attribute, checked by `require_bool`."""
+    return require_bool(attribute.name, value)
+
+
+def check_int(_instance: object, attribute: attrs.Attribute[int], value: int) -> None:
+    """An attrs validator: `require_int` on an int attribute."""
+    require_int(attribute.name, value)
+
+
+def check_bool(_instance: object, attribute: attrs.Attribute[bool], value: bool) -> None:
+    """An attrs validator: `require_bool` on a bool attribute."""
+    require_bool(attribute.name, value)

@@ -53,7 +53,7 @@ def tags_string_to_tags_code(tags: str | None) -> int:
     post: -(2**31) <= __return__ < 2**31
     post: bool(tags) or __return__ == 0
     """
-    # Verify the message has a tag at all
+    # Check that the message has a tag at all.
     if tags is None or tags == "":
         return 0
     return java_string_hash(tags)
@@ -106,13 +106,13 @@ def build_subscription_data(
     if not is_tag_type(expression_type):
         assert expression_type is not None
         return SubscriptionData(topic, sub_string or "", expression_type=expression_type)
-    # Verify the expression names anything at all
+    # Check that the expression names anything at all.
     if sub_string is None or sub_string in ("", SUB_ALL):
         return SubscriptionData(topic, SUB_ALL)
     pieces = sub_string.split(TAG_SEPARATOR)
     while pieces and pieces[-1] == "":
         pieces.pop()  # Java's split drops trailing empty strings
-    # Verify the split produced at least one piece (Java throws "subString split error")
+    # Check that the split produced at least one piece (Java throws "subString split error").
     if not pieces:
         raise SubscriptionParseError("sub_string", sub_string, "subString split error")
     tags: list[str] = []
@@ -151,7 +151,7 @@ def is_matched_by_consume_queue(
         return True
     if not is_tag_type(subscription.expression_type):
         return True  # SQL92 (FILTER-8) is not modelled: the bloom stage cannot prove a miss
-    # Verify a null code (unknown tag) matches every TAG subscription
+    # A null code (unknown tag) matches every TAG subscription.
     if tags_code is None:
         return True
     if subscription.sub_string == SUB_ALL:

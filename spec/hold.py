@@ -59,7 +59,7 @@ def periodic_check_queue(key: str) -> tuple[str, int] | None:
     post: __return__ is None or key == f"{__return__[0]}@{__return__[1]}"
     """
     parts = key.split("@")
-    # Verify the key is "<topic>@<queueId>"
+    # Check that the key is "<topic>@<queueId>".
     if len(parts) != 2:
         return None
     try:
@@ -87,10 +87,10 @@ def held_request_decision(
     post: __return__ is not HoldDecision.WAKE or max(max_offset, current_max_offset) > pull_from_this_offset
     """
     newest = max_offset if max_offset > pull_from_this_offset else current_max_offset
-    # Verify new data arrived past the requested offset and matches the filter
+    # Check that new data arrived past the requested offset and matches the filter.
     if newest > pull_from_this_offset and matches:
         return HoldDecision.WAKE
-    # Verify the hold has not timed out (non-strict)
+    # Check that the hold has not timed out (non-strict).
     if now >= suspend_timestamp + timeout_millis:
         return HoldDecision.TIMEOUT
     return HoldDecision.KEEP

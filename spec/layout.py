@@ -13,7 +13,7 @@ import zlib
 
 from pullspec.spec.message import Properties
 from pullspec.spec.profiles import Profile
-from pullspec.spec.rules import rule
+from pullspec.spec.rules import Rules, rule, stated
 from pullspec.spec.status import PutMessageStatus
 
 CQ_STORE_UNIT_SIZE = 20
@@ -172,7 +172,7 @@ def needs_end_of_file_blank(msg_length: int, write_position: int, file_size: int
     pre: msg_length > 0 and 0 <= write_position <= file_size
     post: __return__ == (msg_length + 8 > file_size - write_position)
     """
-    # Verify the record leaves room for the 8-byte blank a completed file must end with
+    # The record leaves room for the 8-byte blank a completed file must end with.
     return msg_length + END_FILE_MIN_BLANK_LENGTH > file_size - write_position
 
 
@@ -220,13 +220,6 @@ def message_properties_to_string_v49(properties: Properties) -> str:
     return PROPERTY_SEPARATOR.join(f"{k}{NAME_VALUE_SEPARATOR}{v}" for k, v in properties)
 
 
-def message_properties_to_string(properties: Properties, profile: Profile) -> str:
-    """The properties string of `profile` (LAYOUT-9)."""
-    if profile is Profile.V4_7:
-        return message_properties_to_string_v47(properties)
-    return message_properties_to_string_v49(properties)
-
-
 def _java_split(text: str, sep: str) -> list[str]:
     """Java's String.split with a literal separator: trailing empty strings are removed."""
     parts = text.split(sep)
@@ -254,7 +247,7 @@ def string_to_message_properties_v47(text: str) -> Properties:
     out: list[tuple[str, str]] = []
     for item in _java_split(text, PROPERTY_SEPARATOR):
         nv = _java_split(item, NAME_VALUE_SEPARATOR)
-        # Verify the pair split into exactly a name and a value (Java drops trailing empties)
+        # Check that the pair split into exactly a name and a value (Java drops trailing empties).
         if len(nv) == 2:
             out.append((nv[0], nv[1]))
     return tuple(out)
@@ -277,17 +270,10 @@ def string_to_message_properties_v49(text: str) -> Properties:
     out: list[tuple[str, str]] = []
     for item in text.split(PROPERTY_SEPARATOR):
         at = item.find(NAME_VALUE_SEPARATOR)
-        # Verify the segment has a name and a value around its first separator
+        # Check that the segment has a name and a value around its first separator.
         if len(item) >= 3 and 0 < at < len(item) - 1:
             out.append((item[:at], item[at + 1 :]))
     return tuple(out)
-
-
-def string_to_message_properties(text: str, profile: Profile) -> Properties:
-    """Decode a properties string the way `profile`'s MessageDecoder does (LAYOUT-13)."""
-    if profile is Profile.V4_7:
-        return string_to_message_properties_v47(text)
-    return string_to_message_properties_v49(text)
 
 
 @rule("LAYOUT-10", source="MessageSysFlag", seeds=())
@@ -325,12 +311,12 @@ def check_message_limits_v47(
 
     post: __return__ in (None, PutMessageStatus.MESSAGE_ILLEGAL)
     """
-    # Verify the topic and properties fit their length fields
+    # Check that the topic and properties fit their length fields.
     if len(topic) > MAX_TOPIC_LENGTH or len(properties_string) > MAX_PROPERTIES_LENGTH:
         return PutMessageStatus.MESSAGE_ILLEGAL
     if len(properties_string.encode("utf-8")) > MAX_PROPERTIES_LENGTH:
         return PutMessageStatus.MESSAGE_ILLEGAL
-    # Verify the whole record fits maxMessageSize
+    # Check that the whole record fits maxMessageSize.
     if msg_length > max_message_size:
         return PutMessageStatus.MESSAGE_ILLEGAL
     return None
@@ -351,30 +337,17 @@ def check_message_limits_v49(
 
     post: __return__ is None or __return__.name in ("MESSAGE_ILLEGAL", "PROPERTIES_SIZE_EXCEEDED")
     """
-    # Verify the topic and properties fit their length fields
+    # Check that the topic and properties fit their length fields.
     if len(topic) > MAX_TOPIC_LENGTH or len(properties_string) > MAX_PROPERTIES_LENGTH:
         return PutMessageStatus.MESSAGE_ILLEGAL
     if len(properties_string.encode("utf-8")) > MAX_PROPERTIES_LENGTH:
         return PutMessageStatus.PROPERTIES_SIZE_EXCEEDED
-    # Verify the body, then the whole record, fit their limits
+    # Check that the body, then the whole record, fit their limits.
     if body_length > max_message_size:
         return PutMessageStatus.MESSAGE_ILLEGAL
     if msg_length > max_message_size + MESSAGE_SIZE_SLACK_4_9:
         return PutMessageStatus.MESSAGE_ILLEGAL
     return None
-
-
-def check_message_limits(
-    topic: str,
-    properties_string: str,
-    body_length: int,
-    msg_length: int,
-    max_message_size: int,
-    profile: Profile,
-) -> PutMessageStatus | None:
-    """The put status LAYOUT-11 gives in `profile`, or None when the message is accepted."""
-    check = check_message_limits_v47 if profile is Profile.V4_7 else check_message_limits_v49
-    return check(topic, properties_string, body_length, msg_length, max_message_size)
 
 
 def validate_topic(topic: str) -> str | None:
@@ -387,3 +360,49 @@ def validate_topic(topic: str) -> str | None:
     if len(topic) > MAX_TOPIC_LENGTH:
         return f"the topic is longer than {MAX_TOPIC_LENGTH} characters"
     return None
+
+
+class LayoutRules(Rules):
+    """The LAYOUT rules of one profile (see `spec.rules.Rules`)."""
+
+    pack_cq_entry = stated(pack_cq_entry)
+    consume_queue_units_per_file = stated(consume_queue_units_per_file)
+    pre_blank_entries = stated(pre_blank_entries)
+    commit_log_file_start = stated(commit_log_file_start)
+    calc_msg_length = stated(calc_msg_length)
+    is_record_magic = stated(is_record_magic)
+    needs_end_of_file_blank = stated(needs_end_of_file_blank)
+    body_crc = stated(body_crc)
+    message_properties_to_string = stated(
+        message_properties_to_string_v47, message_properties_to_string_v49
+    )
+    string_to_message_properties = stated(
+        string_to_message_properties_v47, string_to_message_properties_v49
+    )
+    transaction_type = stated(transaction_type)
+    check_message_limits = stated(check_message_limits_v47, check_message_limits_v49)
+
+
+def message_properties_to_string(properties: Properties, profile: Profile) -> str:
+    """The properties string of `profile` (LAYOUT-9)."""
+    return LayoutRules.of(profile).message_properties_to_string(properties)
+
+
+def string_to_message_properties(text: str, profile: Profile) -> Properties:
+    """Decode a properties string the way `profile`'s MessageDecoder does (LAYOUT-13)."""
+    return LayoutRules.of(profile).string_to_message_properties(text)
+
+
+def check_message_limits(
+    topic: str,
+    properties_string: str,
+    body_length: int,
+    msg_length: int,
+    max_message_size: int,
+    profile: Profile,
+) -> PutMessageStatus | None:
+    """The put status LAYOUT-11 gives in `profile`, or None when the message is accepted."""
+    rules = LayoutRules.of(profile)
+    return rules.check_message_limits(
+        topic, properties_string, body_length, msg_length, max_message_size
+    )

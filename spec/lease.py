@@ -88,14 +88,14 @@ def lock_max_live_time(system_property: str | None) -> int:
     post: -(2**63) <= __return__ < 2**63
     raises: InvalidArgumentError
     """
-    # Verify the property is set at all
+    # Check that the property is set at all.
     if system_property is None:
         return REBALANCE_LOCK_MAX_LIVE_TIME_MS
-    # Verify Long.parseLong accepts the text (otherwise the class fails to initialise)
+    # Check that Long.parseLong accepts the text (otherwise the class fails to initialise).
     if not _JAVA_LONG.fullmatch(system_property):
         raise InvalidArgumentError(LOCK_MAX_LIVE_TIME_PROPERTY, system_property, "not a long")
     value = int(system_property)
-    # Verify the value fits a Java long
+    # Check that the value fits a Java long.
     if not _JAVA_LONG_MIN <= value <= _JAVA_LONG_MAX:
         raise InvalidArgumentError(LOCK_MAX_LIVE_TIME_PROPERTY, system_property, "out of range")
     return value
@@ -120,7 +120,7 @@ def is_expired(now: int, entry: LockEntry, max_live: int) -> bool:
     post: __return__ == (now > entry.last_update_timestamp + max_live)
     post: __return__ or now - entry.last_update_timestamp <= max_live
     """
-    # Verify the lease outlived its length; equality is still live
+    # The lease outlived its length; equality is still live.
     return now - entry.last_update_timestamp > max_live
 
 
@@ -150,10 +150,10 @@ def is_locked(
     post: __return__[0] == (entry is not None and holds(now, entry, client_id, max_live))
     post: __return__[1] == (LockEntry(client_id, now) if __return__[0] else entry)
     """
-    # Verify there is an entry for the queue (an absent group or queue is simply unlocked)
+    # Check that there is an entry for the queue (an absent group or queue is simply unlocked).
     if entry is None:
         return False, None
-    # Verify the caller owns the entry and its lease is live
+    # Check that the caller owns the entry and its lease is live.
     if not holds(now, entry, client_id, max_live):
         return False, entry
     return True, attrs.evolve(entry, last_update_timestamp=now)
@@ -170,13 +170,13 @@ def try_lock(
     post: __return__[0] == free_for(now, entry, client_id, max_live)
     post: __return__[1] == (LockEntry(client_id, now) if __return__[0] else entry)
     """
-    # Verify the queue has an entry at all; a free queue is created for the caller
+    # The queue has an entry at all; a free queue is created for the caller.
     if entry is None:
         return True, new_lock_entry(client_id, now)
-    # Verify whether the caller already holds the live lease (then it is only refreshed)
+    # Whether the caller already holds the live lease (then it is only refreshed).
     if holds(now, entry, client_id, max_live):
         return True, attrs.evolve(entry, last_update_timestamp=now)
-    # Verify the entry has expired: whoever owned it, the caller takes it over
+    # The entry has expired: whoever owned it, the caller takes it over.
     if is_expired(now, entry, max_live):
         return True, LockEntry(client_id, now)
     return False, entry
@@ -210,14 +210,14 @@ def try_lock_batch(
     # Phase 1 (no broker lock in Java): leases the caller already holds are refreshed
     for mq in mqs:
         locked, entry = is_locked(now, table.entry(group, mq), client_id, max_live)
-        # Verify the caller holds this queue already
+        # Check that the caller holds this queue already.
         if locked:
             assert entry is not None
             table = table.with_entry(group, mq, entry)
             granted.add(mq)
         else:
             pending.append(mq)
-    # Verify anything is left for phase 2; only phase 2 creates an absent group map, so an
+    # Anything is left for phase 2; only phase 2 creates an absent group map, so an
     # empty batch leaves an unknown group absent (as the vectors show)
     if not pending:
         return table, frozenset(granted)
@@ -226,7 +226,7 @@ def try_lock_batch(
     # Phase 2 (under the broker lock): the single-queue rule, failures are left out
     for mq in pending:
         ok, entry = try_lock(now, table.entry(group, mq), client_id, max_live)
-        # Verify this queue was granted; a refused queue keeps the other client's entry
+        # This queue was granted; a refused queue keeps the other client's entry.
         if ok:
             table = table.with_entry(group, mq, entry)
             granted.add(mq)
@@ -246,12 +246,12 @@ def unlock_batch(
     post: all(__return__.entry(group, q) is None for q in changed_queues(table, __return__, group))
     post: all(getattr(__return__.entry(group, q), "client_id", None) != client_id for q in mqs)
     """
-    # Verify the group exists; an unknown group is only logged
+    # The group exists; an unknown group is only logged.
     if group not in table.groups:
         return table
     for mq in mqs:
         entry = table.entry(group, mq)
-        # Verify the caller owns the entry; expiry does not matter here, unlike LEASE-5
+        # The caller owns the entry; expiry does not matter here, unlike LEASE-5.
         if entry is not None and entry.client_id == client_id:
             table = table.without_entry(group, mq)
     return table
@@ -265,7 +265,7 @@ def lease_response_code(request_code: int, broker_is_slave: bool) -> int:
     pre: request_code in (41, 42)
     post: __return__ == 0
     """
-    # Verify the request is one of the two lock requests; the broker role is never consulted
+    # The request is one of the two lock requests; the broker role is never consulted.
     if request_code not in (LOCK_BATCH_MQ, UNLOCK_BATCH_MQ):
         raise InvalidArgumentError("request_code", request_code, "not a lock request code")
     return int(ResponseCode.SUCCESS)
@@ -279,14 +279,6 @@ def on_client_gone(table: LockTable, client_id: str) -> LockTable:
     post: __return__ == table
     """
     return table
-
-
-def expired_map(table: LockTable, now: int, max_live: int) -> dict[str, dict[MessageQueue, bool]]:
-    """For observation: every entry's LEASE-3 expiry at `now`, group by group."""
-    return {
-        g: {mq: is_expired(now, e, max_live) for mq, e in locks.items()}
-        for g, locks in table.groups.items()
-    }
 
 
 @runtime_checkable

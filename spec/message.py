@@ -199,3 +199,59 @@ def create_message_id(store_host: HostAddress, commitlog_offset: int) -> str:
         + commitlog_offset.to_bytes(8, "big", signed=True)
     )
     return raw.hex().upper()
+
+
+#: MixAll.RETRY_GROUP_TOPIC_PREFIX and MixAll.DLQ_GROUP_TOPIC_PREFIX.
+RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
+DLQ_GROUP_TOPIC_PREFIX = "%DLQ%"
+#: NamespaceUtil.NAMESPACE_SEPARATOR.
+NAMESPACE_SEPARATOR = "%"
+#: MessageConst.PROPERTY_TRANSACTION_PREPARED, cleared on every client-built retry message.
+PROPERTY_TRANSACTION_PREPARED = "TRAN_MSG"
+
+
+def retry_topic_name(group: str) -> str:
+    """MixAll.getRetryTopic: `%RETRY%<group>`."""
+    return RETRY_GROUP_TOPIC_PREFIX + require_str("group", group)
+
+
+def dlq_topic_name(group: str) -> str:
+    """MixAll.getDLQTopic: `%DLQ%<group>`."""
+    return DLQ_GROUP_TOPIC_PREFIX + require_str("group", group)
+
+
+def put_property(msg: StoredMessage, name: str, value: str) -> StoredMessage:
+    """A copy of `msg` with property `name` set to `value` (Java mutates the cached object)."""
+    return attrs.evolve(msg, properties={**dict(msg.properties), name: value})
+
+
+def _prefix_of(resource: str) -> str:
+    for prefix in (RETRY_GROUP_TOPIC_PREFIX, DLQ_GROUP_TOPIC_PREFIX):
+        if resource.startswith(prefix):
+            return prefix
+    return ""
+
+
+def without_namespace(resource: str, namespace: str | None) -> str:
+    """NamespaceUtil.withoutNamespace for plain, %RETRY% and %DLQ% resources: strip
+    `<namespace>%` after the prefix; anything else is returned unchanged.
+
+    System resources (RocketMQ's own topics) are out of scope: consumers here never use them.
+    """
+    if not namespace or not resource:
+        return resource
+    prefix = _prefix_of(resource)
+    rest = resource[len(prefix) :]
+    marker = namespace + NAMESPACE_SEPARATOR
+    return prefix + rest[len(marker) :] if rest.startswith(marker) else resource
+
+
+def with_namespace(resource: str, namespace: str | None) -> str:
+    """NamespaceUtil.wrapNamespace for plain, %RETRY% and %DLQ% resources: insert
+    `<namespace>%` after the prefix unless it is already there."""
+    if not namespace or not resource:
+        return resource
+    prefix = _prefix_of(resource)
+    rest = resource[len(prefix) :]
+    marker = namespace + NAMESPACE_SEPARATOR
+    return resource if rest.startswith(marker) else prefix + marker + rest

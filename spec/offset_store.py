@@ -25,7 +25,7 @@ from pullspec.spec.pull_route import (
     find_broker_address_in_admin,
     find_broker_address_in_subscribe_v49,
 )
-from pullspec.spec.rules import rule
+from pullspec.spec.rules import Rules, rule, stated
 
 T = TypeVar("T")
 
@@ -111,7 +111,7 @@ def offset_store_kind(message_model: MessageModel, user_supplied: bool) -> Offse
 
     post: user_supplied == (__return__ is OffsetStoreKind.USER_SUPPLIED)
     """
-    # Verify the store follows the message model only when the user gave none.
+    # The store follows the message model only when the user gave none.
     if user_supplied:
         return OffsetStoreKind.USER_SUPPLIED
     if message_model is MessageModel.BROADCASTING:
@@ -132,7 +132,7 @@ def updated_offset(current: int | None, offset: int, increase_only: bool) -> int
     post: current is None or not increase_only or __return__ == max(current, offset)
     post: current is None or increase_only or __return__ == offset
     """
-    # Verify the first write ignores increaseOnly and an equal value is a no-op.
+    # The first write ignores increaseOnly and an equal value is a no-op.
     if current is None:
         return offset
     if increase_only:
@@ -161,7 +161,7 @@ def increase_only_for(writer: OffsetWriter) -> bool:
 
     post: __return__ == (writer in _INCREASE_ONLY)
     """
-    # Verify the orderly path may move the offset backwards.
+    # The orderly path may move the offset backwards.
     return writer in _INCREASE_ONLY
 
 
@@ -173,7 +173,7 @@ def read_offset_from_memory(current: int | None, read_type: ReadOffsetType) -> i
     post: read_type is not ReadOffsetType.READ_FROM_MEMORY or __return__ is not None
     post: read_type is not ReadOffsetType.READ_FROM_STORE or __return__ is None
     """
-    # Verify absence reads as -1 from memory, never as 0.
+    # Absence reads as -1 from memory, never as 0.
     if read_type is ReadOffsetType.READ_FROM_STORE:
         return None
     if current is not None:
@@ -189,7 +189,7 @@ def remote_store_read_result(outcome: int | BaseException) -> tuple[int, bool]:
     post: isinstance(outcome, BaseException) or __return__ == (outcome, True)
     post: not isinstance(outcome, MQBrokerError) or __return__ == (-1, False)
     """
-    # Verify a timeout or a missing broker gives -2, which makes rebalance skip the queue.
+    # A timeout or a missing broker gives -2, which makes rebalance skip the queue.
     if isinstance(outcome, MQBrokerError):
         return OFFSET_NONE, False
     if isinstance(outcome, BaseException):
@@ -207,7 +207,7 @@ def remote_persist_all_plan(
     post: not mqs or set(__return__[0]) | set(__return__[1]) == set(table)
     post: mqs or __return__ == ((), ())
     """
-    # Verify an empty set prunes nothing: it returns before looking at memory.
+    # An empty set prunes nothing: it returns before looking at memory.
     if not mqs:
         return (), ()
     entries = tuple(table)
@@ -241,7 +241,7 @@ def offset_broker_address_v47(
     post: broker_addrs is None or not broker_addrs or __return__ == next(iter(broker_addrs.values()))
     post: __return__ is not None or not after_refresh
     """
-    # Verify a slave answers offset queries in 4.7 whenever its id iterates first (never before
+    # A slave answers offset queries in 4.7 whenever its id iterates first (never before
     # id 0: the map is a HashMap<Long, String>, not the route's list).
     found = find_broker_address_in_admin(broker_addrs)
     if found is None:
@@ -270,7 +270,7 @@ def offset_broker_address_v49(
     post: broker_addrs is None or MASTER_ID not in broker_addrs or __return__ == broker_addrs[MASTER_ID]
     post: __return__ is not None or not after_refresh
     """
-    # Verify the second lookup always allows any broker: a slave-only route reaches the slave
+    # The second lookup always allows any broker: a slave-only route reaches the slave
     # even when the refresh changed nothing.
     found = find_broker_address_in_subscribe_v49(broker_addrs, MASTER_ID, True)
     if found is None:
@@ -289,9 +289,7 @@ def offset_broker_address(
     Example: ``offset_broker_address(slave_only, slave_only, Profile.V4_9)`` with
     ``slave_only = BrokerAddrs([(1, "s:1")])`` is ``"s:1"``.
     """
-    if profile is Profile.V4_7:
-        return offset_broker_address_v47(broker_addrs, after_refresh)
-    return offset_broker_address_v49(broker_addrs, after_refresh)
+    return OffsetStoreRules.of(profile).offset_broker_address(broker_addrs, after_refresh)
 
 
 @rule("OFFSET-8", source="MQClientInstance.persistAllConsumerOffset", seeds=_S24)
@@ -304,7 +302,7 @@ def persist_consumer_offset_targets(
 
     post: running or __return__ is None
     """
-    # Verify a non-running consumer logs an error and sends nothing.
+    # A non-running consumer logs an error and sends nothing.
     return frozenset(process_queue_mqs) if running else None
 
 
@@ -315,7 +313,7 @@ def local_offset_store_path(base_dir: str, client_id: str, group: str) -> str:
 
     post: __return__.endswith("/offsets.json")
     """
-    # Verify broadcasting's unrenamed clientId keeps the path stable across restarts.
+    # Broadcasting's unrenamed clientId keeps the path stable across restarts.
     return f"{base_dir.rstrip('/')}/{client_id}/{group}/{OFFSETS_FILE}"
 
 
@@ -328,7 +326,7 @@ def read_local_offset(main: str | None, bak: str | None, parse: Callable[[str], 
     raises: MQClientError
     post: __return__ is not None or not bak or bool(main)
     """
-    # Verify a readable main file is used even when the backup is corrupt.
+    # A readable main file is used even when the backup is corrupt.
     if main:
         try:
             return parse(main)
@@ -359,7 +357,7 @@ def local_persist_steps(has_previous: bool) -> tuple[PersistStep, ...]:
     post: __return__[0] is PersistStep.WRITE_TMP and __return__[-1] is PersistStep.RENAME_TMP
     post: (PersistStep.COPY_TO_BAK in __return__) == has_previous
     """
-    # Verify the backup always holds the previous generation, never the new one.
+    # The backup always holds the previous generation, never the new one.
     copy = (PersistStep.COPY_TO_BAK,) if has_previous else ()
     return (PersistStep.WRITE_TMP, *copy, PersistStep.DELETE_MAIN, PersistStep.RENAME_TMP)
 
@@ -389,7 +387,7 @@ def local_no_ops() -> frozenset[LocalNoOp]:
 
     post: len(__return__) == 3
     """
-    # Verify a broadcasting consumer keeps offsets of removed queues in memory (RESULT-11).
+    # A broadcasting consumer keeps offsets of removed queues in memory (RESULT-11).
     return frozenset(LocalNoOp)
 
 
@@ -400,5 +398,11 @@ def memory_after_rebalance_read(stored: int) -> int | None:
 
     post: (__return__ is None) == (stored < 0)
     """
-    # Verify a queue that consumed nothing carries no commit and has nothing to persist.
+    # A queue that consumed nothing carries no commit and has nothing to persist.
     return stored if stored >= 0 else None
+
+
+class OffsetStoreRules(Rules):
+    """The changed OFFSET rule (see `spec.rules.Rules`)."""
+
+    offset_broker_address = stated(offset_broker_address_v47, offset_broker_address_v49)

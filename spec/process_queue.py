@@ -4,53 +4,132 @@ Every transition takes a `ProcessQueueState` and returns the next one (plus Rock
 value); bad input raises a typed error before anything is built, so the caller's state stays as
 it was. Java guards both tree maps with one read-write lock; a pure function needs none (PQ-19).
 
-This module states the two trees; the state type and the rules on its other fields live in
-`spec.process_queue_state`, the expiry rules in `spec.process_queue_expiry`. Both are re-exported
-here, so `spec.process_queue` stays the one namespace of the PQ area.
+The module reads in three parts: the state and the rules on its fields outside the trees (a new
+queue, the dropped flag, lastConsumeTimestamp, tryUnlockTimes); the two trees (put, remove,
+take, commit, rollback); the clocks (the client lock's and the pull's expiry, and the
+cleanExpiredMsg sweep).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Sequence
 
 import attrs
 
 from pullspec.spec.errors import (
+    JAVA_INT_MAX,
     InvalidTypeError,
     NoSuchElementError,
-    NumberFormatError,  # noqa: F401  (named by put_message's raises: line, which CrossHair reads)
+    NumberFormatError,
+    require_bool,
     require_int,
     require_range,
 )
-from pullspec.spec.message import PROPERTY_MAX_OFFSET, StoredMessage
-from pullspec.spec.process_queue_expiry import (
-    CLEAN_EXPIRED_LOOP_MAX,
-    DEFAULT_CONSUME_TIMEOUT_MIN,
-    LOCK_INTERVAL_MS,
-    LOCK_MAX_LIVE_TIME_MS,
-    PULL_MAX_IDLE_TIME_MS,
-    SEND_BACK_DELAY_LEVEL,
-    expired_head_v4_7,
-    expired_head_v4_9,
-    is_lock_expired,
-    is_pull_expired,
-)
-from pullspec.spec.process_queue_state import (
-    S_000,
-    S_001,
-    S_002,
-    S_004,
-    ProcessQueueState,
-    Tree,
-    inc_try_unlock_times,
-    initial_state,
-    mark_consumed_at,
-    parse_java_long,
-    set_dropped,
-)
-from pullspec.spec.rules import rule
+from pullspec.spec.message import PROPERTY_CONSUME_START_TIME, PROPERTY_MAX_OFFSET, StoredMessage
+from pullspec.spec.profiles import Profile
+from pullspec.spec.rules import Rules, rule, stated
 
-JAVA_INT_MAX = 2**31 - 1
+S_000 = "000_26b83a4251c26823.txt"
+S_001 = "001_c163ec5dbc0ced81.txt"
+S_002 = "002_c88c8921902728c1.txt"
+S_003 = "003_97f7c1df5f6104bc.txt"
+S_004 = "004_60fc00b6c6a023ff.txt"
+
+Tree = tuple[StoredMessage, ...]
+_JAVA_LONG = re.compile(r"[+-]?[0-9]+")
+
+
+#: DefaultMQPushConsumer.sendMessageBack(msg, delayLevel) as cleanExpiredMsg calls it (PQ-18).
+SendMessageBack = Callable[[StoredMessage, int], object]
+
+
+# -- the state -------------------------------------------------------------------------------------
+
+
+@attrs.frozen
+class ProcessQueueState:
+    """Everything a ProcessQueue holds; both trees are sorted by queue offset, offsets unique."""
+
+    msg_tree: Tree = ()
+    consuming_tree: Tree = ()
+    msg_count: int = 0
+    msg_size: int = 0
+    queue_offset_max: int = 0
+    msg_acc_cnt: int = 0
+    consuming: bool = False
+    dropped: bool = False
+    locked: bool = False
+    last_lock_timestamp: int = 0
+    last_pull_timestamp: int = 0
+    last_consume_timestamp: int = 0
+    try_unlock_times: int = 0
+
+    @property
+    def cached_offsets(self) -> tuple[int, ...]:
+        """The keys of msgTreeMap, ascending."""
+        return tuple(m.queue_offset for m in self.msg_tree)
+
+    @property
+    def consuming_offsets(self) -> tuple[int, ...]:
+        """The keys of consumingMsgOrderlyTreeMap, ascending."""
+        return tuple(m.queue_offset for m in self.consuming_tree)
+
+
+def parse_java_long(name: str, text: str) -> int:
+    """`text` read with Java's Long.parseLong, else NumberFormatError naming `name`."""
+    if not _JAVA_LONG.fullmatch(text) or not -(2**63) <= int(text) < 2**63:
+        raise NumberFormatError(name, text, "not a Java long")
+    return int(text)
+
+
+@rule("PQ-1", source="ProcessQueue.<init>", seeds=(S_000, S_002, S_004), versions=(
+    "4.7.1 names the locks lockTreeMap/lockConsume (getLockConsume), 4.9.7 treeMapLock/"
+    "consumeLock (getConsumeLock); behaviour is identical"))  # fmt: skip
+def initial_state(now: int) -> ProcessQueueState:
+    """A new ProcessQueue has empty trees, zero counters, all flags false and its three
+    timestamps (pull, consume, lock) at its creation time.
+
+    post: __return__.msg_count == 0 and __return__.msg_size == 0
+    post: __return__.last_pull_timestamp == now and __return__.last_lock_timestamp == now
+    raises: InvalidTypeError
+    """
+    t = require_int("now", now)
+    return ProcessQueueState(last_lock_timestamp=t, last_pull_timestamp=t, last_consume_timestamp=t)
+
+
+@rule("PQ-14", source="ProcessQueue.setDropped", seeds=(S_000, S_001, S_002, S_003, S_004))
+def set_dropped(state: ProcessQueueState, dropped: bool) -> ProcessQueueState:
+    """`dropped` is a plain flag the rebalance, OFFSET_ILLEGAL and shutdown paths set to true and
+    RocketMQ never sets back, because a dropped ProcessQueue is never reused.
+
+    post: __return__.dropped == dropped
+    raises: InvalidTypeError
+    """
+    return attrs.evolve(state, dropped=require_bool("dropped", dropped))
+
+
+@rule("PQ-17", source="ProcessQueue.removeMessage")
+def mark_consumed_at(state: ProcessQueueState, now: int) -> ProcessQueueState:
+    """Every removeMessage and takeMessages call sets lastConsumeTimestamp to now, whether or not
+    it finds anything; commit and rollback do not.
+
+    post: __return__.last_consume_timestamp == now
+    """
+    return attrs.evolve(state, last_consume_timestamp=now)
+
+
+@rule("PQ-20", source="ProcessQueue.incTryUnlockTimes")
+def inc_try_unlock_times(state: ProcessQueueState) -> ProcessQueueState:
+    """tryUnlockTimes counts the times removeUnnecessaryMessageQueue failed to get the consume
+    lock, and is only reported.
+
+    post: __return__.try_unlock_times == state.try_unlock_times + 1
+    """
+    return attrs.evolve(state, try_unlock_times=state.try_unlock_times + 1)
+
+
+# -- the two trees ---------------------------------------------------------------------------------
 
 
 def _tree_put(tree: Tree, msg: StoredMessage) -> tuple[Tree, StoredMessage | None]:
@@ -102,7 +181,7 @@ def put_message(
     raises: InvalidTypeError, NumberFormatError
     """
     batch = require_messages("msgs", msgs)
-    # Verify the MAX_OFFSET property before mutating: Java parses it after the tree changed.
+    # The MAX_OFFSET property is read before mutating: Java parses it after the tree changed.
     last_max_offset = max_offset_property(batch[-1]) if batch else None
     tree, count, size, new_offsets = state.msg_tree, state.msg_count, state.msg_size, []
     for msg in batch:
@@ -173,7 +252,7 @@ def max_span(cached_offsets: tuple[int, ...]) -> int:
     post: __return__ >= 0
     post: __return__ == (cached_offsets[-1] - cached_offsets[0] if cached_offsets else 0)
     """
-    # Verify the cache is non-empty
+    # Check that the cache is non-empty.
     if not cached_offsets:
         return 0
     return cached_offsets[-1] - cached_offsets[0]
@@ -197,7 +276,7 @@ def remove_message(
     """
     batch = require_messages("msgs", msgs)
     stamped = mark_consumed_at(state, require_int("now", now))
-    # Verify something is cached on entry
+    # Check that something is cached on entry.
     if not state.msg_tree:
         return stamped, -1
     tree, count, size = state.msg_tree, state.msg_count, state.msg_size
@@ -252,7 +331,7 @@ def commit(state: ProcessQueueState) -> tuple[ProcessQueueState, int]:
     post: __return__[0].consuming_tree == ()
     raises: NoSuchElementError
     """
-    # Verify something is being consumed: TreeMap.lastKey() throws on an empty map
+    # Something is being consumed: TreeMap.lastKey() throws on an empty map.
     if not state.consuming_tree:
         raise NoSuchElementError("commit: the consuming tree is empty")
     offset = state.consuming_tree[-1].queue_offset
@@ -354,38 +433,90 @@ def interrupted_result(method: str) -> object:
     return INTERRUPTED_RESULTS.get(method)
 
 
-__all__ = [
-    "CLEAN_EXPIRED_LOOP_MAX",
-    "DEFAULT_CONSUME_TIMEOUT_MIN",
-    "INTERRUPTED_RESULTS",
-    "JAVA_INT_MAX",
-    "LOCK_INTERVAL_MS",
-    "LOCK_MAX_LIVE_TIME_MS",
-    "PULL_MAX_IDLE_TIME_MS",
-    "SEND_BACK_DELAY_LEVEL",
-    "ProcessQueueState",
-    "clear",
-    "commit",
-    "dispatch_to_consume",
-    "expired_head_v4_7",
-    "expired_head_v4_9",
-    "has_temp_message",
-    "inc_try_unlock_times",
-    "initial_state",
-    "interrupted_result",
-    "is_lock_expired",
-    "is_pull_expired",
-    "make_message_to_consume_again",
-    "mark_consumed_at",
-    "max_offset_property",
-    "max_span",
-    "msg_acc_cnt_after",
-    "put_accounting",
-    "put_message",
-    "queue_offset_max_after",
-    "remove_message",
-    "require_messages",
-    "rollback",
-    "set_dropped",
-    "take_messages",
-]
+# -- the clocks ------------------------------------------------------------------------------------
+
+LOCK_MAX_LIVE_TIME_MS = 30_000  # rocketmq.client.rebalance.lockMaxLiveTime
+LOCK_INTERVAL_MS = 20_000  # rocketmq.client.rebalance.lockInterval
+PULL_MAX_IDLE_TIME_MS = 120_000  # rocketmq.client.pull.pullMaxIdleTime
+CLEAN_EXPIRED_LOOP_MAX = 16
+SEND_BACK_DELAY_LEVEL = 3
+DEFAULT_CONSUME_TIMEOUT_MIN = 15
+
+
+@rule("PQ-15", source="ProcessQueue.isLockExpired", seeds=(S_004,))
+def is_lock_expired(
+    now: int, last_lock_timestamp: int, lock_max_live_time: int = LOCK_MAX_LIVE_TIME_MS
+) -> bool:
+    """The client lock is expired when now − lastLockTimestamp is strictly greater than
+    lockMaxLiveTime (30000 ms by default), whatever `locked` says.
+
+    post: __return__ == (now - last_lock_timestamp > lock_max_live_time)
+    """
+    return now - last_lock_timestamp > lock_max_live_time
+
+
+@rule("PQ-16", source="ProcessQueue.isPullExpired", seeds=(S_002,))
+def is_pull_expired(
+    now: int, last_pull_timestamp: int, pull_max_idle_time: int = PULL_MAX_IDLE_TIME_MS
+) -> bool:
+    """The queue is pull-expired when now − lastPullTimestamp is strictly greater than
+    pullMaxIdleTime (120000 ms by default).
+
+    post: __return__ == (now - last_pull_timestamp > pull_max_idle_time)
+    """
+    return now - last_pull_timestamp > pull_max_idle_time
+
+
+def _expired(start: str, now: int, consume_timeout_min: int) -> bool:
+    started = parse_java_long(PROPERTY_CONSUME_START_TIME, start)
+    return now - started > consume_timeout_min * 60_000
+
+
+@rule("PQ-18", source="ProcessQueue.cleanExpiredMsg", seeds=(S_002,),
+      profiles=(Profile.V4_7,), versions=(
+    "4.7.1 parses a missing CONSUME_START_TIME (NumberFormatException, the sweep task dies); "
+    "4.9.7 stops the sweep at a head message without one"))  # fmt: skip
+def expired_head_v4_7(
+    msg_tree: Tree, now: int, consume_timeout_min: int = DEFAULT_CONSUME_TIMEOUT_MIN
+) -> StoredMessage | None:  # [4.7]
+    """The cleanExpiredMsg sweep sends back the head cached message when now − its
+    CONSUME_START_TIME exceeds consumeTimeout minutes strictly, and stops at the first head that
+    has not expired.
+
+    A head without the property throws NumberFormatException, which nothing catches.
+
+    post: __return__ is None or __return__ == msg_tree[0]
+    raises: NumberFormatError
+    """
+    if not msg_tree:
+        return None
+    start = msg_tree[0].get_property(PROPERTY_CONSUME_START_TIME)
+    if start is None:
+        raise NumberFormatError(PROPERTY_CONSUME_START_TIME, None, "Long.parseLong(null)")
+    return msg_tree[0] if _expired(start, now, consume_timeout_min) else None
+
+
+@rule("PQ-18", source="ProcessQueue.cleanExpiredMsg", seeds=(S_002,), profiles=(Profile.V4_9,))
+def expired_head_v4_9(
+    msg_tree: Tree, now: int, consume_timeout_min: int = DEFAULT_CONSUME_TIMEOUT_MIN
+) -> StoredMessage | None:  # [Modified in 4.9]
+    """The cleanExpiredMsg sweep sends back the head cached message when it has a non-empty
+    CONSUME_START_TIME and now − that time exceeds consumeTimeout minutes strictly, and stops
+    at the first head that does not.
+
+    post: __return__ is None or __return__ == msg_tree[0]
+    raises: NumberFormatError
+    """
+    if not msg_tree:
+        return None
+    start = msg_tree[0].get_property(PROPERTY_CONSUME_START_TIME)
+    # Check that the head has started consuming (StringUtils.isNotEmpty).
+    if not start:
+        return None
+    return msg_tree[0] if _expired(start, now, consume_timeout_min) else None
+
+
+class ProcessQueueRules(Rules):
+    """The changed PQ rule of the consume-timeout sweep (see `spec.rules.Rules`)."""
+
+    expired_head = stated(expired_head_v4_7, expired_head_v4_9)

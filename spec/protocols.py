@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Protocol, runtime_checkable
 
+from pullspec.spec.errors import InvalidTypeError, require_int, require_str
+from pullspec.spec.filter import ExpressionMessageFilter
 from pullspec.spec.message import BrokerInnerMessage, MessageQueue, StoredMessage
-from pullspec.spec.process_queue_state import ProcessQueueState
+from pullspec.spec.process_queue import ProcessQueueState
 from pullspec.spec.results import GetMessageResult, PutMessageResult
 from pullspec.spec.status import BrokerRole
 
@@ -94,6 +96,43 @@ class MessageStore(Protocol):
         newest, at most deleteFilesBatchMax), then drop the consume-queue entries below the new
         commit-log minimum; answer how many files went."""
         ...
+
+
+def check_get_message_arguments(
+    group: object,
+    topic: object,
+    queue_id: object,
+    offset: object,
+    max_msg_nums: object,
+    message_filter: object,
+) -> None:
+    """Refuse a `MessageStore.get_message` argument of the wrong type, naming it
+    (InvalidTypeError), before the store looks at anything.
+
+    Example: ``check_get_message_arguments("G", "T", 0, "5", 32, None)`` raises
+    InvalidTypeError naming ``offset``.
+    """
+    if (
+        type(group) is str
+        and type(topic) is str
+        and type(queue_id) is int
+        and type(offset) is int
+        and type(max_msg_nums) is int
+        and (message_filter is None or type(message_filter) is ExpressionMessageFilter)
+    ):
+        return  # the usual exact types, told apart at once
+    require_str("group", group)
+    require_str("topic", topic)
+    require_int("queue_id", queue_id)
+    require_int("offset", offset)
+    require_int("max_msg_nums", max_msg_nums)
+    # The broker's own filter type first: a runtime Protocol isinstance costs microseconds.
+    if (
+        message_filter is not None
+        and type(message_filter) is not ExpressionMessageFilter
+        and not isinstance(message_filter, MessageFilter)
+    ):
+        raise InvalidTypeError("message_filter", message_filter, "MessageFilter or None")
 
 
 @runtime_checkable
@@ -217,4 +256,31 @@ class ConsumeMessageService(Protocol):
         dispatch_to_consume: bool,
     ) -> None:
         """Consume `msgs` of `message_queue` (CONC-2 / ORDER-3)."""
+        ...
+
+
+@runtime_checkable
+class BrokerLockClient(Protocol):
+    """LOCK_BATCH_MQ / UNLOCK_BATCH_MQ as a client sends them to the master of one broker
+    (REBAL-19..21); a broker without a master raises, as a failed RPC does."""
+
+    def has_master(self, broker_name: str) -> bool:
+        """findBrokerAddressInSubscribe(brokerName, MASTER_ID, true) found an address."""
+        ...
+
+    def lock_batch(
+        self, broker_name: str, group: str, client_id: str, mqs: Iterable[MessageQueue]
+    ) -> set[MessageQueue]:
+        """LOCK_BATCH_MQ: the queues the broker granted (LEASE-6); raises on RPC failure."""
+        ...
+
+    def unlock_batch(
+        self,
+        broker_name: str,
+        group: str,
+        client_id: str,
+        mqs: Iterable[MessageQueue],
+        oneway: bool,
+    ) -> None:
+        """UNLOCK_BATCH_MQ (LEASE-7); raises when the broker cannot be reached, even one-way."""
         ...

@@ -121,7 +121,7 @@ def schedules_later(stopped: bool) -> bool:
 
     post: __return__ == (not stopped)
     """
-    # Verify there is no retry once stopped: the request stops circulating.
+    # There is no retry once stopped: the request stops circulating.
     return not stopped
 
 
@@ -136,7 +136,7 @@ def dispatches_to_consumer(consumer_registered: bool) -> bool:
 
     post: __return__ == consumer_registered
     """
-    # Verify an unknown group kills the request instead of re-enqueueing it.
+    # An unknown group kills the request instead of re-enqueueing it.
     return consumer_registered
 
 
@@ -152,7 +152,7 @@ def keeps_circulating(action: Pull | Delay | Immediately | Drop | None, stopped:
     post: not isinstance(action, Drop) or not __return__
     post: action is not None or not __return__
     """
-    # Verify a dead request is revived only by rebalance creating a new process queue.
+    # A dead request is revived only by rebalance creating a new process queue.
     if isinstance(action, Delay):
         return schedules_later(stopped)
     return isinstance(action, Pull | Immediately)

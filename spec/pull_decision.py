@@ -31,7 +31,7 @@ from pullspec.spec.pull_actions import (
     Pull,
     PullDecision,
 )
-from pullspec.spec.rules import rule
+from pullspec.spec.rules import Rules, rule, stated
 
 MIB = 1024 * 1024
 
@@ -75,7 +75,7 @@ def check_dropped(process_queue: ProcessQueueSnapshot) -> Drop | None:
 
     post: (__return__ is not None) == process_queue.dropped
     """
-    # Verify the dropped flag is the very first check and ends the request for good.
+    # The dropped flag is the very first check and ends the request for good.
     return Drop("process queue dropped") if process_queue.dropped else None
 
 
@@ -86,7 +86,7 @@ def touches_last_pull_timestamp(process_queue: ProcessQueueSnapshot) -> bool:
 
     post: __return__ == (not process_queue.dropped)
     """
-    # Verify paused or flow-controlled queues are touched too, so they never pull-expire.
+    # Paused or flow-controlled queues are touched too, so they never pull-expire.
     return not process_queue.dropped
 
 
@@ -96,7 +96,7 @@ def check_consumer_state(running: bool, config: ConsumerConfig) -> Delay | None:
 
     post: (__return__ is None) == running
     """
-    # Verify the delay is E (1000 by default), not the impl's overwritten 3000 initialiser.
+    # The delay is E (1000 by default), not the impl's overwritten 3000 initialiser.
     if running:
         return None
     return Delay(config.pull_time_delay_mills_when_exception, DelayReason.CONSUMER_NOT_RUNNING)
@@ -108,7 +108,7 @@ def check_paused(paused: bool) -> Delay | None:
 
     post: (__return__ is None) == (not paused)
     """
-    # Verify the pause delay is the suspend constant, independent of E.
+    # The pause delay is the suspend constant, independent of E.
     return Delay(PULL_TIME_DELAY_MILLS_WHEN_SUSPEND, DelayReason.PAUSED) if paused else None
 
 
@@ -119,7 +119,7 @@ def cached_message_size_in_mib(msg_size: int) -> int:
     pre: msg_size >= 0
     post: __return__ * 1048576 <= msg_size < (__return__ + 1) * 1048576
     """
-    # Verify floor division: 104857599 bytes counts as 99 MiB.
+    # Floor division: 104857599 bytes counts as 99 MiB.
     return msg_size // MIB
 
 
@@ -130,7 +130,7 @@ def check_cached_message_count(msg_count: int, config: ConsumerConfig) -> Delay 
 
     post: (__return__ is None) == (msg_count <= config.pull_threshold_for_queue)
     """
-    # Verify the comparison is strict: a count equal to the threshold still pulls.
+    # The comparison is strict: a count equal to the threshold still pulls.
     if msg_count > config.pull_threshold_for_queue:
         return Delay(PULL_TIME_DELAY_MILLS_WHEN_FLOW_CONTROL, DelayReason.CACHED_MESSAGE_COUNT)
     return None
@@ -144,7 +144,7 @@ def check_cached_message_size(msg_size: int, config: ConsumerConfig) -> Delay | 
     pre: msg_size >= 0
     post: (__return__ is None) == (msg_size // 1048576 <= config.pull_threshold_size_for_queue)
     """
-    # Verify the size check applies to orderly consumers too (seed 000 says otherwise, S-4).
+    # The size check applies to orderly consumers too (seed 000 says otherwise, S-4).
     if cached_message_size_in_mib(msg_size) > config.pull_threshold_size_for_queue:
         return Delay(PULL_TIME_DELAY_MILLS_WHEN_FLOW_CONTROL, DelayReason.CACHED_MESSAGE_SIZE)
     return None
@@ -158,7 +158,7 @@ def check_max_span(max_span: int, config: ConsumerConfig) -> Delay | None:
     post: __return__ is None or max_span > config.consume_concurrently_max_span
     post: __return__ is not None or config.orderly or max_span <= _max_span(config)
     """
-    # Verify the span is an offset distance and is never checked for an orderly consumer.
+    # The span is an offset distance and is never checked for an orderly consumer.
     if not config.orderly and max_span > config.consume_concurrently_max_span:
         return Delay(PULL_TIME_DELAY_MILLS_WHEN_FLOW_CONTROL, DelayReason.MAX_SPAN)
     return None
@@ -173,7 +173,7 @@ def count_flow_control(counter: int) -> tuple[int, bool]:
     post: __return__[0] == counter + 1
     post: __return__[1] == (counter % 1000 == 0)
     """
-    # Verify the post-increment: the test uses the old value, the log shows the new one.
+    # The post-increment: the test uses the old value, the log shows the new one.
     return counter + 1, counter % FLOW_CONTROL_LOG_INTERVAL == 0
 
 
@@ -184,7 +184,7 @@ def flow_control_log_suppressed(process_queue: ProcessQueueSnapshot) -> bool:
 
     post: __return__ == process_queue.msg_tree_empty
     """
-    # Verify the request is not lost: the caller applies the delay and counters regardless.
+    # The request is not lost: the caller applies the delay and counters regardless.
     return process_queue.msg_tree_empty
 
 
@@ -195,7 +195,7 @@ def check_locked(process_queue: ProcessQueueSnapshot, config: ConsumerConfig) ->
 
     post: (__return__ is None) == (not config.orderly or process_queue.locked)
     """
-    # Verify an expired but still-locked queue passes: only consumption checks expiry.
+    # An expired but still-locked queue passes: only consumption checks expiry.
     if config.orderly and not process_queue.locked:
         return Delay(config.pull_time_delay_mills_when_exception, DelayReason.NOT_LOCKED)
     return None
@@ -241,7 +241,7 @@ def correct_first_lock_offset(
     """
     # CrossHair cannot build a symbolic Callable[[], int]; Hypothesis checks these contracts.
     # crosshair: off
-    # Verify the offset may move backwards (re-consumption) or become -1: computePullFromWhere
+    # The offset may move backwards (re-consumption) or become -1: computePullFromWhere
     # declares no checked exception and answers -1 for a failed query; only an unchecked
     # exception would escape pullMessage.
     if previously_locked:
@@ -266,7 +266,7 @@ def correct_first_lock_offset_with_exception(
     """
     # CrossHair cannot build a symbolic Callable[[], int]; Hypothesis checks these contracts.
     # crosshair: off
-    # Verify a failed computation leaves both the cursor and the flag untouched.
+    # A failed computation leaves both the cursor and the flag untouched.
     if previously_locked:
         return FirstLockStep(next_offset, True)
     try:
@@ -279,12 +279,6 @@ def correct_first_lock_offset_with_exception(
     return _corrected(offset, next_offset)
 
 
-_FIRST_LOCK = {
-    Profile.V4_7: correct_first_lock_offset,
-    Profile.V4_9: correct_first_lock_offset_with_exception,
-}
-
-
 @rule("FLOW-13", source=_SOURCE, seeds=_ALL_SEEDS)
 def check_subscription(has_subscription: bool, config: ConsumerConfig) -> Delay | None:
     """A topic with no SubscriptionData in subscriptionInner re-enqueues the request after E,
@@ -292,7 +286,7 @@ def check_subscription(has_subscription: bool, config: ConsumerConfig) -> Delay 
 
     post: (__return__ is None) == has_subscription
     """
-    # Verify the delay is E, not the 3 s the seeds state (S-1..S-3).
+    # The delay is E, not the 3 s the seeds state (S-1..S-3).
     if has_subscription:
         return None
     return Delay(config.pull_time_delay_mills_when_exception, DelayReason.NO_SUBSCRIPTION)
@@ -365,7 +359,7 @@ def decide_pull(
             raise InvalidArgumentError(
                 "compute_first_lock_offset", None, "required on a locked orderly first pull"
             )
-        step = _FIRST_LOCK[profile](
+        step = PullDecisionRules.of(profile).correct_first_lock_offset(
             previously_locked, next_offset, compute_first_lock_offset or _unused, config
         )
         same = attrs.evolve(
@@ -400,3 +394,11 @@ def _span_ok(process_queue: ProcessQueueSnapshot, config: ConsumerConfig) -> boo
 
 def _unused() -> int:
     raise AssertionError("FLOW-12 computed an offset for an already-locked request")
+
+
+class PullDecisionRules(Rules):
+    """The changed FLOW rule (see `spec.rules.Rules`)."""
+
+    correct_first_lock_offset = stated(
+        correct_first_lock_offset, correct_first_lock_offset_with_exception
+    )

@@ -6,10 +6,10 @@ from __future__ import annotations
 from typing import Protocol, runtime_checkable
 
 from pullspec.spec.client_errors import MQClientError
-from pullspec.spec.consumer_config import RETRY_GROUP_TOPIC_PREFIX, ConsumeFromWhere
-from pullspec.spec.message import MessageQueue
+from pullspec.spec.consumer_config import ConsumeFromWhere
+from pullspec.spec.message import RETRY_GROUP_TOPIC_PREFIX, MessageQueue
 from pullspec.spec.profiles import Profile
-from pullspec.spec.rules import rule
+from pullspec.spec.rules import Rules, rule, stated
 
 _SEEDS = ("004_60fc00b6c6a023ff.txt", "003_97f7c1df5f6104bc.txt", "002_c88c8921902728c1.txt")
 
@@ -81,7 +81,7 @@ def compute_pull_from_where(
     post: last_offset > -2 or __return__ == -1
     post: last_offset != -1 or consume_from_where is not ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET or __return__ == 0
     """
-    # Verify ConsumeFromWhere matters only when nothing is stored, and the deprecated values
+    # ConsumeFromWhere matters only when nothing is stored, and the deprecated values
     # behave as CONSUME_FROM_LAST_OFFSET.
     try:
         return _compute(consume_from_where, mq, last_offset, admin, consume_timestamp_ms)
@@ -109,7 +109,7 @@ def compute_pull_from_where_with_exception(
     post: last_offset > -2 or __return__ == -1
     post: last_offset != -1 or consume_from_where is not ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET or __return__ == 0
     """
-    # Verify the rethrow: rebalance then skips the queue and FLOW-12 delays by E with the
+    # The rethrow: rebalance then skips the queue and FLOW-12 delays by E with the
     # first-lock flag still false.
     return _compute(consume_from_where, mq, last_offset, admin, consume_timestamp_ms)
 
@@ -127,9 +127,14 @@ def compute_pull_from_where_for(
     4.9's deprecated `computePullFromWhere` wrapper catches the failure and returns −1, which is
     exactly the 4.7 function.
     """
-    fn = (
-        compute_pull_from_where
-        if profile is Profile.V4_7
-        else compute_pull_from_where_with_exception
+    return PullFromWhereRules.of(profile).compute_pull_from_where(
+        consume_from_where, mq, last_offset, admin, consume_timestamp_ms
     )
-    return fn(consume_from_where, mq, last_offset, admin, consume_timestamp_ms)
+
+
+class PullFromWhereRules(Rules):
+    """The changed REBAL rule of the first offset (see `spec.rules.Rules`)."""
+
+    compute_pull_from_where = stated(
+        compute_pull_from_where, compute_pull_from_where_with_exception
+    )

@@ -24,7 +24,7 @@ from pullspec.spec.pull_route import (  # PullSysFlag and has_flag are used by t
     has_flag,  # noqa: F401
     sys_flag_for_broker,
 )
-from pullspec.spec.rules import rule
+from pullspec.spec.rules import Rules, rule, stated
 from pullspec.spec.status import PullStatus, ResponseCode
 
 _SEEDS = (
@@ -55,7 +55,7 @@ def capture_pull_callback(now_ms: int, subscription_data: SubscriptionData) -> P
 
     post: __return__.subscription_data is subscription_data
     """
-    # Verify the callback filters with FLOW-13's object, not REQ-3's second lookup.
+    # The callback filters with FLOW-13's object, not REQ-3's second lookup.
     return PullCallbackContext(now_ms, subscription_data)
 
 
@@ -75,7 +75,7 @@ def commit_offset_for_pull(message_model: MessageModel, memory_offset: int) -> C
     post: __return__.enable == (message_model is MessageModel.CLUSTERING and memory_offset > 0)
     post: message_model is MessageModel.CLUSTERING or __return__.value == 0
     """
-    # Verify 0 and -1 (nothing in memory) are sent but never committed.
+    # 0 and -1 (nothing in memory) are sent but never committed.
     if message_model is not MessageModel.CLUSTERING:
         return CommitOffset(False, 0)
     return CommitOffset(memory_offset > 0, memory_offset)
@@ -91,7 +91,7 @@ def subscription_expression(
     post: __return__[0] is None or post_subscription_when_pull
     post: subscription_data is not None or __return__ == (None, False)
     """
-    # Verify the default sends no expression: the broker uses the heartbeat's subscription.
+    # The default sends no expression: the broker uses the heartbeat's subscription.
     if subscription_data is None:
         return None, False
     expression = None
@@ -132,7 +132,7 @@ def pull_kernel_call(
     post: __return__.broker_suspend_max_time_millis == 15000 and __return__.timeout_millis == 30000
     post: has_flag(__return__.sys_flag, PullSysFlag.SUSPEND)
     """
-    # Verify subVersion is the subscription's version timestamp, not a client version (S-15).
+    # The subVersion field is the subscription's version timestamp, not a client version (S-15).
     expression, class_filter = subscription_expression(
         subscription_lookup, config.post_subscription_when_pull
     )
@@ -200,7 +200,7 @@ def pull_message_request_header_v47(
     post: __return__.queue_offset == call.offset and __return__.bname is None
     post: not broker.slave or not __return__.sys_flag & 0x1
     """
-    # Verify the header's flag is the one REQ-8 computed for the chosen broker.
+    # The header's flag is the one REQ-8 computed for the chosen broker.
     return _header(consumer_group, call, sys_flag_for_broker(call.sys_flag, broker.slave))
 
 
@@ -214,7 +214,7 @@ def pull_message_request_header_v49(
     post: __return__.queue_offset == call.offset and __return__.bname == call.mq.broker_name
     post: not broker.slave or not __return__.sys_flag & 0x1
     """
-    # Verify bname names the queue's broker even when the request goes to a slave.
+    # The bname field names the queue's broker even when the request goes to a slave.
     header = pull_message_request_header_v47(consumer_group, call, broker)
     return attrs.evolve(header, bname=call.mq.broker_name)
 
@@ -223,9 +223,7 @@ def pull_message_request_header(
     consumer_group: str, call: PullKernelCall, broker: FindBrokerResult, profile: Profile
 ) -> PullMessageRequestHeader:
     """REQ-9 in `profile`."""
-    if profile is Profile.V4_7:
-        return pull_message_request_header_v47(consumer_group, call, broker)
-    return pull_message_request_header_v49(consumer_group, call, broker)
+    return PullRequestRules.of(profile).pull_message_request_header(consumer_group, call, broker)
 
 
 @rule("REQ-11", source=_SOURCE, seeds=("000_26b83a4251c26823.txt", *_SEEDS_2_4))
@@ -235,7 +233,7 @@ def on_pull_kernel_exception(config: ConsumerConfig) -> Delay:
 
     post: __return__.ms == config.pull_time_delay_mills_when_exception
     """
-    # Verify a missing broker, an old broker, a missing filter server and a synchronous remoting
+    # A missing broker, an old broker, a missing filter server and a synchronous remoting
     # failure all take this one path.
     return Delay(config.pull_time_delay_mills_when_exception, DelayReason.PULL_KERNEL_EXCEPTION)
 
@@ -248,24 +246,59 @@ _STATUS_BY_CODE = {
 }
 
 
-@rule(
-    "REQ-12",
-    source="MQClientAPIImpl.processPullResponse",
-    seeds=("001_c163ec5dbc0ced81.txt", *_SEEDS_2_4),
-)
-def pull_status_for_response_code(
-    code: int, remark: str | None = None, addr: str | None = None
-) -> PullStatus:
-    """A pull response maps SUCCESS to FOUND, PULL_NOT_FOUND to NO_NEW_MSG,
-    PULL_RETRY_IMMEDIATELY to NO_MATCHED_MSG and PULL_OFFSET_MOVED to OFFSET_ILLEGAL; any other
-    code throws MQBrokerException, which reaches the callback's onException.
-
-    raises: MQBrokerError
-    post: code in (0, 19, 20, 21)
-    """
-    # Verify broker errors (SUBSCRIPTION_NOT_LATEST, NO_PERMISSION, FLOW_CONTROL …) never become
-    # a PullStatus.
+def _pull_status(code: int, remark: str | None, addr: str | None) -> PullStatus:
+    # Broker errors (SUBSCRIPTION_NOT_LATEST, NO_PERMISSION, FLOW_CONTROL …) never become a
+    # PullStatus.
     for known, status in _STATUS_BY_CODE.items():
         if code == known:
             return status
     raise MQBrokerError(code, remark, addr)
+
+
+# [4.7]
+@rule(
+    "REQ-12",
+    source="MQClientAPIImpl.processPullResponse",
+    seeds=("001_c163ec5dbc0ced81.txt", *_SEEDS_2_4),
+    profiles=(Profile.V4_7,),
+    versions="4.9.7 passes the broker address into processPullResponse and into the thrown "
+    "MQBrokerException(code, remark, addr); the mapping is the same.",
+)
+def pull_status_for_response_code_v47(code: int, remark: str | None, addr: str) -> PullStatus:
+    """A pull response maps SUCCESS to FOUND, PULL_NOT_FOUND to NO_NEW_MSG,
+    PULL_RETRY_IMMEDIATELY to NO_MATCHED_MSG and PULL_OFFSET_MOVED to OFFSET_ILLEGAL; any other
+    code throws MQBrokerException(code, remark), which reaches the callback's onException
+    without naming the broker (`addr` is not passed in).
+
+    raises: MQBrokerError
+    post: code in (0, 19, 20, 21)
+    """
+    return _pull_status(code, remark, None)
+
+
+# [Modified in 4.9]
+@rule(
+    "REQ-12",
+    source="MQClientAPIImpl.processPullResponse",
+    seeds=("001_c163ec5dbc0ced81.txt", *_SEEDS_2_4),
+    profiles=(Profile.V4_9,),
+)
+def pull_status_for_response_code_v49(code: int, remark: str | None, addr: str) -> PullStatus:
+    """A pull response maps the codes as in 4.7, and the MQBrokerException thrown for any other
+    code names the broker address the request went to.
+
+    raises: MQBrokerError
+    post: code in (0, 19, 20, 21)
+    """
+    return _pull_status(code, remark, addr)
+
+
+class PullRequestRules(Rules):
+    """The changed REQ rules of the request (see `spec.rules.Rules`)."""
+
+    pull_message_request_header = stated(
+        pull_message_request_header_v47, pull_message_request_header_v49
+    )
+    pull_status_for_response_code = stated(
+        pull_status_for_response_code_v47, pull_status_for_response_code_v49
+    )

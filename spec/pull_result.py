@@ -11,7 +11,6 @@ from pullspec.spec.client_errors import MQBrokerError
 from pullspec.spec.consumer_config import (
     OFFSET_ILLEGAL_FIX_UP_DELAY_MILLIS,
     PULL_TIME_DELAY_MILLS_WHEN_BROKER_FLOW_CONTROL,
-    RETRY_GROUP_TOPIC_PREFIX,
     ConsumerConfig,
     MessageModel,
 )
@@ -19,16 +18,17 @@ from pullspec.spec.filter import SubscriptionData
 from pullspec.spec.message import (
     PROPERTY_MAX_OFFSET,
     PROPERTY_MIN_OFFSET,
+    PROPERTY_TRANSACTION_PREPARED,
     PROPERTY_UNIQ_KEY,
+    RETRY_GROUP_TOPIC_PREFIX,
     StoredMessage,
 )
 from pullspec.spec.offset_store import OffsetUpdate
 from pullspec.spec.profiles import Profile
 from pullspec.spec.pull_actions import Delay, DelayReason, Immediately
-from pullspec.spec.rules import rule
+from pullspec.spec.rules import Rules, rule, stated
 from pullspec.spec.status import PullStatus, ResponseCode
 
-PROPERTY_TRANSACTION_PREPARED = "TRAN_MSG"
 JAVA_LONG_MAX = (1 << 63) - 1
 
 _S2 = ("002_c88c8921902728c1.txt",)
@@ -97,7 +97,7 @@ def pull_from_which_node(pull_result: PullResult) -> int:
 
     post: __return__ == pull_result.suggest_which_broker_id
     """
-    # Verify OFFSET_ILLEGAL and NO_NEW_MSG update the table too; only exceptions leave it alone.
+    # OFFSET_ILLEGAL and NO_NEW_MSG update the table too; only exceptions leave it alone.
     return pull_result.suggest_which_broker_id
 
 
@@ -111,7 +111,7 @@ def filter_by_tags(
     post: all(m in messages for m in __return__)
     post: not subscription_data.tags_set or subscription_data.class_filter_mode or all(m.tags in subscription_data.tags_set for m in __return__)
     """
-    # Verify an untagged message is dropped whenever specific tags are subscribed, since the
+    # An untagged message is dropped whenever specific tags are subscribed, since the
     # broker compared only hash codes.
     if not subscription_data.tags_set or subscription_data.class_filter_mode:
         return messages
@@ -133,7 +133,7 @@ def stamp_offsets(
     post: len(__return__) == len(messages)
     post: all(m.get_property("MAX_OFFSET") == str(max_offset) for m in __return__)
     """
-    # Verify these are consume-queue (logical) offsets, not commit-log offsets (S-17).
+    # These are consume-queue (logical) offsets, not commit-log offsets (S-17).
     return tuple(
         _put_property(
             _put_property(m, PROPERTY_MIN_OFFSET, str(min_offset)),
@@ -169,7 +169,7 @@ def bug_warning(next_begin_offset: int, first_msg_offset: int, prev_request_offs
 
     post: __return__ == (next_begin_offset < prev_request_offset or first_msg_offset < prev_request_offset)
     """
-    # Verify an empty list passes Long.MAX_VALUE as first_msg_offset, so only the first test fires.
+    # An empty list passes Long.MAX_VALUE as first_msg_offset, so only the first test fires.
     return next_begin_offset < prev_request_offset or first_msg_offset < prev_request_offset
 
 
@@ -184,7 +184,7 @@ def found_with_messages(
     post: __return__.next_offset == pull_result.next_begin_offset
     post: isinstance(__return__.reenqueue, Delay) == (config.pull_interval > 0)
     """
-    # Verify the default pullInterval 0 re-enqueues immediately (S-11: never "less than 0").
+    # The default pullInterval 0 re-enqueues immediately (S-11: never "less than 0").
     messages = pull_result.msg_found_list or ()
     reenqueue: Immediately | Delay = Immediately()
     if config.pull_interval > 0:
@@ -206,7 +206,7 @@ def found_empty(pull_result: PullResult, prev_request_offset: int) -> PullResult
     post: __return__.next_offset == pull_result.next_begin_offset
     post: __return__.messages == () and not __return__.correct_tags_offset
     """
-    # Verify the committed offset does not advance here, unlike NO_MATCHED_MSG.
+    # The committed offset does not advance here, unlike NO_MATCHED_MSG.
     return PullResultHandling(
         next_offset=pull_result.next_begin_offset,
         reenqueue=Immediately(),
@@ -222,7 +222,7 @@ def correct_tags_offset(msg_count: int, next_offset: int) -> OffsetUpdate | None
     post: (__return__ is None) == (msg_count != 0)
     post: __return__ is None or __return__.increase_only
     """
-    # Verify orderly taken-but-uncommitted messages count as cached (PQ-13).
+    # Orderly taken-but-uncommitted messages count as cached (PQ-13).
     return OffsetUpdate(next_offset, increase_only=True) if msg_count == 0 else None
 
 
@@ -234,7 +234,7 @@ def no_new_or_no_matched(pull_result: PullResult, msg_count: int) -> PullResultH
     post: __return__.next_offset == pull_result.next_begin_offset
     post: __return__.correct_tags_offset and isinstance(__return__.reenqueue, Immediately)
     """
-    # Verify there is no client-side delay for an empty queue.
+    # There is no client-side delay for an empty queue.
     return PullResultHandling(
         next_offset=pull_result.next_begin_offset,
         correct_tags_offset=True,
@@ -252,7 +252,7 @@ def offset_illegal(pull_result: PullResult) -> PullResultHandling:
     post: __return__.reenqueue is None and __return__.drop_process_queue
     post: __return__.fix_up is not None and __return__.fix_up.delay_ms == 10000
     """
-    # Verify the delay is 10 s (S-9 says 1 s) and the drop comes first (S-10).
+    # The delay is 10 s (S-9 says 1 s) and the drop comes first (S-10).
     return PullResultHandling(
         next_offset=pull_result.next_begin_offset,
         drop_process_queue=True,
@@ -268,7 +268,7 @@ def fix_up_reaches_storage(message_model: MessageModel) -> bool:
 
     post: __return__ == (message_model is MessageModel.CLUSTERING)
     """
-    # Verify the broadcasting correction can be lost and the OFFSET_ILLEGAL cycle repeat.
+    # The broadcasting correction can be lost and the OFFSET_ILLEGAL cycle repeat.
     return message_model is MessageModel.CLUSTERING
 
 
@@ -288,7 +288,7 @@ def on_success(
     post: pull_result is None or __return__.next_offset == pull_result.next_begin_offset
     post: pull_result is None or __return__.pull_from_which_node == pull_result.suggest_which_broker_id
     """
-    # Verify null (RESULT-12) changes nothing and lets the request die.
+    # Null (RESULT-12) changes nothing and lets the request die.
     if pull_result is None:
         return null_result(prev_request_offset)
     processed = process_pull_result(pull_result, subscription_data)
@@ -311,7 +311,7 @@ def null_result(prev_request_offset: int) -> PullResultHandling:
 
     post: __return__.reenqueue is None and __return__.next_offset == prev_request_offset
     """
-    # Verify nothing is re-enqueued: only rebalance can revive the queue.
+    # Nothing is re-enqueued: only rebalance can revive the queue.
     return PullResultHandling(next_offset=prev_request_offset)
 
 
@@ -348,7 +348,7 @@ def on_exception_v47(
     post: __return__.delay.ms == config.pull_time_delay_mills_when_exception
     post: __return__.log_warning == (not topic.startswith("%RETRY%"))
     """
-    # Verify broker error codes such as SUBSCRIPTION_NOT_LATEST end up here.
+    # Broker error codes such as SUBSCRIPTION_NOT_LATEST end up here.
     return PullExceptionHandling(_e(config), _logs(topic))
 
 
@@ -363,7 +363,7 @@ def on_exception_v49(
     post: __return__.log_warning == (not topic.startswith("%RETRY%"))
     post: __return__.delay.ms in (20, config.pull_time_delay_mills_when_exception)
     """
-    # Verify only MQBrokerException with code 215 takes the short back-off.
+    # Only MQBrokerException with code 215 takes the short back-off.
     if isinstance(error, MQBrokerError) and error.code == ResponseCode.FLOW_CONTROL:
         delay = Delay(
             PULL_TIME_DELAY_MILLS_WHEN_BROKER_FLOW_CONTROL, DelayReason.BROKER_FLOW_CONTROL
@@ -376,9 +376,7 @@ def on_exception(
     error: BaseException, topic: str, config: ConsumerConfig, profile: Profile
 ) -> PullExceptionHandling:
     """RESULT-13 in `profile`."""
-    if profile is Profile.V4_7:
-        return on_exception_v47(error, topic, config)
-    return on_exception_v49(error, topic, config)
+    return PullResultRules.of(profile).on_exception(error, topic, config)
 
 
 @rule("RESULT-14", source="MQClientAPIImpl.pullMessageAsync")
@@ -388,7 +386,7 @@ def copies_after_on_success_exception(reenqueued_before_throw: bool) -> int:
 
     post: __return__ == (2 if reenqueued_before_throw else 1)
     """
-    # Verify a throw before the re-enqueue (decode, orderly submit) still leaves one copy.
+    # A throw before the re-enqueue (decode, orderly submit) still leaves one copy.
     return 2 if reenqueued_before_throw else 1
 
 
@@ -399,5 +397,11 @@ def stores_despite_drop(dropped: bool) -> bool:
 
     post: __return__
     """
-    # Verify the consume services, not the callback, discard work for dropped queues.
+    # The consume services, not the callback, discard work for dropped queues.
     return True
+
+
+class PullResultRules(Rules):
+    """The changed RESULT rule (see `spec.rules.Rules`)."""
+
+    on_exception = stated(on_exception_v47, on_exception_v49)

@@ -13,7 +13,7 @@ from pullspec.spec.client_errors import MQClientError
 from pullspec.spec.consumer_config import MASTER_ID
 from pullspec.spec.filter import is_tag_type
 from pullspec.spec.profiles import Profile
-from pullspec.spec.rules import rule
+from pullspec.spec.rules import Rules, rule, stated
 
 _SEEDS = (
     "000_26b83a4251c26823.txt",
@@ -51,7 +51,7 @@ def build_sys_flag(
     post: 0 <= __return__ <= 0x1F
     post: bool(__return__ & 0x1) == commit_offset and bool(__return__ & 0x2) == suspend
     """
-    # Verify the push consumer always sets SUSPEND, so its flags are 2, 3, 6, 7, 10 or 11.
+    # The push consumer always sets SUSPEND, so its flags are 2, 3, 6, 7, 10 or 11.
     flag = PullSysFlag(0)
     for bit, on in (
         (PullSysFlag.COMMIT_OFFSET, commit_offset),
@@ -127,7 +127,7 @@ def find_broker_address_in_subscribe_v47(
 
     post: __return__ is None or __return__.broker_addr in broker_addrs.values()
     """
-    # Verify the fallback takes the map's first entry, whose id decides slave-ness.
+    # The fallback takes the map's first entry, whose id decides slave-ness.
     if not broker_addrs:
         return None
     if broker_id in broker_addrs:
@@ -146,7 +146,7 @@ def find_broker_address_in_subscribe_v49(
 
     post: __return__ is None or __return__.broker_addr in broker_addrs.values()
     """
-    # Verify the +1 step applies even with only_this_broker and keeps slave = True.
+    # The +1 step applies even with only_this_broker and keeps slave = True.
     if not broker_addrs:
         return None
     slave = broker_id != MASTER_ID
@@ -161,9 +161,8 @@ def find_broker_address_in_subscribe(
     broker_addrs: BrokerAddrs | None, broker_id: int, only_this_broker: bool, profile: Profile
 ) -> FindBrokerResult | None:
     """REQ-6 in `profile`."""
-    if profile is Profile.V4_7:
-        return find_broker_address_in_subscribe_v47(broker_addrs, broker_id, only_this_broker)
-    return find_broker_address_in_subscribe_v49(broker_addrs, broker_id, only_this_broker)
+    rules = PullRouteRules.of(profile)
+    return rules.find_broker_address_in_subscribe(broker_addrs, broker_id, only_this_broker)
 
 
 @rule("REQ-7", source="PullAPIWrapper.pullKernelImpl", seeds=_SEEDS_2_4)
@@ -176,7 +175,7 @@ def check_filter_type_supported(
     raises: MQClientError
     post: __return__ is None
     """
-    # Verify TAG expressions reach any broker version.
+    # TAG expressions reach any broker version.
     if not is_tag_type(expression_type) and broker_version < V4_1_0_SNAPSHOT:
         raise MQClientError(
             f"The broker[{broker_name}, {broker_version}] does not upgrade to support for "
@@ -193,7 +192,7 @@ def sys_flag_for_broker(sys_flag: int, slave: bool) -> int:
     post: slave or __return__ == sys_flag
     post: __return__ | 0x1 == sys_flag | 0x1
     """
-    # Verify only the commit bit changes.
+    # Only the commit bit changes.
     return clear_commit_offset_flag(sys_flag) if slave else sys_flag
 
 
@@ -216,9 +215,17 @@ def pull_target_address(
     raises: MQClientError
     post: has_flag(sys_flag, PullSysFlag.CLASS_FILTER) or __return__ == broker_addr
     """
-    # Verify the filter-server choice is made after REQ-8, on the inner flag.
+    # The filter-server choice is made after REQ-8, on the inner flag.
     if not has_flag(sys_flag, PullSysFlag.CLASS_FILTER):
         return broker_addr
     if not filter_servers:
         raise MQClientError(f"Find Filter Server Failed, Broker Addr: {broker_addr} topic: {topic}")
     return filter_servers[random_num % len(filter_servers)]
+
+
+class PullRouteRules(Rules):
+    """The changed REQ rule of the broker choice (see `spec.rules.Rules`)."""
+
+    find_broker_address_in_subscribe = stated(
+        find_broker_address_in_subscribe_v47, find_broker_address_in_subscribe_v49
+    )

@@ -32,7 +32,7 @@ def pull_loop_continues(stopped: bool, pull_message_raised: bool) -> bool:
 
     post: __return__ == (not stopped)
     """
-    # Verify an exception is only logged: it costs the request that raised, not the loop.
+    # An exception is only logged: it costs the request that raised, not the loop.
     return not stopped
 
 
@@ -43,7 +43,7 @@ def enqueue(queue: tuple[T, ...], request: T) -> tuple[T, ...]:
 
     post: __return__[:-1] == queue and len(__return__) == len(queue) + 1
     """
-    # Verify there is no deduplication: PullRequest.equals is never consulted (RESULT-14).
+    # There is no deduplication: PullRequest.equals is never consulted (RESULT-14).
     return (*queue, request)
 
 
@@ -54,7 +54,7 @@ def enqueues_immediately(stopped: bool) -> bool:
 
     post: __return__
     """
-    # Verify the stopped flag is ignored here, unlike PULLQ-4's delayed variant.
+    # The stopped flag is ignored here, unlike PULLQ-4's delayed variant.
     return True
 
 
@@ -65,7 +65,7 @@ def schedules_task_later(stopped: bool) -> bool:
 
     post: __return__ == (not stopped)
     """
-    # Verify the OFFSET_ILLEGAL fix-up is lost when the service is already stopped.
+    # The OFFSET_ILLEGAL fix-up is lost when the service is already stopped.
     return schedules_later(stopped)
 
 
@@ -81,7 +81,7 @@ def pull_request_key(consumer_group: str, message_queue: MessageQueue) -> tuple[
 
     post: __return__ == (consumer_group, message_queue)
     """
-    # Verify the mutable cursor (nextOffset) takes no part in equality or hashing.
+    # The mutable cursor (nextOffset) takes no part in equality or hashing.
     return consumer_group, message_queue
 
 
@@ -94,7 +94,7 @@ def delayed_task_runs_after_shutdown(due_in_ms: int) -> bool:
     pre: due_in_ms >= 0
     post: __return__ == (due_in_ms < 1000)
     """
-    # Verify a ScheduledThreadPoolExecutor keeps its delayed tasks across shutdown() (the JDK
+    # A ScheduledThreadPoolExecutor keeps its delayed tasks across shutdown() (the JDK
     # default) and shutdownNow cancels what is left; a task due exactly at the end races.
     return due_in_ms < SHUTDOWN_GRACE_MILLIS
 
@@ -114,7 +114,7 @@ def pull_thread_start_times(
     post: all(s >= a for s, a in zip(__return__, arrivals, strict=True))
     post: all(__return__[i + 1] >= __return__[i] + durations[i] for i in range(len(arrivals) - 1))
     """
-    # Verify a slow first-lock offset query on one queue delays every queue of the instance.
+    # A slow first-lock offset query on one queue delays every queue of the instance.
     starts: list[int] = []
     free_at: int | None = None
     for arrival, duration in zip(arrivals, durations, strict=True):

@@ -18,16 +18,21 @@ from typing import TypeVar
 import attrs
 
 from pullspec.spec.allocate import sort_message_queues
-from pullspec.spec.consume_types import (
-    BROKER_LOCK_MAX_LIVE_TIME_MILLIS,
-    CLIENT_LOCK_MAX_LIVE_TIME_MILLIS,
-    REBALANCE_LOCK_INTERVAL_MILLIS,
-    UNLOCK_DELAY_TIME_MILLS,
-)
 from pullspec.spec.consumer_config import ConsumerConfig, rewrite_queue_thresholds
+from pullspec.spec.lease import REBALANCE_LOCK_MAX_LIVE_TIME_MS
 from pullspec.spec.message import MessageQueue
+from pullspec.spec.process_queue import LOCK_INTERVAL_MS, LOCK_MAX_LIVE_TIME_MS
 from pullspec.spec.profiles import Profile
-from pullspec.spec.rules import rule
+from pullspec.spec.rules import Rules, rule, stated
+
+#: ORDER-1, REBAL-20: the first lockAll's delay (the interval is PQ's LOCK_INTERVAL_MS).
+REBALANCE_LOCK_INITIAL_DELAY_MILLIS = 1_000
+#: REBAL-19..21: LOCK_BATCH_MQ / UNLOCK_BATCH_MQ RPC timeout.
+LOCK_RPC_TIMEOUT_MILLIS = 1_000
+#: REBAL-14: how long removeUnnecessaryMessageQueue waits for the consume lock.
+CONSUME_LOCK_TRY_MILLIS = 1_000
+#: REBAL-15: rocketmq.client.unlockDelayTimeMills.
+UNLOCK_DELAY_TIME_MILLS = 20_000
 
 T = TypeVar("T")
 _IMPL = "RebalanceImpl"
@@ -68,7 +73,7 @@ def unlock_delay(has_temp_message: bool) -> int:
 
     post: __return__ == (20000 if has_temp_message else 0)
     """
-    # Verify cached messages: they may still be in flight, so the broker lock is kept a while
+    # Cached messages: they may still be in flight, so the broker lock is kept a while.
     return UNLOCK_DELAY_TIME_MILLS if has_temp_message else 0
 
 
@@ -82,10 +87,10 @@ def remove_unnecessary(orderly: bool, clustering: bool, view: QueueView) -> Remo
     post: __return__.removed == (not (orderly and clustering) or view.consume_lock_free)
     post: __return__.inc_try_unlock_times == (not __return__.removed)
     """
-    # Verify the consumer is orderly and clustering: only then does a broker lock exist
+    # The consumer is orderly and clustering: only then does a broker lock exist.
     if not (orderly and clustering):
         return Removal(True)
-    # Verify the consume lock: a listener call still running keeps the queue in the table
+    # The consume lock: a listener call still running keeps the queue in the table.
     if not view.consume_lock_free:
         return Removal(False, None, True)
     return Removal(True, unlock_delay(view.has_temp_message))
@@ -141,7 +146,7 @@ def rebalance_pass1(
     for mq, view in table.items():
         if mq.topic != topic:
             continue
-        # Verify the assignment first, then (push only) the pull-idle self-heal
+        # The assignment first, then (push only) the pull-idle self-heal.
         if mq not in mq_set:
             reason = RemovalReason.NOT_ASSIGNED
         elif view.pull_expired and consume_passively:
@@ -192,7 +197,7 @@ def _decide_offset(next_offset: int, present_at_put: bool) -> NewQueue:
 @rule("REBAL-10", source=_UPDATE, seeds=_S24, profiles=(Profile.V4_7,), versions=(
     "4.9.7 skips the queue when computePullFromWhereWithException throws (4.7.1: −1)"))  # fmt: skip
 def new_queue_v47(
-    is_order: bool, lock_ok: bool, next_offset: int, present_at_put: bool = False
+    is_order: bool, lock_ok: bool, next_offset: int | None, present_at_put: bool = False
 ) -> NewQueue:
     """A newly assigned queue is skipped when an orderly consumer cannot lock it, else its dirty
     offset is removed and it is added with a PullRequest at computePullFromWhere's offset when
@@ -201,10 +206,11 @@ def new_queue_v47(
     post: (__return__.outcome is NewQueueOutcome.LOCK_FAILED) == (is_order and not lock_ok)
     post: __return__.pull_request_offset is None or __return__.pull_request_offset == next_offset >= 0
     """
-    # Verify the broker lock first, in both message models
+    # The broker lock first, in both message models.
     if is_order and not lock_ok:
         return NewQueue(NewQueueOutcome.LOCK_FAILED, False)
-    return _decide_offset(next_offset, present_at_put)
+    # 4.7's computePullFromWhere never throws (it returns −1), so no offset reads as −1.
+    return _decide_offset(-1 if next_offset is None else next_offset, present_at_put)
 
 
 # [Modified in 4.9]
@@ -221,17 +227,15 @@ def new_queue_v49(
     """
     if is_order and not lock_ok:
         return NewQueue(NewQueueOutcome.LOCK_FAILED, False)
-    # Verify the offset computation did not throw (computePullFromWhereWithException)
+    # Check that the offset computation did not throw (computePullFromWhereWithException).
     if next_offset is None:
         return NewQueue(NewQueueOutcome.OFFSET_FAILED, True)
     return _decide_offset(next_offset, present_at_put)
 
 
 def new_queue(profile: Profile, is_order: bool, lock_ok: bool, next_offset: int | None) -> NewQueue:
-    """REBAL-10 in `profile`; a 4.7 caller never passes None (its computation returns −1)."""
-    if profile is Profile.V4_7:
-        return new_queue_v47(is_order, lock_ok, -1 if next_offset is None else next_offset)
-    return new_queue_v49(is_order, lock_ok, next_offset)
+    """REBAL-10 in `profile`."""
+    return RebalanceRules.of(profile).new_queue(is_order, lock_ok, next_offset)
 
 
 # [4.7]
@@ -243,7 +247,7 @@ def new_process_queue_locked_v47() -> bool:
 
     post: __return__ is False
     """
-    # Verify the late lock: lock(mq) marked only queues already in the table
+    # The late lock: lock(mq) marked only queues already in the table.
     return False
 
 
@@ -255,7 +259,7 @@ def new_process_queue_locked_v49() -> bool:
 
     post: __return__ is True
     """
-    # Verify the fix: pq.setLocked(true) right after creation, for every consumer
+    # The fix: pq.setLocked(true) right after creation, for every consumer.
     return True
 
 
@@ -266,7 +270,7 @@ def dispatch_pull_requests(pull_requests: Sequence[T]) -> tuple[T, ...]:
 
     post: __return__ == tuple(pull_requests)
     """
-    # Verify nothing is delayed: executePullRequestImmediately for each
+    # Nothing is delayed: executePullRequestImmediately for each.
     return tuple(pull_requests)
 
 
@@ -292,7 +296,7 @@ def message_queue_changed(
     post: __return__.sub_version == now and __return__.send_heartbeat
     post: (__return__.queue_thresholds is None) == (process_queue_count == 0)
     """
-    # Verify the table is non-empty: FLOW-14 divides by its size
+    # The table is non-empty: FLOW-14 divides by its size.
     thresholds = (
         rewrite_queue_thresholds(config, process_queue_count) if process_queue_count else None
     )
@@ -306,7 +310,7 @@ def remove_process_queue(present: bool) -> tuple[str, ...]:
 
     post: __return__ == (("remove", "drop", "remove_unnecessary") if present else ("remove",))
     """
-    # Verify there was an entry; the removal's answer is not consulted
+    # There was an entry; the removal's answer is not consulted.
     return ("remove", "drop", "remove_unnecessary") if present else ("remove",)
 
 
@@ -330,7 +334,7 @@ def lock_one(
     post: __return__[0] == (granted is not None and mq in granted)
     post: __return__[1].unlocked == frozenset()
     """
-    # Verify an answer arrived (no master: no RPC; an exception is logged)
+    # An answer arrived (no master: no RPC; an exception is logged).
     if granted is None:
         return False, LockMarks()
     marks = frozenset(q for q in granted if q in table_mqs)
@@ -359,7 +363,7 @@ def lock_all_marks(
     post: granted is not None or __return__ == LockMarks()
     post: not (__return__.locked & __return__.unlocked)
     """
-    # Verify an answer arrived: without one nothing changes (FLOW-11 keeps pulling)
+    # An answer arrived: without one nothing changes (FLOW-11 keeps pulling).
     if granted is None:
         return LockMarks()
     present = frozenset(q for q in requested if q in table_mqs)
@@ -377,7 +381,7 @@ def unlock_marks(all_queues: bool, requested: Collection[MessageQueue], raised: 
     post: __return__.locked == frozenset()
     post: __return__.unlocked == (frozenset(requested) if all_queues and not raised else frozenset())
     """
-    # Verify which call: only unlockAll touches the flags, and only after success
+    # Which call: only unlockAll touches the flags, and only after success.
     if all_queues and not raised:
         return LockMarks(unlocked=frozenset(requested))
     return LockMarks()
@@ -403,11 +407,11 @@ def lease_timeline(last_lock: int) -> LeaseTimeline:
     post: __return__.broker_expired_from - __return__.client_expired_from == 30000
     post: __return__.renew_at < __return__.client_expired_from
     """
-    # Verify both expiries are strict (>): live at +30000 and +60000 exactly
+    # Both expiries are strict (>): live at +30000 and +60000 exactly.
     return LeaseTimeline(
-        last_lock + REBALANCE_LOCK_INTERVAL_MILLIS,
-        last_lock + CLIENT_LOCK_MAX_LIVE_TIME_MILLIS + 1,
-        last_lock + BROKER_LOCK_MAX_LIVE_TIME_MILLIS + 1,
+        last_lock + LOCK_INTERVAL_MS,
+        last_lock + LOCK_MAX_LIVE_TIME_MS + 1,
+        last_lock + REBALANCE_LOCK_MAX_LIVE_TIME_MS + 1,
     )
 
 
@@ -417,5 +421,12 @@ def destroy(table_mqs: Iterable[MessageQueue]) -> frozenset[MessageQueue]:
 
     post: __return__ == frozenset(table_mqs)
     """
-    # Verify nothing is persisted or unlocked here (the services do that)
+    # Nothing is persisted or unlocked here (the services do that).
     return frozenset(table_mqs)
+
+
+class RebalanceRules(Rules):
+    """The changed REBAL rules of a new queue (see `spec.rules.Rules`)."""
+
+    new_queue = stated(new_queue_v47, new_queue_v49)
+    new_process_queue_locked = stated(new_process_queue_locked_v47, new_process_queue_locked_v49)

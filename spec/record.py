@@ -36,6 +36,7 @@ from pullspec.spec.message import (
     StoredMessage,
 )
 from pullspec.spec.profiles import Profile
+from pullspec.spec.rules import Rules, rule, stated
 
 if TYPE_CHECKING:
     from _typeshed import ReadableBuffer as Buffer
@@ -102,11 +103,6 @@ def host_sys_flag(sys_flag: int, born_host: HostAddress, store_host: HostAddress
     elif flag & SYSFLAG_STOREHOST_V6:
         raise InvalidArgumentError("sys_flag", sys_flag, "claims an IPv6 store host (0x20)")
     return flag
-
-
-def encode_host(host: HostAddress) -> bytes:
-    """A host field: the 4 or 16 address bytes then the port as a big-endian int."""
-    return host.ip + _INT.pack(host.port)
 
 
 def _check_range(name: str, value: int, bounds: tuple[int, int]) -> None:
@@ -348,29 +344,56 @@ def queue_offsets_in(body: bytes) -> list[int]:
     return out
 
 
-def encode_blank(remaining: int, profile: Profile) -> bytes:
-    """The end-of-file blank for `remaining` = F − w free bytes (LAYOUT-7): [int F − w][int
-    BLANK_MAGIC_CODE]; 4.9 writes only those 8 bytes, 4.7 writes all F − w (zeros after the
-    header here — 4.7's own bytes there are unspecified)."""
+_LAYOUT_7 = "CommitLog.DefaultAppendMessageCallback.doAppend"
+
+
+# [4.7]
+@rule("LAYOUT-7", source=_LAYOUT_7, profiles=(Profile.V4_7,))
+def encode_blank_v47(remaining: int) -> bytes:
+    """The end-of-file blank for `remaining` = F − w free bytes is [int F − w][int
+    BLANK_MAGIC_CODE] written over all F − w bytes (zeros after the header here: 4.7's own
+    bytes there are unspecified).
+
+    raises: InvalidArgumentError
+    post: len(__return__) == remaining
+    """
+    return _blank_header(remaining) + bytes(remaining - END_FILE_MIN_BLANK_LENGTH)
+
+
+# [Modified in 4.9]
+@rule("LAYOUT-7", source=_LAYOUT_7, profiles=(Profile.V4_9,))
+def encode_blank_v49(remaining: int) -> bytes:
+    """The end-of-file blank for `remaining` = F − w free bytes is the 8 bytes [int F − w][int
+    BLANK_MAGIC_CODE] alone; the new file's zeros follow.
+
+    raises: InvalidArgumentError
+    post: len(__return__) == 8
+    """
+    return _blank_header(remaining)
+
+
+def _blank_header(remaining: int) -> bytes:
     if remaining < END_FILE_MIN_BLANK_LENGTH:
         raise InvalidArgumentError("remaining", remaining, "a blank needs at least 8 bytes")
-    header = _SIZE_MAGIC.pack(remaining, BLANK_MAGIC_CODE)
-    if profile is Profile.V4_7:
-        return header + bytes(remaining - END_FILE_MIN_BLANK_LENGTH)
-    return header
+    return _SIZE_MAGIC.pack(remaining, BLANK_MAGIC_CODE)
 
 
-def with_blank_leftovers(body: bytes, profile: Profile) -> bytes:
-    """`body` (bytes read from a record start on) with an end-of-file blank in it as RocketMQ
-    leaves it: 4.7.1 writes the whole blank from the buffer it encodes records in, so after the
-    8-byte header the blank repeats the record appended just before it from its byte 8 on
-    (older bytes follow; zeros here); 4.9.7 writes the header alone and a new file's zeros follow.
+def encode_blank(remaining: int, profile: Profile) -> bytes:
+    """The end-of-file blank for `remaining` = F − w free bytes in `profile` (LAYOUT-7)."""
+    return RecordRules.of(profile).encode_blank(remaining)
 
-    The stores write zeros there (LAYOUT-7 leaves the bytes unspecified); only a read that runs
-    into the blank (STORE-21) shows them, through the msgOffsets walk (queue_offsets_in).
+
+# [4.7]
+@rule("LAYOUT-7", source=_LAYOUT_7, profiles=(Profile.V4_7,))
+def with_blank_leftovers_v47(body: bytes) -> bytes:
+    """4.7.1 writes the whole end-of-file blank from the buffer it encodes records in, so after
+    the blank's 8-byte header a read from a record start on sees the record appended just before
+    the blank again from its byte 8 on (older bytes follow; zeros here).
+
+    post: len(__return__) == len(body)
     """
-    if profile is not Profile.V4_7:
-        return body
+    # The stores write zeros there (LAYOUT-7 leaves the bytes unspecified); only a read that
+    # runs into the blank (STORE-21) shows them, through the msgOffsets walk (queue_offsets_in).
     at, previous = 0, None
     while at + END_FILE_MIN_BLANK_LENGTH <= len(body):
         size, magic = _SIZE_MAGIC.unpack_from(body, at)
@@ -385,6 +408,23 @@ def with_blank_leftovers(body: bytes, profile: Profile) -> bytes:
             return head + leftover[:tail].ljust(tail, b"\0")
         break
     return body
+
+
+# [Modified in 4.9]
+@rule("LAYOUT-7", source=_LAYOUT_7, profiles=(Profile.V4_9,))
+def with_blank_leftovers_v49(body: bytes) -> bytes:
+    """4.9.7 writes the blank's 8-byte header alone, so a read from a record start on sees a new
+    file's zeros after it, as the store wrote them.
+
+    post: __return__ == body
+    """
+    return body
+
+
+def with_blank_leftovers(body: bytes, profile: Profile) -> bytes:
+    """`body` (bytes read from a record start on) with an end-of-file blank in it as `profile`'s
+    RocketMQ leaves it (LAYOUT-7)."""
+    return RecordRules.of(profile).with_blank_leftovers(body)
 
 
 def read_size_and_magic(buf: Buffer, pos: int) -> tuple[int, int]:
@@ -496,3 +536,10 @@ def check_record(buf: Buffer, pos: int, check_crc: bool) -> int:
     if check_crc and body_crc(fields.body) != fields.body_crc:
         return -1
     return fields.total_size
+
+
+class RecordRules(Rules):
+    """The changed LAYOUT rule of the end-of-file blank (see `spec.rules.Rules`)."""
+
+    encode_blank = stated(encode_blank_v47, encode_blank_v49)
+    with_blank_leftovers = stated(with_blank_leftovers_v47, with_blank_leftovers_v49)

@@ -78,30 +78,30 @@ def scan_entry(
     phys, size, tags_code = entry
     state = attrs.evolve(state, max_phy_offset_pulling=phys)
     counted = attrs.evolve(state, scanned=state.scanned + 1)
-    # Verify the entry is not inside a commit-log file already found missing
+    # Check that the entry is not inside a commit-log file already found missing.
     if state.next_phy_file_start_offset is not None and phys < state.next_phy_file_start_offset:
         return counted, False
     is_in_disk = check_in_disk_by_commit_offset(phys, max_offset_py, memory)
-    # Verify the batch has room for this entry
+    # Check that the batch has room for this entry.
     if is_the_batch_full(
         size, max_msg_nums, state.buffer_total, len(state.returned), is_in_disk, limits
     ):
         return state, True
     nothing_yet = not state.returned
     code = None if tags_code <= CQ_EXT_MAX_ADDRESS else tags_code  # no ext unit: the code is null
-    # Verify the tag code matches the subscription
+    # Check that the tag code matches the subscription.
     if not matches_consume_queue(code):
         return (
             attrs.evolve(counted, status=GetMessageStatus.NO_MATCHED_MESSAGE)
             if nothing_yet
             else counted
         ), False
-    # Verify the commit log can serve the entry's bytes (STORE-21)
+    # Check that the commit log can serve the entry's bytes (STORE-21).
     if not record_present(phys, size):
         skip_to = commit_log_roll_next_file(phys, commit_log_file_size)
         status = GetMessageStatus.MESSAGE_WAS_REMOVING if nothing_yet else counted.status
         return attrs.evolve(counted, status=status, next_phy_file_start_offset=skip_to), False
-    # Verify the record passes the commit-log stage of the filter
+    # Check that the record passes the commit-log stage of the filter.
     if not matches_commit_log(phys):
         return (
             attrs.evolve(counted, status=GetMessageStatus.NO_MATCHED_MESSAGE)
@@ -144,7 +144,7 @@ def scan_window(
     budget_entries = -(-max_filter_message_count(max_msg_nums) // CQ_STORE_UNIT_SIZE)
     state = ScanState()
     for position, entry in enumerate(window):
-        # Verify the scan budget is not used up
+        # Check that the scan budget is not used up.
         if position >= budget_entries:
             break
         state, stop = scan_entry(

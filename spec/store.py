@@ -7,10 +7,11 @@ from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from pullspec.spec.batch import SEEDS_GET_MESSAGE
+from pullspec.spec.errors import InvalidTypeError, require_bool
 from pullspec.spec.layout import CQ_STORE_UNIT_SIZE, is_dispatched_type
 from pullspec.spec.message import StoredMessage
 from pullspec.spec.profiles import Profile
-from pullspec.spec.rules import rule
+from pullspec.spec.rules import Rules, rule, stated
 from pullspec.spec.scan import (  # re-exported: the scan is part of getMessage
     CQ_EXT_MAX_ADDRESS,
     CQEntry,
@@ -98,7 +99,7 @@ def next_offset_correction(
     post: __return__ in (old_offset, new_offset)
     post: broker_role is BrokerRole.SLAVE or __return__ == new_offset
     """
-    # Verify this broker may correct offsets
+    # Check that this broker may correct offsets.
     if broker_role is not BrokerRole.SLAVE or offset_check_in_slave:
         return new_offset
     return old_offset
@@ -172,10 +173,12 @@ def classify_offset(
     max_offset: int,
     broker_role: BrokerRole,
     offset_check_in_slave: bool,
-    profile: Profile,
+    profile: Profile | StoreRules,
 ) -> tuple[GetMessageStatus, int] | None:
     """The first matching case decides: an empty queue, an offset below min, equal to max, past
     max, or else (min ≤ offset < max) a window lookup, signalled by None.
+
+    `profile` is a profile or the rules of one (a ruleset: a swapped STORE-8 applies here).
 
     post: __return__ is None or __return__[0] is not GetMessageStatus.FOUND
     post: (__return__ is None) == (max_offset != 0 and min_offset <= offset < max_offset)
@@ -184,22 +187,19 @@ def classify_offset(
     def corr(new_offset: int) -> int:
         return next_offset_correction(offset, new_offset, broker_role, offset_check_in_slave)
 
-    # Verify the queue holds anything
+    # Check that the queue holds anything.
     if max_offset == 0:
         return (GetMessageStatus.NO_MESSAGE_IN_QUEUE, corr(0))
-    # Verify the offset is not below min
+    # Check that the offset is not below min.
     if offset < min_offset:
         return (GetMessageStatus.OFFSET_TOO_SMALL, corr(min_offset))
-    # Verify the offset is not the caught-up max
+    # Check that the offset is not the caught-up max.
     if offset == max_offset:
         return (GetMessageStatus.OFFSET_OVERFLOW_ONE, corr(overflow_one_next_offset(offset)))
-    # Verify the offset is not past max
+    # Check that the offset is not past max.
     if offset > max_offset:
-        target = (
-            overflow_badly_target_v47(min_offset, max_offset)
-            if profile is Profile.V4_7
-            else overflow_badly_target_v49(min_offset, max_offset)
-        )
+        rules = profile if isinstance(profile, StoreRules) else StoreRules.of(profile)
+        target = rules.overflow_badly_target(min_offset, max_offset)
         return (GetMessageStatus.OFFSET_OVERFLOW_BADLY, corr(target))
     return None
 
@@ -225,11 +225,11 @@ def index_window(
     post: __return__ is None or __return__[1] < __return__[2]
     """
     pos = offset * CQ_STORE_UNIT_SIZE
-    # Verify the position is not below the queue's min
+    # Check that the position is not below the queue's min.
     if pos < min_logic_offset:
         return None
     for number, (start, written) in enumerate(files):
-        # Verify this is the file covering the position, and the entry was written
+        # Check that this is the file covering the position, and the entry was written.
         if start <= pos < start + file_size:
             rel = pos % file_size
             return (number, rel, written) if rel < written else None
@@ -282,7 +282,7 @@ def corrected_min_logic_offset(
     post: __return__ == current or __return__ >= first_file_start
     """
     for i, (phys, _size, _tags) in enumerate(first_file_entries):
-        # Verify the entry still points into the commit log
+        # Check that the entry still points into the commit log.
         if phys >= commit_log_min:
             return first_file_start + i * CQ_STORE_UNIT_SIZE
     return current
@@ -346,7 +346,7 @@ def commit_log_read_position(
     """
     if first_file_start is None or last_file_start is None:
         return None
-    # Verify a remaining file holds phys; at offset 0 the first remaining file serves instead
+    # A remaining file holds phys; at offset 0 the first remaining file serves instead.
     if first_file_start <= phys < last_file_start + file_size:
         file_start = phys - phys % file_size
     elif phys == 0:
@@ -355,7 +355,7 @@ def commit_log_read_position(
         return None
     position = phys % file_size
     readable = last_file_read_position if file_start == last_file_start else file_size
-    # Verify all `size` bytes are written (MappedFile.selectMappedBuffer)
+    # Check that all `size` bytes are written (MappedFile.selectMappedBuffer).
     if position + size > readable:
         return None
     return file_start + position
@@ -389,7 +389,7 @@ def looked_up_record(read_position: int | None, record_start: bool) -> int | Non
 
     post: __return__ is None or (record_start and __return__ == read_position)
     """
-    # Verify the bytes read begin a record
+    # Check that the bytes read begin a record.
     if read_position is None or not record_start:
         return None
     return read_position
@@ -424,3 +424,40 @@ __all__ = [
     "suggest_pulling_from_slave",
     "whole_records_read",
 ]
+
+
+class StoreRules(Rules):
+    """The changed STORE rule of the offset check (see `spec.rules.Rules`)."""
+
+    overflow_badly_target = stated(overflow_badly_target_v47, overflow_badly_target_v49)
+
+
+class RoleHolder:
+    """The live broker role and offsetCheckInSlave switch of a store (STORE-6 reads both),
+    switchable at run time; a store sets `_role` and `_offset_check_in_slave` when built.
+
+    Example: after ``store.set_role(BrokerRole.SLAVE, False)`` a store's ``broker_role`` is
+    SLAVE and an out-of-range offset is no longer corrected (STORE-6).
+    """
+
+    _role: BrokerRole
+    _offset_check_in_slave: bool
+
+    @property
+    def broker_role(self) -> BrokerRole:
+        """The live broker role."""
+        return self._role
+
+    @property
+    def offset_check_in_slave(self) -> bool:
+        """The live offsetCheckInSlave switch."""
+        return self._offset_check_in_slave
+
+    def set_role(self, broker_role: BrokerRole, offset_check_in_slave: bool) -> None:
+        """Switch the broker role and offsetCheckInSlave at run time (bad input: a typed error
+        and no change)."""
+        if not isinstance(broker_role, BrokerRole):
+            raise InvalidTypeError("broker_role", broker_role, "BrokerRole")
+        require_bool("offset_check_in_slave", offset_check_in_slave)
+        self._role = broker_role
+        self._offset_check_in_slave = offset_check_in_slave

@@ -25,7 +25,8 @@ from pullspec.spec.message import MessageQueue
 from pullspec.spec.offset_store import OffsetStore
 from pullspec.spec.profiles import Profile
 from pullspec.spec.protocols import ProcessQueue
-from pullspec.spec.pull_from_where import OffsetQueries, compute_pull_from_where_for
+from pullspec.spec.pull_from_where import OffsetQueries
+from pullspec.spec.ruleset import Ruleset
 
 
 class PullDispatcher(Protocol):
@@ -110,6 +111,11 @@ class StaticAssignment:
         self._dispatcher = dispatcher
         self.do_rebalance()
 
+    @property
+    def rules(self) -> Ruleset:
+        """The rules of this object's profile (a mutant swaps one)."""
+        return Ruleset.of(self.profile)
+
     def do_rebalance(self) -> None:
         """REBAL-3 (queues of unsubscribed topics are dropped), REBAL-9 (pull-expired queues are
         dropped and removed) and REBAL-10 (missing queues of subscribed topics are created and
@@ -133,7 +139,7 @@ class StaticAssignment:
                 continue
             self.offset_store.remove_offset(mq)  # removeDirtyOffset (OFFSET-13)
             pq = ReferenceProcessQueue(self.clock, self.profile)
-            if self.config.orderly and self.profile is Profile.V4_9:
+            if self.config.orderly and self.rules.new_process_queue_locked():
                 pq.locked = True  # REBAL-11: pre-locked, lastLockTimestamp = creation time
             try:
                 offset = self.compute_pull_from_where(mq)
@@ -165,8 +171,8 @@ class StaticAssignment:
         if self.config.consume_from_where is ConsumeFromWhere.CONSUME_FROM_TIMESTAMP:
             text = self.config.consume_timestamp or default_consume_timestamp(self.clock.now_ms())
             timestamp = parse_consume_timestamp(text)
-        return compute_pull_from_where_for(
-            self.profile, self.config.consume_from_where, queue, last, self.admin, timestamp
+        return self.rules.compute_pull_from_where(
+            self.config.consume_from_where, queue, last, self.admin, timestamp
         )
 
     def remove_process_queue(self, mq: MessageQueue) -> None:

@@ -16,7 +16,6 @@ ROOT = Path(__file__).resolve().parents[1]
 #: only while every module in it starts with one of an entry's prefixes. Delete an entry once its
 #: work lands; `test_every_tolerated_cycle_still_exists` says when.
 TOLERATED: dict[str, tuple[str, ...]] = {
-    "spec's face and its registry (the ruleset work)": ("pullspec.spec",),
     "fast's face and its read path": ("pullspec.fast",),
 }
 

@@ -26,16 +26,13 @@ from pullspec.reference.client_instance import InstanceState
 from pullspec.reference.consume_concurrently import ReferenceConsumeConcurrentlyService
 from pullspec.reference.consume_orderly import ReferenceConsumeOrderlyService
 from pullspec.reference.remoting import RemotingConnectError, RemotingTimeoutError
-from pullspec.spec.client_send_back import ClientMessage, SendBackClient
 from pullspec.spec.config import StoreConfig
-from pullspec.spec.consume_types import (
-    ConsumeConcurrentlyContext,
-    ConsumeConcurrentlyStatus,
-    ConsumeOrderlyStatus,
-)
+from pullspec.spec.consume_concurrently import ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus
+from pullspec.spec.consume_orderly import ConsumeOrderlyStatus
 from pullspec.spec.consumer_config import ConsumerConfig
 from pullspec.spec.message import MessageQueue, StoredMessage
 from pullspec.spec.profiles import Profile
+from pullspec.spec.retry import ClientMessage, SendBackClient
 
 G = "G"
 FAST_DELAYS = StoreConfig(message_delay_level=" ".join(["1s"] * 18))

@@ -24,11 +24,8 @@ from pullspec.reference.client_cluster import ReferenceCluster
 from pullspec.reference.client_consumer import ClientConsumer
 from pullspec.reference.client_instance import InstanceState
 from pullspec.reference.consume_orderly import ReferenceConsumeOrderlyService as OrderlyService
-from pullspec.spec.consume_types import (
-    ConsumeConcurrentlyContext,
-    ConsumeConcurrentlyStatus,
-    ConsumeOrderlyStatus,
-)
+from pullspec.spec.consume_concurrently import ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus
+from pullspec.spec.consume_orderly import ConsumeOrderlyStatus
 from pullspec.spec.message import MessageQueue, StoredMessage
 from pullspec.spec.profiles import Profile
 

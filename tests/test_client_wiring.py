@@ -25,16 +25,15 @@ from pullspec.reference.client_scheduler import DEAD_HANDLE, ClientScheduler
 from pullspec.reference.remoting import RemotingConnectError, RemotingTimeoutError
 from pullspec.reference.scheduler import Scheduler
 from pullspec.spec.client_errors import MQBrokerError, MQClientError
-from pullspec.spec.client_send_back import ClientMessage
 from pullspec.spec.clock import ManualClock
 from pullspec.spec.config import StoreConfig, SubscriptionGroupConfig
-from pullspec.spec.consume_types import ConsumeConcurrentlyStatus
+from pullspec.spec.consume_concurrently import ConsumeConcurrentlyStatus
 from pullspec.spec.consumer_config import ConsumerConfig, MessageModel
 from pullspec.spec.errors import InvalidArgumentError
 from pullspec.spec.filter import SubscriptionData
 from pullspec.spec.message import BrokerInnerMessage, MessageQueue
 from pullspec.spec.profiles import Profile
-from pullspec.spec.retry_request import SendBackResponse
+from pullspec.spec.retry import ClientMessage, SendBackResponse
 from pullspec.spec.status import BrokerRole, ResponseCode
 
 G = "G"

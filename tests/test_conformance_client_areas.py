@@ -28,6 +28,7 @@ from pullspec.conformance.remote.session import store_config_json
 from pullspec.conformance.resolve import resolve
 from pullspec.conformance.vectors import Verdict
 from pullspec.reference.rebalance import ReferenceRebalancePushImpl
+from pullspec.spec import rules
 from pullspec.spec.config import StoreConfig
 from pullspec.spec.errors import PullspecError, UnsupportedError
 from pullspec.spec.profiles import ALL_PROFILES, Profile
@@ -159,7 +160,7 @@ def test_the_rebalance_vectors_are_what_the_reference_class_does(
 
 
 def test_the_measured_rule_table_covers_what_the_edge_cases_run() -> None:
-    codes = client_vectors._rule_codes()
+    codes = rules.rule_codes()
     missing = []
     for area in ("pull_loop", "rebalance", "consume_concurrently", "consume_orderly"):
         module = vectors.adapter(area)

@@ -62,8 +62,6 @@ def _subclasses(cls: type[PullspecError]) -> list[type[PullspecError]]:
 
 
 def test_an_error_standing_for_a_java_exception_has_that_exception_s_kind() -> None:
-    import pullspec.spec.consume_types  # noqa: F401 - defines errors of its own
-
     standing = [c for c in _subclasses(PullspecError) if c.java_exception is not None]
     assert {"IllegalCapacityError", "IndexOutOfBoundsError", "RejectedExecutionError"} <= {
         c.__name__ for c in standing

@@ -8,23 +8,19 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pullspec.spec import client_send_back as sb
 from pullspec.spec import consume_concurrently as cc
-from pullspec.spec import consume_lifecycle as life
-from pullspec.spec.consume_types import (
+from pullspec.spec import retry as sb
+from pullspec.spec.consume_concurrently import (
     ConsumeConcurrentlyContext,
     ConsumeConcurrentlyStatus,
-    ConsumeOrderlyContext,
     ConsumeReturnType,
-    IndexOutOfBoundsError,
     PeriodicTask,
     ShutdownStep,
-    with_namespace,
-    without_namespace,
 )
+from pullspec.spec.consume_orderly import ConsumeOrderlyContext
 from pullspec.spec.contracts import check_call
-from pullspec.spec.errors import InvalidTypeError
-from pullspec.spec.message import MessageQueue, StoredMessage
+from pullspec.spec.errors import IndexOutOfBoundsError, InvalidTypeError
+from pullspec.spec.message import MessageQueue, StoredMessage, with_namespace, without_namespace
 from pullspec.spec.offset_store import OffsetUpdate
 from pullspec.spec.profiles import Profile
 
@@ -74,10 +70,10 @@ def test_namespace_wrapping_round_trips() -> None:
 
 
 def test_conc_1_update_core_pool_size_bounds() -> None:
-    assert 10 == life.core_pool_size_after_update(20, 10, 64)
-    assert 20 == life.core_pool_size_after_update(20, 0, 64)
-    assert 20 == life.core_pool_size_after_update(20, 64, 64)  # must be < consumeThreadMax
-    assert 20 == life.core_pool_size_after_update(20, 32_768, 40_000)
+    assert 10 == cc.core_pool_size_after_update(20, 10, 64)
+    assert 20 == cc.core_pool_size_after_update(20, 0, 64)
+    assert 20 == cc.core_pool_size_after_update(20, 64, 64)  # must be < consumeThreadMax
+    assert 20 == cc.core_pool_size_after_update(20, 32_768, 40_000)
 
 
 def test_conc_2_batch_split_and_rejection() -> None:
@@ -198,13 +194,13 @@ def test_conc_12_reset_retry_and_namespace() -> None:
 
 
 def test_conc_13_cleaner_cadence_per_profile() -> None:
-    assert PeriodicTask(900_000, 900_000, False) == life.clean_expire_schedule_v47(15)
-    assert PeriodicTask(60_000, 60_000, True) == life.clean_expire_schedule_v49(1)
+    assert PeriodicTask(900_000, 900_000, False) == cc.clean_expire_schedule_v47(15)
+    assert PeriodicTask(60_000, 60_000, True) == cc.clean_expire_schedule_v49(1)
 
 
 def test_conc_14_shutdown_order() -> None:
     expected = (ShutdownStep.SCHEDULER, ShutdownStep.CONSUME_POOL, ShutdownStep.CLEANER)
-    assert expected == life.concurrent_shutdown_steps()
+    assert expected == cc.concurrent_shutdown_steps()
 
 
 # --- properties ----------------------------------------------------------------------------------

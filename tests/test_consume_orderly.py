@@ -6,16 +6,17 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pullspec.spec import client_send_back as sb
-from pullspec.spec import consume_lifecycle as life
 from pullspec.spec import consume_orderly as co
-from pullspec.spec.consume_orderly import Gate, LoopExit, LoopStep, OrderlyResultPlan, ResultAction
-from pullspec.spec.consume_types import (
+from pullspec.spec import retry as sb
+from pullspec.spec.consume_concurrently import ConsumeReturnType, PeriodicTask, ShutdownStep
+from pullspec.spec.consume_orderly import (
     ConsumeOrderlyContext,
     ConsumeOrderlyStatus,
-    ConsumeReturnType,
-    PeriodicTask,
-    ShutdownStep,
+    Gate,
+    LoopExit,
+    LoopStep,
+    OrderlyResultPlan,
+    ResultAction,
 )
 from pullspec.spec.consumer_config import ConsumeMode, MessageModel
 from pullspec.spec.contracts import check_call
@@ -44,9 +45,9 @@ def msg(offset: int, reconsume: int = 0, props: dict[str, str] | None = None) ->
 
 
 def test_order_1_periodic_lock_only_in_clustering() -> None:
-    assert PeriodicTask(1000, 20_000, False) == life.lock_schedule_v47(CLUSTERING)
-    assert PeriodicTask(1000, 20_000, True) == life.lock_schedule_v49(CLUSTERING)
-    assert None is life.lock_schedule_v49(BROADCASTING)
+    assert PeriodicTask(1000, 20_000, False) == co.lock_schedule_v47(CLUSTERING)
+    assert PeriodicTask(1000, 20_000, True) == co.lock_schedule_v49(CLUSTERING)
+    assert None is co.lock_schedule_v49(BROADCASTING)
 
 
 def test_order_2_one_monitor_per_queue_forever() -> None:
@@ -189,13 +190,13 @@ def test_order_16_only_an_empty_take_clears_consuming() -> None:
 
 def test_order_17_shutdown_unlocks_in_clustering() -> None:
     head = (ShutdownStep.STOP, ShutdownStep.SCHEDULER, ShutdownStep.CONSUME_POOL)
-    assert (*head, ShutdownStep.UNLOCK_ALL) == life.orderly_shutdown_steps(CLUSTERING)
-    assert head == life.orderly_shutdown_steps(BROADCASTING)
+    assert (*head, ShutdownStep.UNLOCK_ALL) == co.orderly_shutdown_steps(CLUSTERING)
+    assert head == co.orderly_shutdown_steps(BROADCASTING)
 
 
 def test_order_18_no_cleaner_in_orderly_mode() -> None:
-    assert False is life.has_consume_timeout_cleaner(ConsumeMode.ORDERLY)
-    assert True is life.has_consume_timeout_cleaner(ConsumeMode.CONCURRENTLY)
+    assert False is co.has_consume_timeout_cleaner(ConsumeMode.ORDERLY)
+    assert True is co.has_consume_timeout_cleaner(ConsumeMode.CONCURRENTLY)
 
 
 # --- properties ----------------------------------------------------------------------------------

@@ -26,7 +26,7 @@ from pullspec.spec.errors import (
     NumberFormatError,
 )
 from pullspec.spec.message import PROPERTY_CONSUME_START_TIME, PROPERTY_MAX_OFFSET, StoredMessage
-from pullspec.spec.process_queue_state import ProcessQueueState
+from pullspec.spec.process_queue import ProcessQueueState
 from pullspec.spec.profiles import Profile
 from pullspec.spec.protocols import ProcessQueue
 

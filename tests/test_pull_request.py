@@ -3,6 +3,8 @@ properties of the commit-offset piggy-back, the sys flag and the header."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -13,7 +15,7 @@ from pullspec.spec.consumer_config import ConsumerConfig, MessageModel
 from pullspec.spec.contracts import check_call
 from pullspec.spec.filter import SubscriptionData, build_subscription_data
 from pullspec.spec.message import MessageQueue
-from pullspec.spec.profiles import Profile
+from pullspec.spec.profiles import ALL_PROFILES, Profile
 from pullspec.spec.pull_actions import Delay, DelayReason
 from pullspec.spec.pull_request import (
     CommitOffset,
@@ -25,7 +27,8 @@ from pullspec.spec.pull_request import (
     pull_message_request_header,
     pull_message_request_header_v47,
     pull_message_request_header_v49,
-    pull_status_for_response_code,
+    pull_status_for_response_code_v47,
+    pull_status_for_response_code_v49,
     subscription_expression,
 )
 from pullspec.spec.pull_route import (
@@ -43,6 +46,7 @@ from pullspec.spec.pull_route import (
     recalculate_pull_from_which_node,
     sys_flag_for_broker,
 )
+from pullspec.spec.ruleset import Ruleset
 from pullspec.spec.status import PullStatus, ResponseCode
 
 MQ = MessageQueue("TopicA", "broker-a", 3)
@@ -175,14 +179,24 @@ def test_req_11_synchronous_failure() -> None:
     )
 
 
-def test_req_12_response_codes() -> None:
-    assert pull_status_for_response_code(0) is PullStatus.FOUND
-    assert pull_status_for_response_code(19) is PullStatus.NO_NEW_MSG
-    assert pull_status_for_response_code(20) is PullStatus.NO_MATCHED_MSG
-    assert pull_status_for_response_code(21) is PullStatus.OFFSET_ILLEGAL
-    with pytest.raises(MQBrokerError) as info:
-        pull_status_for_response_code(ResponseCode.SUBSCRIPTION_NOT_LATEST, "stale", "b:1")
-    assert (info.value.code, info.value.addr) == (25, "b:1")
+@pytest.mark.parametrize(
+    "rule", [pull_status_for_response_code_v47, pull_status_for_response_code_v49]
+)
+def test_req_12_response_codes(rule: Callable[[int, str | None, str], PullStatus]) -> None:
+    assert rule(0, None, "b:1") is PullStatus.FOUND
+    assert rule(19, None, "b:1") is PullStatus.NO_NEW_MSG
+    assert rule(20, None, "b:1") is PullStatus.NO_MATCHED_MSG
+    assert rule(21, None, "b:1") is PullStatus.OFFSET_ILLEGAL
+
+
+def test_req_12_broker_error_names_the_broker_only_in_4_9() -> None:
+    rules = {p: Ruleset.of(p).pull_status_for_response_code for p in ALL_PROFILES}
+    named = {}
+    for profile, rule in rules.items():
+        with pytest.raises(MQBrokerError) as info:
+            rule(ResponseCode.SUBSCRIPTION_NOT_LATEST, "stale", "b:1")
+        named[profile] = (info.value.code, info.value.remark, info.value.addr)
+    assert {Profile.V4_7: (25, "stale", None), Profile.V4_9: (25, "stale", "b:1")} == named
 
 
 # --- properties ----------------------------------------------------------------------------------
@@ -235,6 +249,6 @@ def test_sys_flag_contracts(c: bool, s: bool, sub: bool, cf: bool, lite: bool, s
 @given(st.integers(-5, 300))
 def test_response_code_contract(code: int) -> None:
     try:
-        check_call(pull_status_for_response_code, code)
+        check_call(pull_status_for_response_code_v49, code, None, "b:1")
     except MQBrokerError as exc:
         assert exc.code == code and code not in (0, 19, 20, 21)

@@ -17,20 +17,19 @@ from pullspec.reference.offset_store import ReferenceRemoteOffsetStore
 from pullspec.reference.process_queue import ReferenceProcessQueue
 from pullspec.reference.scheduler import Scheduler
 from pullspec.spec.client_errors import MQBrokerError, MQClientError
-from pullspec.spec.client_send_back import ClientMessage, SendBackClient
 from pullspec.spec.clock import ManualClock
-from pullspec.spec.consume_types import (
+from pullspec.spec.consume_concurrently import (
     ConsumeConcurrentlyContext,
     ConsumeConcurrentlyStatus,
-    ConsumeOrderlyContext,
-    ConsumeOrderlyStatus,
     ConsumeReturnType,
-    RejectedExecutionError,
 )
+from pullspec.spec.consume_orderly import ConsumeOrderlyContext, ConsumeOrderlyStatus
 from pullspec.spec.consumer_config import ConsumeMode, ConsumerConfig, MessageModel
+from pullspec.spec.errors import RejectedExecutionError
 from pullspec.spec.message import MessageQueue, StoredMessage
 from pullspec.spec.profiles import Profile
 from pullspec.spec.protocols import ConsumeMessageService
+from pullspec.spec.retry import ClientMessage, SendBackClient
 
 MQ = MessageQueue("T", "broker-a", 0)
 OK = ConsumeConcurrentlyStatus.CONSUME_SUCCESS

@@ -20,14 +20,14 @@ from pullspec.reference.rebalance import NewPullRequest, ReferenceRebalancePushI
 from pullspec.reference.rebalance_service import LockManagerClient, ReferenceRebalanceService
 from pullspec.reference.scheduler import Scheduler
 from pullspec.spec.client_errors import MQBrokerError, MQClientError
-from pullspec.spec.client_send_back import ClientMessage
 from pullspec.spec.clock import ManualClock
-from pullspec.spec.consume_types import ConsumeOrderlyContext, ConsumeOrderlyStatus
+from pullspec.spec.consume_orderly import ConsumeOrderlyContext, ConsumeOrderlyStatus
 from pullspec.spec.consumer_config import ConsumeFromWhere, ConsumeMode, ConsumerConfig
 from pullspec.spec.filter import SubscriptionData
 from pullspec.spec.message import MessageQueue, StoredMessage
 from pullspec.spec.profiles import Profile
 from pullspec.spec.protocols import ProcessQueue
+from pullspec.spec.retry import ClientMessage
 
 G = "G"
 CONFIG = ConsumerConfig(

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pullspec.spec import retry, retry_send
+from pullspec.spec import retry
 from pullspec.spec.config import DEFAULT_MESSAGE_DELAY_LEVEL, PERM_READ, PERM_WRITE
 from pullspec.spec.contracts import check_call
 from pullspec.spec.delay import delay_rewrite, parse_delay_levels
@@ -18,9 +18,13 @@ from pullspec.spec.errors import InvalidArgumentError, InvalidTypeError, NullPoi
 from pullspec.spec.layout import SYSFLAG_TRANSACTION_PREPARED_TYPE
 from pullspec.spec.message import DEFAULT_STORE_HOST, StoredMessage
 from pullspec.spec.profiles import Profile
-from pullspec.spec.retry import DeadLetterTarget
-from pullspec.spec.retry_request import V3_4_9, SendBackRequest, SendBackResponse
-from pullspec.spec.retry_send import SendTarget
+from pullspec.spec.retry import (
+    V3_4_9,
+    DeadLetterTarget,
+    SendBackRequest,
+    SendBackResponse,
+    SendTarget,
+)
 from pullspec.spec.rules import function
 from pullspec.spec.status import PutMessageStatus, ResponseCode
 
@@ -259,23 +263,23 @@ def test_retry_10_timetable() -> None:
 
 
 def test_retry_11_plain_send_to_a_retry_topic() -> None:
-    assert check_call(
-        retry_send.plain_send_target_v49, "T", 2, None, None, None, V497
-    ) == SendTarget("T", 2)
-    missing = check_call(retry_send.plain_send_target_v49, "%RETRY%G", 0, None, None, 3, V497)
+    assert check_call(retry.plain_send_target_v49, "T", 2, None, None, None, V497) == SendTarget(
+        "T", 2
+    )
+    missing = check_call(retry.plain_send_target_v49, "%RETRY%G", 0, None, None, 3, V497)
     assert isinstance(missing, SendBackResponse)
     assert missing.code is ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST
-    assert check_call(
-        retry_send.plain_send_target_v49, "%RETRY%G", 0, 16, None, 16, V497
-    ) == SendTarget("%DLQ%G", 0, RW)
-    assert check_call(
-        retry_send.plain_send_target_v49, "%RETRY%G", 0, 16, 3, None, V497
-    ) == SendTarget("%RETRY%G", 0)
-    assert check_call(
-        retry_send.plain_send_target_v47, "%RETRY%G", 0, 16, 3, 3, V471
-    ) == SendTarget("%DLQ%G", 0, PERM_WRITE)
+    assert check_call(retry.plain_send_target_v49, "%RETRY%G", 0, 16, None, 16, V497) == SendTarget(
+        "%DLQ%G", 0, RW
+    )
+    assert check_call(retry.plain_send_target_v49, "%RETRY%G", 0, 16, 3, None, V497) == SendTarget(
+        "%RETRY%G", 0
+    )
+    assert check_call(retry.plain_send_target_v47, "%RETRY%G", 0, 16, 3, 3, V471) == SendTarget(
+        "%DLQ%G", 0, PERM_WRITE
+    )
     with pytest.raises(NullPointerError):
-        retry_send.plain_send_target_v47("%RETRY%G", 0, 16, None, 3, V471)
+        retry.plain_send_target_v47("%RETRY%G", 0, 16, None, 3, V471)
 
 
 def test_request_types_are_checked() -> None:

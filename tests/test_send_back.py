@@ -26,8 +26,7 @@ from pullspec.spec.config import (
 from pullspec.spec.errors import IllegalTopicError, InvalidTypeError, NullPointerError
 from pullspec.spec.message import BrokerInnerMessage, StoredMessage
 from pullspec.spec.profiles import Profile
-from pullspec.spec.retry import retry_timetable
-from pullspec.spec.retry_request import SendBackRequest, SendBackResponse
+from pullspec.spec.retry import SendBackRequest, SendBackResponse, retry_timetable
 from pullspec.spec.status import BrokerRole, ResponseCode
 
 VECTORS = Path(__file__).resolve().parents[2] / "shared" / "vectors"

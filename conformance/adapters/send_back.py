@@ -22,7 +22,8 @@ from pullspec.spec.errors import PullspecError, UnsupportedError
 from pullspec.spec.message import StoredMessage
 from pullspec.spec.profiles import Profile
 from pullspec.spec.results import PutMessageResult
-from pullspec.spec.retry import SendBackRequest, profile_request_version, request_version_ordinal
+from pullspec.spec.retry import SendBackRequest, request_version_ordinal
+from pullspec.spec.ruleset import Ruleset
 
 
 @attrs.define
@@ -55,7 +56,9 @@ def create(
         new_processor(cfg, group, profile, clock),
         clock,
         config.get("originalTopic", "T"),
-        request_version_ordinal(version) if version else profile_request_version(profile),
+        request_version_ordinal(version)
+        if version
+        else Ruleset.of(profile).client_request_version(),
     )
 
 

@@ -16,13 +16,12 @@ areas the recordings never reach count too.
 from __future__ import annotations
 
 import ast
-import inspect
 import re
 import sys
 from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from types import CodeType, FrameType
+from types import FrameType
 from typing import Any
 
 import attrs
@@ -254,17 +253,6 @@ def scan_tests(
 # -- vectors -------------------------------------------------------------------------------------
 
 
-def _rule_codes(catalogue: Iterable[rules.Rule]) -> dict[CodeType, set[str]]:
-    codes: dict[CodeType, set[str]] = {}
-    for r in catalogue:
-        for profile in ALL_PROFILES:
-            fn: Any = inspect.unwrap(rules.function(r.id, profile))
-            code = getattr(fn, "__code__", None)
-            if isinstance(code, CodeType):
-                codes.setdefault(code, set()).add(r.id)
-    return codes
-
-
 def trace_profile(
     vectors_dir: Path,
     profile: Profile,
@@ -277,7 +265,7 @@ def trace_profile(
 
     Module-level and self-contained so that the two profiles can run in two processes.
     """
-    codes = _rule_codes(rules.catalogue())
+    codes = rules.rule_codes()
     candidate = resolve(impl)
     hits: dict[str, list[VectorHit]] = {}
     current: set[str] = set()

@@ -11,6 +11,7 @@ subclass changing one method the way the bug does.
 
 from __future__ import annotations
 
+import functools
 import importlib
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -19,11 +20,11 @@ import attrs
 
 from pullspec.conformance.mutants._patch import Candidate, mutate, wrap
 from pullspec.conformance.mutants.base import Mutant
-from pullspec.spec.consume_types import PeriodicTask
+from pullspec.spec.consume_concurrently import PeriodicTask
 from pullspec.spec.profiles import Profile
+from pullspec.spec.ruleset import Ruleset
 
 #: Where each spec module lives.
-_LIFE = "pullspec.spec.consume_lifecycle"
 _CONC = "pullspec.spec.consume_concurrently"
 _ORDER = "pullspec.spec.consume_orderly"
 _FLOW = "pullspec.spec.pull_decision"
@@ -74,6 +75,25 @@ def _forked(module: str, cls: str, replace: Mapping[str, Any]) -> Callable[[], t
     return make
 
 
+def _swapped(
+    module: str, cls: str, name: str, change: Callable[[Callable[..., Any]], Callable[..., Any]]
+) -> Callable[[], type]:
+    """A copy of reference class `module.cls` whose ruleset has its function `name` swapped for
+    `change(original)` (the class reads its rules through its `rules` property)."""
+
+    def make() -> type:
+        base: type = getattr(importlib.import_module(module), cls)
+        rules_of = base.rules.fget  # type: ignore[attr-defined]
+
+        def rules(self: Any) -> Ruleset:
+            original: Ruleset = rules_of(self)
+            return original.swapped(name, change(getattr(original, name)))
+
+        return mutate(base, {}, rules=property(rules))
+
+    return make
+
+
 # -- the five bugs of issue 16 ---------------------------------------------------------------------
 
 
@@ -93,17 +113,12 @@ def _clean_every_second(timeout: int) -> PeriodicTask:
 
 
 def _sweep_in_seconds() -> Mapping[str, type]:
-    replace = {
-        _LIFE: {
-            "clean_expire_schedule_v49": _clean_every_second,
-            "clean_expire_schedule_v47": _clean_every_second,
-        }
-    }
     return {
-        "concurrent_service": _forked(
+        "concurrent_service": _swapped(
             "pullspec.reference.consume_concurrently",
             "ReferenceConsumeConcurrentlyService",
-            replace,
+            "clean_expire_schedule",
+            lambda _original: _clean_every_second,
         )()
     }
 
@@ -358,15 +373,11 @@ MUTANTS: tuple[Mutant, ...] = (
         ("process_queue_maintenance",),
         "cleanExpiredMsg sends back a message consumed for exactly consumeTimeout minutes.",
         lambda: {
-            "process_queue": _forked(
+            "process_queue": _swapped(
                 "pullspec.reference.process_queue",
                 "ReferenceProcessQueue",
-                {
-                    _PQ: {
-                        "expired_head_v4_9": wrap(_PQ, "expired_head_v4_9", _expired_at_timeout),
-                        "expired_head_v4_7": wrap(_PQ, "expired_head_v4_7", _expired_at_timeout),
-                    }
-                },
+                "expired_head",
+                lambda original: functools.partial(_expired_at_timeout, original),
             )()
         },
     ),

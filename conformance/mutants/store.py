@@ -16,7 +16,6 @@ from pullspec.spec.profiles import Profile
 from pullspec.spec.protocols import MessageFilter
 
 _AREAS = ("store", "pull_code")
-_OTHER = {Profile.V4_7: Profile.V4_9, Profile.V4_9: Profile.V4_7}
 
 
 def store_candidate(
@@ -65,6 +64,26 @@ class _PerTopicCounters(dict[tuple[str, int], int]):
     def __setitem__(self, key: tuple[str, int], value: int) -> None:
         """Set the topic's counter."""
         super().__setitem__((key[0], 0), value)
+
+
+def _swapped_init(name: str, function: Callable[..., Any] | None) -> Callable[[Any], None]:
+    """An __attrs_post_init__ whose store's ruleset has its function `name` swapped for
+    `function` (None: the other profile's variant)."""
+
+    def init(self: Any) -> None:
+        from pullspec.reference.store import ReferenceMessageStore
+
+        ReferenceMessageStore.__attrs_post_init__(self)
+        mine = getattr(self.rules, name)
+        other = next(v for v in self.rules.slots()[name].variants if v is not mine)
+        self.rules = self.rules.swapped(name, other if function is None else function)
+
+    return init
+
+
+def _other_variant_init(name: str) -> Callable[[Any], None]:
+    """An __attrs_post_init__ whose store states `name` with the other profile's variant."""
+    return _swapped_init(name, None)
 
 
 def _shared_counters_init(self: Any) -> None:
@@ -121,7 +140,7 @@ def _no_read_at_0_elsewhere(f: Any, phys: int, size: int, *rest: Any) -> int | N
     return None if at is not None and at != phys else at
 
 
-def _empty_values_kept(text: str, profile: Profile) -> Any:
+def _empty_values_kept(text: str) -> Any:
     pairs = [item.split("\x01", 1) for item in text.split("\x02") if "\x01" in item]
     return tuple((k, v) for k, v in pairs if k)
 
@@ -137,12 +156,8 @@ MUTANTS: tuple[Mutant, ...] = (
         "overflow-badly-other-profile",
         "STORE-8",
         "OFFSET_OVERFLOW_BADLY corrects to the other profile's target (4.9 restarts from 0).",
-        {
-            "pullspec.spec.store": {
-                "overflow_badly_target_v47": lambda mn, mx: mx,
-                "overflow_badly_target_v49": lambda mn, mx: 0 if mn == 0 else mx,
-            }
-        },
+        {},
+        __attrs_post_init__=_other_variant_init("overflow_badly_target"),
     ),
     _mutant(
         "overflow-one-advances",
@@ -178,7 +193,8 @@ MUTANTS: tuple[Mutant, ...] = (
         "negative-max-allowed-in-4-9",
         "BATCH-4",
         "4.9 treats a negative maxMsgNums like 4.7 does (no Illegal Capacity error).",
-        {"pullspec.spec.batch": {"check_result_capacity_v49": lambda n: max(1, n)}},
+        {},
+        __attrs_post_init__=_swapped_init("check_result_capacity", lambda n: max(1, n)),
     ),
     _mutant(
         "batch-stop-entry-counted",
@@ -208,15 +224,8 @@ MUTANTS: tuple[Mutant, ...] = (
         "properties-other-profile",
         "LAYOUT-9",
         "Properties are encoded with the other profile's separator rule (one byte off per message).",
-        {
-            "pullspec.spec.layout": {
-                "message_properties_to_string": wrap(
-                    "pullspec.spec.layout",
-                    "message_properties_to_string",
-                    lambda f, props, profile: f(props, _OTHER[profile]),
-                )
-            }
-        },
+        {},
+        __attrs_post_init__=_other_variant_init("message_properties_to_string"),
     ),
     _mutant(
         "min-correction-strict",
@@ -258,7 +267,8 @@ MUTANTS: tuple[Mutant, ...] = (
             "LAYOUT-13",
             'A property stored with an empty value reads back with it (TAGS="" survives a '
             "send-back).",
-            {"pullspec.spec.layout": {"string_to_message_properties": _empty_values_kept}},
+            {},
+            __attrs_post_init__=_swapped_init("string_to_message_properties", _empty_values_kept),
         ),
         areas=(*_AREAS, "send_back"),
     ),

@@ -37,9 +37,9 @@ from pullspec.spec.clock import Clock
 from pullspec.spec.config import BrokerConfig, StoreConfig, SubscriptionGroupConfig
 from pullspec.spec.delay import parse_delay_levels
 from pullspec.spec.errors import PullspecError, UnsupportedError
-from pullspec.spec.process_queue_expiry import LOCK_MAX_LIVE_TIME_MS, PULL_MAX_IDLE_TIME_MS
+from pullspec.spec.process_queue import LOCK_MAX_LIVE_TIME_MS, PULL_MAX_IDLE_TIME_MS
 from pullspec.spec.profiles import Profile
-from pullspec.spec.retry import profile_request_version
+from pullspec.spec.ruleset import Ruleset
 
 
 class SubprocessCandidate:
@@ -170,6 +170,6 @@ class SubprocessCandidate:
             "retryQueueNums": group_config.retry_queue_nums,
             "maxDelayLevel": levels,
             "originalTopic": "T",
-            "requestVersion": VERSION_NAMES[profile_request_version(profile)],
+            "requestVersion": VERSION_NAMES[Ruleset.of(profile).client_request_version()],
         }
         return RemoteSendBack(RemoteSession(self, "send_back", config, profile))

@@ -17,11 +17,11 @@ from pullspec.reference.areas import _wiring
 from pullspec.reference.consume_concurrently import ReferenceConsumeConcurrentlyService
 from pullspec.reference.process_queue import ReferenceProcessQueue
 from pullspec.reference.scheduler import Scheduler
-from pullspec.spec import client_send_back as csb
 from pullspec.spec import consume_concurrently as conc
-from pullspec.spec import consume_lifecycle as life
+from pullspec.spec import retry as csb
 from pullspec.spec.clock import ManualClock
-from pullspec.spec.consume_types import ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus
+from pullspec.spec.consume_concurrently import ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus
+from pullspec.spec.consume_orderly import has_consume_timeout_cleaner
 from pullspec.spec.message import PROPERTY_CONSUME_START_TIME, MessageQueue, StoredMessage
 from pullspec.spec.profiles import Profile
 
@@ -40,7 +40,7 @@ def client_message_json(msg: csb.ClientMessage) -> dict[str, Any]:
 
 
 class SendBackStandIn:
-    """The client's two ways back (spec.client_send_back.SendBackClient): the RPC always fails,
+    """The client's two ways back (spec.retry.SendBackClient): the RPC always fails,
     the fallback send fails for the messages `failing` names (queue offsets, or by position in
     `fallback_oks`, consumed in order)."""
 
@@ -279,7 +279,7 @@ class Driver(_client.DriverBase):
     def op_clean_expire_schedule(self, args: _client.Args) -> dict[str, Any]:
         """The consume-timeout cleaner's schedule (CONC-13; an orderly consumer has no
         concurrent service, hence no cleaner, ORDER-18), read off a started scratch service."""
-        if not life.has_consume_timeout_cleaner(self.consumer.consume_mode):
+        if not has_consume_timeout_cleaner(self.consumer.consume_mode):
             return {"schedule": None}  # an orderly consumer's service has no cleaner
         clock = ManualClock(0)
         scheduler = Scheduler(clock)

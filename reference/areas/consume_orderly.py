@@ -17,9 +17,9 @@ from pullspec.reference.process_queue import ReferenceProcessQueue
 from pullspec.reference.scheduler import Scheduler
 from pullspec.spec import consume_orderly as order
 from pullspec.spec.clock import ManualClock
-from pullspec.spec.consume_types import ConsumeOrderlyContext, ConsumeOrderlyStatus
+from pullspec.spec.consume_orderly import ConsumeOrderlyContext, ConsumeOrderlyStatus
 from pullspec.spec.message import PROPERTY_CONSUME_START_TIME, MessageQueue, StoredMessage
-from pullspec.spec.process_queue_expiry import LOCK_MAX_LIVE_TIME_MS
+from pullspec.spec.process_queue import LOCK_MAX_LIVE_TIME_MS
 from pullspec.spec.profiles import Profile
 
 #: The vector area this module serves.

@@ -8,10 +8,11 @@ from pullspec.reference.areas import _vocab as _client
 from pullspec.reference.areas import _wiring
 from pullspec.reference.pull_service import PullRequest
 from pullspec.spec import code as codes
-from pullspec.spec import pull_request, pull_result
+from pullspec.spec import pull_result
 from pullspec.spec.client_errors import MQBrokerError
 from pullspec.spec.message import MessageQueue
 from pullspec.spec.profiles import Profile
+from pullspec.spec.ruleset import Ruleset
 from pullspec.spec.status import PullStatus, ResponseCode
 
 #: The vector area this module serves.
@@ -117,7 +118,7 @@ class Driver(_client.DriverBase):
         """processPullResponse's code mapping (REQ-12, CODE-13)."""
         number = args.int("code")
         try:
-            status = pull_request.pull_status_for_response_code(number)
+            status = Ruleset.of(self.profile).pull_status_for_response_code(number, None, "")
         except MQBrokerError as exc:
             return {"exception": MQBrokerError.java_exception, "code": exc.code}
         # CODE-13 states the same table from the broker's side; both must agree.

@@ -18,12 +18,8 @@ from pullspec.reference.sim import history as h
 from pullspec.reference.sim.base import Run
 from pullspec.reference.sim.observe import SimConsumer
 from pullspec.reference.sim.watch import ClientWatch, name_of
-from pullspec.spec.consume_types import (
-    ConsumeConcurrentlyContext,
-    ConsumeConcurrentlyStatus,
-    ConsumeOrderlyContext,
-    ConsumeOrderlyStatus,
-)
+from pullspec.spec.consume_concurrently import ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus
+from pullspec.spec.consume_orderly import ConsumeOrderlyContext, ConsumeOrderlyStatus
 from pullspec.spec.message import MessageQueue, StoredMessage
 
 

@@ -27,13 +27,13 @@ from pullspec.reference.process_queue import ReferenceProcessQueue
 from pullspec.reference.rebalance import NewPullRequest
 from pullspec.reference.remoting import ReferenceRemoting
 from pullspec.spec.client_errors import MQClientError
-from pullspec.spec.client_send_back import ClientMessage, SendBackClient
 from pullspec.spec.clock import Clock
 from pullspec.spec.consumer_config import ConsumerConfig, ReadOffsetType
 from pullspec.spec.message import PROPERTY_UNIQ_KEY, MessageQueue, StoredMessage
 from pullspec.spec.offset_store import OffsetStore
 from pullspec.spec.profiles import Profile
 from pullspec.spec.protocols import ProcessQueue
+from pullspec.spec.retry import ClientMessage, SendBackClient
 
 T = TypeVar("T")
 

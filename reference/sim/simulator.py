@@ -45,7 +45,6 @@ from pullspec.reference.sim.config import SimConfig, SimResult
 from pullspec.reference.sim.faults import FaultStep, fault_stream, format_schedule
 from pullspec.reference.sim.hooks import SimHooks
 from pullspec.spec.clock import ManualClock
-from pullspec.spec.consume_types import retry_topic
 from pullspec.spec.consumer_config import ConsumeFromWhere, ConsumeMode, ConsumerConfig
 from pullspec.spec.message import (
     PROPERTY_REAL_TOPIC,
@@ -53,6 +52,7 @@ from pullspec.spec.message import (
     BrokerInnerMessage,
     MessageQueue,
     StoredMessage,
+    retry_topic_name,
 )
 
 #: Steps of quiet tail between two checks of whether every message is accounted for.
@@ -170,7 +170,8 @@ class Simulator:
     def queues(self) -> list[str]:
         """The consumable queues: the topic's and the group's retry topic's."""
         retry = [
-            h.queue_name(retry_topic(self.group), i) for i in range(self.config.retry_queue_nums)
+            h.queue_name(retry_topic_name(self.group), i)
+            for i in range(self.config.retry_queue_nums)
         ]
         return [h.queue_name(self.topic, i) for i in range(self.config.queues)] + retry
 
