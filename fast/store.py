@@ -424,7 +424,10 @@ class MmapMessageStore(MultiGetPath, PutPath):
 
     def put_message(self, msg: BrokerInnerMessage) -> PutMessageResult:
         """Append one message to the commit log and dispatch it to its consume queue."""
-        return self.put_messages([msg])[0]
+        with self._put_lock:
+            if self.read_only or self._closed:
+                self._require_writable("put")
+            return self._put_one(msg)
 
     def put_messages(
         self, msgs: Sequence[BrokerInnerMessage] | MessageBatch
