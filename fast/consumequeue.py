@@ -323,7 +323,7 @@ class ConsumeQueue(BlockCache):
         self.max_physic_offset = phys + size
 
     def append_one(self, index: int, phys: int, size: int, tags_code: int) -> None:
-        """`append` of one entry, for put_message: written through the mapping at the write
+        """`append` of one entry, for put_message: packed straight into the mapping at the write
         position when it is the next entry of the last file (a pwrite per 20-byte entry costs
         more than the page fault per 204 entries it would spare), else by `append_entries`."""
         files = self.files
@@ -331,11 +331,11 @@ class ConsumeQueue(BlockCache):
         unit = CQ_STORE_UNIT_SIZE
         if files and wrote + unit <= self.file_size and files[-1].start + wrote == index * unit:
             try:
-                packed = ENTRY.pack(phys, size, tags_code)
-            except struct.error:
+                ENTRY.pack_into(files[-1].mm, wrote, phys, size, tags_code)
+            except struct.error:  # out of range: undo a partial entry; append_entries raises
+                files[-1].mm[wrote : wrote + unit] = bytes(unit)
                 self.append_entries(index, ((phys, size, tags_code),))
                 return
-            files[-1].mm[wrote : wrote + unit] = packed
             if self._blocks:
                 w = wrote // unit
                 self._refresh_blocks(files[-1].start, w, w + 1)

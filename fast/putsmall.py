@@ -80,6 +80,25 @@ class Shape(NamedTuple):
     lengths: dict[int, int]
 
 
+_new = object.__new__
+_SET_STATUS, _SET_QUEUE_OFFSET, _SET_WROTE_OFFSET, _SET_WROTE_BYTES = (
+    getattr(PutMessageResult, name).__set__
+    for name in ("status", "queue_offset", "wrote_offset", "wrote_bytes")
+)
+
+
+def _put_ok(queue_offset: int, phys: int, length: int) -> PutMessageResult:
+    """PutMessageResult(PUT_OK, queue_offset, phys, length), built through its slots: the
+    attrs __init__ of a frozen class sets each field through object.__setattr__, a sixth of a
+    one-pass put (it has no validator or converter to skip)."""
+    result: PutMessageResult = _new(PutMessageResult)
+    _SET_STATUS(result, _PUT_OK)
+    _SET_QUEUE_OFFSET(result, queue_offset)
+    _SET_WROTE_OFFSET(result, phys)
+    _SET_WROTE_BYTES(result, length)
+    return result
+
+
 #: Whether a sysFlag without IPv6 host bits is dispatched (STORE-18); other values (IPv6 hosts,
 #: anything not an int) take the general path.
 _DISPATCHED = {f: is_dispatched_type(f) for f in range(16)}
@@ -182,7 +201,7 @@ class SmallPut:
             if q is None:
                 q = self._queue(*key)
             q.append_one(queue_offset, phys, length, enc.tags_code)
-        return PutMessageResult(_PUT_OK, queue_offset, phys, length)
+        return _put_ok(queue_offset, phys, length)
 
     def _put_fresh(self, msg: BrokerInnerMessage) -> PutMessageResult:
         """`_put_each` of one message, then remember its shape (when it has no DELAY and its
