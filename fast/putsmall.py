@@ -173,9 +173,9 @@ class SmallPut:
         if shape is None or dispatched is None or len(born.ip) != 4 or len(store.ip) != 4:
             return self._put_fresh(msg)
         body = msg.body
-        length = shape.lengths.get(len(body))
+        length = shape.lengths.get(len(body), 0)
         log = self.commit_log
-        phys = -1 if length is None else log.room(length)
+        phys = log.room(length) if length else -1
         if phys < 0:
             return self._put_fresh(msg)
         key = (topic, msg.queue_id)

@@ -361,11 +361,12 @@ def test_put_message_out_of_a_java_field_is_refused_and_stores_nothing(tmp_path:
         base: dict[str, Any] = {"topic": "T", "queue_id": 0, "body": b"x"}
         assert store.put_message(BrokerInnerMessage(**base)).wrote_offset == 0
         assert store.put_message(BrokerInnerMessage(**base)).wrote_offset == 93
-        for bad in (
+        bads: list[dict[str, Any]] = [
             {"flag": 1 << 31},
             {"reconsume_times": -(1 << 31) - 1},
             {"born_timestamp": 1 << 63},
-        ):
+        ]
+        for bad in bads:
             with pytest.raises(MessageIllegalError, match=next(iter(bad))):
                 store.put_message(BrokerInnerMessage(**base, **bad))
             assert (store.get_max_phy_offset(), store.get_max_offset_in_queue("T", 0)) == (186, 2)
