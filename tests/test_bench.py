@@ -84,3 +84,36 @@ def test_the_memory_child_reads_its_status_in_kib(tmp_path: Path) -> None:
     assert report["steps"] == 50
     assert report["peak_anon_mb"] >= report["baseline_anon_mb"] > 0
     assert report["peak_rss_mb"] >= report["peak_anon_mb"]
+
+
+def test_tree_cpu_counts_a_child_that_ended() -> None:
+    import subprocess
+    import sys
+
+    from pullspec.conformance import cpu_times
+
+    # "java -x" holds a space; utime 150 + stime 50 + cutime 7 + cstime 3 ticks.
+    line = "42 (java -x) S 1 42 42 0 -1 4194560 9 0 0 0 150 50 7 3 20 0 30 0 5 1 2"
+    assert cpu_times.parse_stat(line) == (42, 1, 210)
+    before = cpu_times.tree_cpu_s()
+    spin = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.3: pass"
+    subprocess.run([sys.executable, "-c", spin], check=True)
+    # The child's 0.3 CPU s are counted once it has been reaped (in this process's cutime).
+    assert cpu_times.tree_cpu_s() - before >= 0.25
+
+
+@pytest.mark.slow
+def test_bench_campaign_json_reports_cpu_per_core(tmp_path: Path) -> None:
+    from pullspec.conformance import campaign_spark
+
+    problem = campaign_spark.spark_problem() or campaign_spark.java_problem()
+    if problem:
+        pytest.skip(problem)
+    argv = ["bench-campaign", "--json", "-q", "--seeds", "2", "--steps", "3", "--area", "store"]
+    argv += ["--cores", "1", "--repeat", "1", "--scratch", str(tmp_path)]
+    result = CliRunner().invoke(main, argv)
+    assert result.exit_code == 0, result.output
+    run = json.loads(result.output)["runs"]["1"]
+    assert run["ops"] == 6  # 2 seeds × 3 steps of one area
+    assert {"cpu_per_core", "runs_cpu_per_core", "ops_per_s", "job_fixed_s"} <= run.keys()
+    assert run["cpu_per_core"] > 0 and len(run["runs_cpu_per_core"]) == 1
