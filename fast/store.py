@@ -441,6 +441,8 @@ class MmapMessageStore(MultiGetPath, PutPath):
             raise InvalidTypeError("msgs", msgs, "a sequence of BrokerInnerMessage")
         with self._put_lock:
             self._require_writable("put")
+            if len(msgs) == 1:  # all validated before any is stored holds for one message
+                return [self._put_one(msgs[0])]
             return self._put_list(msgs)
 
     def put_batch(self, batch: MessageBatch) -> PutResults:
