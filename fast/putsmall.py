@@ -1,7 +1,10 @@
 """The per-message append path of MmapMessageStore, for the short lists the vectorized path
 (fast.putvector) would spend more on numpy's fixed costs than on the messages: validate each
 message, encode its record from a struct-packed head and cached topic and property bytes, write
-each commit-log segment with one copy and each queue's entries with one packed write."""
+each commit-log segment with one copy and each queue's entries with one packed write.
+
+`_put_one` is put_message's one-pass path for a message of a shape the store has stored before
+(docs/using/fast.md, "One message per call"); everything else goes through `_put_each`."""
 
 from __future__ import annotations
 
