@@ -6,7 +6,8 @@ and a raw write measured in the same run); the process-queue figures are
 `fast.pq_bench.bench_process_queue`. `--json` prints one object with a key per figure; the
 `*_vs_java` ratios are against the Java figures of ../shared/bench/README.md (run A, a machine of
 the same kind, not this run), which `peer_java_source` names. `--sim-steps` sets the simulation
-whose peak memory is measured (10^6 steps take several minutes; 0 skips it).
+whose peak memory is measured (10^5 by default; 10^6 steps take over 20 minutes and about 1 GB
+on the development machine; 0 skips it).
 """
 
 from __future__ import annotations
@@ -30,8 +31,8 @@ PEER_JAVA_SOURCE = (
     "--sim-steps",
     type=click.IntRange(min=0),
     default=None,
-    help="Steps of the simulation whose peak memory is measured [default: 10^6, or 10^4 with "
-    "--quick; 0 skips it]. 10^6 steps take several minutes.",
+    help="Steps of the simulation whose peak memory is measured [default: 10^5, or 10^4 with "
+    "--quick; 0 skips it]. 10^6 steps take over 20 minutes and about 1 GB.",
 )
 @click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
