@@ -263,6 +263,30 @@ class CommitLog:
             self._flush_early(last)
         return phys
 
+    def room(self, length: int) -> int:
+        """The phys where a record of `length` bytes goes when it fits the last file (with 8
+        bytes to spare for its end-of-file blank, LAYOUT-7), else −1: `reserve` then places it."""
+        files = self.files
+        wrote = self.wrote
+        if files and length + END_FILE_MIN_BLANK_LENGTH <= self.file_size - wrote:
+            return files[-1].start + wrote
+        return -1
+
+    def append_in_place(self, data: bytes, now_ms: int) -> None:
+        """Write records placed by `room` at the write position and publish them: one copy
+        through the mapping (for a single record, a pwrite costs more than the page faults it
+        spares, even with `transient`), then `end` moves past them."""
+        last = self.files[-1]
+        wrote = self.wrote
+        stop = wrote + len(data)
+        last.mm[wrote:stop] = data
+        self.wrote = stop
+        self.last_modified[last.start] = now_ms
+        self.end = last.start + stop  # publish: every byte before it is written
+        self._since_flush += stop - wrote
+        if self._since_flush >= FLUSH_EVERY:
+            self._flush_early(last)
+
     def _flush_early(self, f: MappedFile) -> None:
         """Start writing back the file being appended to, as FlushRealTimeService does every
         interval, so that little is left to write when a flush must wait for the disk."""

@@ -1,12 +1,16 @@
 """The per-message append path of MmapMessageStore, for the short lists the vectorized path
 (fast.putvector) would spend more on numpy's fixed costs than on the messages: validate each
 message, encode its record from a struct-packed head and cached topic and property bytes, write
-each commit-log segment with one copy and each queue's entries with one packed write."""
+each commit-log segment with one copy and each queue's entries with one packed write.
+
+`_put_one` is put_message's one-pass path for a message of a shape the store has stored before
+(docs/using/fast.md, "One message per call"); everything else goes through `_put_each`."""
 
 from __future__ import annotations
 
 import functools
 import struct
+import zlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -70,6 +74,39 @@ class Encoding(NamedTuple):
     delay: bool
 
 
+class Shape(NamedTuple):
+    """What put_message's one-pass path knows of a (topic, properties) pair the store has
+    stored before without DELAY: its Encoding, and by body length the record length of the
+    lengths LAYOUT-11 and the commit-log file size have accepted."""
+
+    encoding: Encoding
+    lengths: dict[int, int]
+
+
+_new = object.__new__
+_SET_STATUS, _SET_QUEUE_OFFSET, _SET_WROTE_OFFSET, _SET_WROTE_BYTES = (
+    getattr(PutMessageResult, name).__set__
+    for name in ("status", "queue_offset", "wrote_offset", "wrote_bytes")
+)
+
+
+def _put_ok(queue_offset: int, phys: int, length: int) -> PutMessageResult:
+    """PutMessageResult(PUT_OK, queue_offset, phys, length), built through its slots: the
+    attrs __init__ of a frozen class sets each field through object.__setattr__, a sixth of a
+    one-pass put (it has no validator or converter to skip)."""
+    result: PutMessageResult = _new(PutMessageResult)
+    _SET_STATUS(result, _PUT_OK)
+    _SET_QUEUE_OFFSET(result, queue_offset)
+    _SET_WROTE_OFFSET(result, phys)
+    _SET_WROTE_BYTES(result, length)
+    return result
+
+
+#: Whether a sysFlag without IPv6 host bits is dispatched (STORE-18); other values (IPv6 hosts,
+#: anything not an int) take the general path.
+_DISPATCHED = {f: is_dispatched_type(f) for f in range(16)}
+
+
 class Prepared(NamedTuple):
     """A validated message with its encoding and its record length."""
 
@@ -111,6 +148,82 @@ class SmallPut:
 
         def _queue(self, topic: str, queue_id: int) -> ConsumeQueue: ...
         def _checkpoint(self) -> None: ...
+
+    @functools.cached_property
+    def _shapes(self) -> dict[tuple[str, Any], Shape]:
+        return {}
+
+    def _put_one(self, msg: BrokerInnerMessage) -> PutMessageResult:
+        """put_message under the put lock. A message of a shape this store has stored before
+        (topic and properties without DELAY, IPv4 hosts, a body length already checked) goes
+        in one pass: the checks that depend on the message alone run here, and the Java field
+        ranges by packing its head (struct refuses a value out of its field), all before the
+        store changes; the record is written through the mapping, published, then its entry.
+        Anything else — a new shape, a record that starts a new file, a sync flush, a slave,
+        a value out of range — takes `_put_each`, which validates in full and names the
+        error."""
+        if (
+            type(msg) is not BrokerInnerMessage
+            or msg.stored_properties is not None
+            or self._role is _SLAVE
+            or self.flush_mode == "sync"
+        ):
+            return self._put_each([msg])[0]
+        topic = msg.topic
+        shape = self._shapes.get((topic, msg.properties))
+        born, store = msg.born_host, msg.store_host
+        dispatched = _DISPATCHED.get(msg.sys_flag)
+        if shape is None or dispatched is None or len(born.ip) != 4 or len(store.ip) != 4:
+            return self._put_fresh(msg)
+        body = msg.body
+        length = shape.lengths.get(len(body), 0)
+        log = self.commit_log
+        phys = log.room(length) if length else -1
+        if phys < 0:
+            return self._put_fresh(msg)
+        key = (topic, msg.queue_id)
+        counters = self._counters
+        counter = counters.get(key, 0)
+        queue_offset = counter if dispatched else 0
+        now = self.clock.now_ms()
+        try:
+            head = _HEAD_V4.pack(
+                length, MESSAGE_MAGIC_CODE, zlib.crc32(body) & 0x7FFFFFFF, msg.queue_id,
+                msg.flag, queue_offset, phys, msg.sys_flag, msg.born_timestamp, born.ip,
+                born.port, now, store.ip, store.port, msg.reconsume_times,
+                msg.prepared_transaction_offset, len(body),
+            )  # fmt: skip
+        except struct.error:  # a value out of its Java field: _validate names it
+            return self._put_each([msg])[0]
+        enc = shape.encoding
+        log.append_in_place(b"".join((head, body, enc.tail)), now)
+        self._last_store_timestamp = now
+        if dispatched:
+            counters[key] = counter + 1
+            q = self.queues.get(key)
+            if q is None:
+                q = self._queue(*key)
+            q.append_one(queue_offset, phys, length, enc.tags_code)
+        return _put_ok(queue_offset, phys, length)
+
+    def _put_fresh(self, msg: BrokerInnerMessage) -> PutMessageResult:
+        """`_put_each` of one message, then remember its shape (when it has no DELAY and its
+        record length) for `_put_one`."""
+        result = self._put_each([msg])[0]
+        enc = self._encodings().get((msg.topic, msg.properties))
+        if enc is not None and not enc.delay and enc.tail and result.status is _PUT_OK:
+            shapes = self._shapes
+            shape = shapes.get((msg.topic, msg.properties))
+            if shape is None:
+                if len(shapes) > _CACHE_LIMIT:
+                    shapes.clear()
+                shape = shapes[(msg.topic, msg.properties)] = Shape(enc, {})
+            if len(shape.lengths) > _CACHE_LIMIT:
+                shape.lengths.clear()
+            shape.lengths[len(msg.body)] = calc_msg_length(
+                0, len(msg.body), len(enc.topic), len(enc.properties)
+            )
+        return result
 
     def _encoded(self, msg: BrokerInnerMessage) -> Encoding:
         """The Encoding of a message's topic and properties, cached per (topic, properties): a

@@ -402,7 +402,10 @@ class MmapMessageStore(MultiGetPath, PutPath, RoleHolder):
 
     def put_message(self, msg: BrokerInnerMessage) -> PutMessageResult:
         """Append one message to the commit log and dispatch it to its consume queue."""
-        return self.put_messages([msg])[0]
+        with self._put_lock:
+            if self.read_only or self._closed:
+                self._require_writable("put")
+            return self._put_one(msg)
 
     def put_messages(
         self, msgs: Sequence[BrokerInnerMessage] | MessageBatch
@@ -416,6 +419,8 @@ class MmapMessageStore(MultiGetPath, PutPath, RoleHolder):
             raise InvalidTypeError("msgs", msgs, "a sequence of BrokerInnerMessage")
         with self._put_lock:
             self._require_writable("put")
+            if len(msgs) == 1:  # all validated before any is stored holds for one message
+                return [self._put_one(msgs[0])]
             return self._put_list(msgs)
 
     def put_batch(self, batch: MessageBatch) -> PutResults:

@@ -1,5 +1,5 @@
 """INV — the safety properties a whole RocketMQ 4.x consumer group promises, as small pure
-functions over what a history shows (`reference.sim_history`); `reference.sim_checker` applies
+functions over what a history shows (`reference.sim.history`); `reference.sim.checker` applies
 them to every event and names each failure as an anomaly.
 
 Some of them RocketMQ 4.x is known to break: the broker's commit is not increase-only

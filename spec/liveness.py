@@ -1,11 +1,11 @@
 """LIVE — what a whole RocketMQ 4.x consumer group promises over time, as small pure functions
-over what a history shows (`reference.sim_history`); `reference.sim_checker` applies them.
+over what a history shows (`reference.sim.history`); `reference.sim.checker` applies them.
 
 LIVE-1 and LIVE-2 are liveness: they are judged once the faults have stopped and a quiet tail
 has let every retry, restart and lease run out (the simulator's `Quiet` event). LIVE-3 bounds
 what the safety invariants allow (`spec.invariants`: INV-2's duplicates, INV-4's backward
 commits): an allowed anomaly needs a cause, and each cause can account for only so many
-(`reference.sim_budget` counts them).
+(`reference.sim.budget` counts them).
 """
 
 from __future__ import annotations

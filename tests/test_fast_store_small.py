@@ -313,3 +313,61 @@ def test_validated_messages_are_kept_for_a_bounded_number_of_configurations(
         with MmapMessageStore(tmp_path / str(k), config, Profile.V4_9, ManualClock(0)) as store:
             assert store.put_messages([m])[0].wrote_offset == 0
         assert 0 < len(pullspec.fast.putsmall._PREPARED) <= pullspec.fast.putsmall._PREPARED_CONFIGS
+
+
+@pytest.mark.parametrize("profile", ALL_PROFILES, ids=lambda p: p.value)
+def test_put_message_one_pass_answers_as_the_reference(profile: Profile) -> None:
+    # Shapes met again take put_message's one-pass path (STORE-18 queue offsets, LAYOUT-5
+    # records, LAYOUT-7 file ends): it must answer, store and refuse exactly as the reference.
+    def msg(k: int, **kw: Any) -> BrokerInnerMessage:
+        fields: dict[str, Any] = {
+            "topic": "T",
+            "queue_id": k % 2,
+            "body": b"%03d" % k,
+            "properties": {"TAGS": f"Tag{k % 3}"},
+            "born_timestamp": 5,
+        }
+        fields.update(kw)
+        return BrokerInnerMessage(**fields)
+
+    sequence = [msg(k) for k in range(30)]  # 1024-byte files: several file ends, 4-entry CQ files
+    sequence[7] = msg(7, sys_flag=4)  # prepared: stored without a queue offset or an entry
+    sequence[11] = msg(11, body=b"longer body")  # a body length not seen yet
+    sequence[13] = msg(13, queue_id=5, flag=-1)  # a queue not seen yet
+    sequence[17] = msg(17, properties={"TAGS": "Tag1", "DELAY": "1"})
+    sequence[19] = msg(19, born_host=V6)
+    sequence[23] = msg(23, topic="T!")  # refused by TopicValidator
+    stores = _pair(profile)
+    try:
+        answers = [_both(stores, lambda s, m=m: s.put_message(m)) for m in sequence]
+        # k = 2 … 9 by queue 0, 1 alternately; the prepared k = 7 takes no offset (0).
+        offsets = [a[1].queue_offset for a in answers[2:10]]
+        assert offsets == [1, 1, 2, 2, 3, 0, 4, 3]
+        assert [k for k, a in enumerate(answers) if a[0] == "error"] == [23]
+        for topic in ("T", SCHEDULE_TOPIC):
+            _both(stores, lambda s, t=topic: _observe(s, t))
+        for queue_id in (0, 1, 5):
+            for f in (None, tag_filter("T", "Tag1")):
+                _both(stores, lambda s, q=queue_id, f=f: s.get_message("G", "T", q, 0, 32, f))
+        for a in answers:
+            if a[0] == "ok":
+                _both(stores, lambda s, at=a[1].wrote_offset: s.look_message_by_offset(at))
+    finally:
+        stores[1].close()
+
+
+def test_put_message_out_of_a_java_field_is_refused_and_stores_nothing(tmp_path: Path) -> None:
+    with MmapMessageStore(tmp_path, CFG, Profile.V4_9, ManualClock(3)) as store:
+        base: dict[str, Any] = {"topic": "T", "queue_id": 0, "body": b"x"}
+        assert store.put_message(BrokerInnerMessage(**base)).wrote_offset == 0
+        assert store.put_message(BrokerInnerMessage(**base)).wrote_offset == 93
+        bads: list[dict[str, Any]] = [
+            {"flag": 1 << 31},
+            {"reconsume_times": -(1 << 31) - 1},
+            {"born_timestamp": 1 << 63},
+        ]
+        for bad in bads:
+            with pytest.raises(MessageIllegalError, match=next(iter(bad))):
+                store.put_message(BrokerInnerMessage(**base, **bad))
+            assert (store.get_max_phy_offset(), store.get_max_offset_in_queue("T", 0)) == (186, 2)
+        assert store.put_message(BrokerInnerMessage(**base)).queue_offset == 2

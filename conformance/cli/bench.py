@@ -7,7 +7,10 @@ fastest run: other processes on the machine only ever slow a run down. The figur
 over the job's wall time, Parquet writing included, Spark start-up excluded; `ops_per_core_s`
 is diffed ops per CPU second of the traces, which other processes disturb much less;
 `job_fixed_s` is the wall time of the same tasks with one one-step trace each (scheduling,
-Python workers, the Parquet write), which a campaign of minutes pays once. The issue's targets:
+Python workers, the Parquet write), which a campaign of minutes pays once; `cpu_per_core` is the
+CPU time the job's processes (driver, JVM, Python workers: `cpu_times.tree_cpu_s`) got per core
+of the job's wall time — near 1 when the cores were the job's, well under 1 when other processes
+on the machine took them (a contended run, whose ops/s and speed-up say little). The issue's targets:
 at least 2 M diffed ops per minute on 2 cores and a speed-up of at least 1.8 from 1 to 2 cores.
 """
 
@@ -26,6 +29,7 @@ from pullspec.conformance.campaign import run as campaign
 from pullspec.conformance.campaign import spark as campaign_spark
 from pullspec.conformance.cli.campaign import check_environment, fail, parse_areas
 from pullspec.conformance.cli.common import Progress, nothing_checked, quiet_option
+from pullspec.conformance.cpu_times import tree_cpu_s
 from pullspec.conformance.ops import MACHINE_AREAS
 
 #: The issue's throughput targets.
@@ -79,11 +83,14 @@ def measure(
         runs = []
         for i in range(repeat):
             out = folder / f"cores-{cores}-{i}"
-            runs.append((campaign_spark.run_job(spark, plan, 0, seeds, str(out), partitions), out))
+            before = tree_cpu_s()
+            job = campaign_spark.run_job(spark, plan, 0, seeds, str(out), partitions)
+            # The CPU the driver, the JVM and the Python workers got, per core of wall time.
+            runs.append((job, out, (tree_cpu_s() - before) / (job.wall_s * cores)))
             ran(f"run {i + 1}/{repeat}")
     finally:
         spark.stop()
-    job, out = min(runs, key=lambda run: run[0].wall_s)
+    job, out, cpu_per_core = min(runs, key=lambda run: run[0].wall_s)
     counts = campaign_rows.aggregates(out)
     ops = sum(int(g["ops"]) for g in counts["groups"])
     cpu = sum(float(g["cpu_s"]) for g in counts["groups"])
@@ -99,7 +106,9 @@ def measure(
         "ops_per_s": round(ops / job.wall_s, 1),
         "ops_per_min": round(ops * 60 / job.wall_s),
         "ops_per_core_s": round(ops / cpu, 1) if cpu else 0.0,
-        "runs_ops_per_s": [round(ops / j.wall_s, 1) for j, _ in runs],
+        "runs_ops_per_s": [round(ops / j.wall_s, 1) for j, _, _ in runs],
+        "cpu_per_core": round(cpu_per_core, 3),
+        "runs_cpu_per_core": [round(c, 3) for _, _, c in runs],
         "job_fixed_s": round(fixed, 3),
     }
 
@@ -196,7 +205,8 @@ def bench_campaign_command(
         click.echo(
             f"  local[{n}]: {run['ops']:,} ops in {run['wall_s']:.1f} s = {run['ops_per_s']:,.0f} "
             f"ops/s ({run['ops_per_min'] / 1e6:.2f} M ops/min), {run['ops_per_core_s']:,.0f} "
-            f"ops/s per busy core; a job's fixed cost {run['job_fixed_s']:.2f} s"
+            f"ops/s per busy core; a job's fixed cost {run['job_fixed_s']:.2f} s; the job's "
+            f"processes got {run['cpu_per_core']:.2f} CPU s per core per s (under 1: contended)"
         )
     if "speedup_1_to_2" in report:
         click.echo(f"  speed-up 1 → 2 cores: {report['speedup_1_to_2']:.2f}×")

@@ -1,0 +1,53 @@
+"""CPU seconds a process and all its descendants have used (Linux /proc), to tell a contended
+run from a poorly scaling one: a job that got less CPU per core of wall time than its cores
+waited for them (other processes on the machine ran instead).
+
+A process's fields 14–17 of /proc/<pid>/stat are its user and system time and those of its
+reaped children, in clock ticks. Summing all four over the live tree counts every process once:
+a child still running by its own fields, one that ended in its parent's reaped fields.
+
+    >>> stat = "42 (java -x) S 1 42 42 0 -1 4194560 9 0 0 0 150 50 7 3 20 0 30 0 5 1 2"
+    >>> parse_stat(stat)
+    (42, 1, 210)
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def parse_stat(text: str) -> tuple[int, int, int]:
+    """(pid, parent pid, utime + stime + cutime + cstime in ticks) of a /proc/<pid>/stat line
+    (the command name, in parentheses, may hold spaces)."""
+    pid = int(text[: text.index(" ")])
+    fields = text[text.rindex(")") + 2 :].split()
+    # fields[0] is the state (field 3): field n is fields[n - 3].
+    return pid, int(fields[1]), sum(int(f) for f in fields[11:15])
+
+
+def tree_cpu_s(root: int | None = None) -> float:
+    """CPU seconds used so far by process `root` (default: this one) and every descendant
+    (reaped ones included); 0.0 where /proc is missing."""
+    root = os.getpid() if root is None else root
+    ticks: dict[int, int] = {}
+    children: dict[int, list[int]] = {}
+    try:
+        entries = [p for p in os.listdir("/proc") if p.isdigit()]
+    except OSError:
+        return 0.0
+    for name in entries:
+        try:
+            pid, parent, used = parse_stat(Path(f"/proc/{name}/stat").read_text())
+        except (OSError, ValueError, IndexError):
+            continue  # ended meanwhile
+        ticks[pid] = used
+        children.setdefault(parent, []).append(pid)
+    total, todo = 0, [root]
+    while todo:
+        pid = todo.pop()
+        total += ticks.get(pid, 0)
+        todo.extend(children.get(pid, ()))
+    return total / _TICK

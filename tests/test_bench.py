@@ -1,0 +1,119 @@
+"""`pullspec bench --json` keeps its figures' names: the ones issue 19 asks for are there (their
+values are timings of a tiny run and are not checked)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from unittest import mock
+
+import pytest
+from click.testing import CliRunner
+
+from pullspec.conformance import bench, bench_memory
+from pullspec.conformance.cli import main
+
+TINY = bench.Sizes(
+    w1=2_000,
+    w2_queues=64,
+    w2_per_queue=20,
+    reference=640,
+    passes=1,
+    file_size=1 << 20,
+    sim_steps=100,
+)
+
+#: Names scripts and docs read, stable from one run to the next.
+NAMES = {
+    "w1_put_single_msgs_per_s",
+    "w1_put_single_us_per_msg",
+    "w1_put_msgs_per_s",
+    "w1_put_batch_msgs_per_s",
+    "w1_all_us_per_call",
+    "w1_tag3_us_per_call",
+    "w2_all_batched_msgs_per_s",
+    "append_fraction_of_raw_write",
+    "w1_reopen_clean_s",
+    "w1_reopen_abort_s",
+    "w1_reopen_cq_rebuild_s",
+    "w1_pulled_peak_rss_mb",
+    "w1_pulled_peak_anon_mb",
+    "w1_pulled_anon_growth_mb",
+    "sim_peak_rss_mb",
+    "sim_peak_anon_mb",
+    "sim_anon_growth_mb",
+    "sim_steps",
+    "sim_seconds",
+    "peer_java_w1_put_msgs_per_s",
+    "w1_put_single_vs_java",
+    "w1_all_per_call_vs_java",
+    "w1_tag3_per_call_vs_java",
+    "w1_tag3_entries_vs_java",
+    "w2_all_batched_msgs_vs_java",
+    "w2_tag3_batched_msgs_vs_java",
+    "w2_tag3_per_call_vs_java",
+    "w1_reopen_clean_vs_java",
+    "w1_reopen_abort_vs_java",
+    "cq_rebuild_vs_java",
+}
+
+
+@pytest.mark.slow
+def test_bench_json_has_the_issue_figures() -> None:
+    with mock.patch.object(bench, "Sizes", mock.Mock(return_value=TINY, quick=lambda: TINY)):
+        result = CliRunner().invoke(main, ["bench", "--json", "--quick", "-q"])
+    assert result.exit_code == 0, result.output
+    figures = json.loads(result.output)
+    assert NAMES - figures.keys() == set()
+    assert figures["w1_pulled_messages"] == 2_000  # the child pulled the whole W1 store
+    assert figures["sim_steps"] == 100
+    assert "not measured in this run" in figures["peer_java_source"]
+    assert {k for k in figures if k.endswith("_vs_java")} == {r[0] for r in bench.VS_JAVA}
+
+
+def test_vs_java_divides_rates_by_the_peer_and_the_peer_by_times() -> None:
+    # 550 k puts/s is twice Java's 275 k; 2 µs per call is twice as fast as Java's 4.0.
+    ratios = bench.vs_java({"w1_put_single_msgs_per_s": 550e3, "w1_all_us_per_call": 2.0})
+    assert ratios == {"w1_put_single_vs_java": 2.0, "w1_all_per_call_vs_java": 2.0}
+
+
+def test_the_memory_child_reads_its_status_in_kib(tmp_path: Path) -> None:
+    text = "Name:\tpython\nVmHWM:\t  65536 kB\nRssAnon:\t   1024 kB\nThreads:\t1\n"
+    assert bench_memory.status_kib(text) == {"VmHWM": 65536, "RssAnon": 1024}
+    report = bench_memory.measure("simulate", "50")
+    assert report["steps"] == 50
+    assert report["peak_anon_mb"] >= report["baseline_anon_mb"] > 0
+    assert report["peak_rss_mb"] >= report["peak_anon_mb"]
+
+
+def test_tree_cpu_counts_a_child_that_ended() -> None:
+    import subprocess
+    import sys
+
+    from pullspec.conformance import cpu_times
+
+    # "java -x" holds a space; utime 150 + stime 50 + cutime 7 + cstime 3 ticks.
+    line = "42 (java -x) S 1 42 42 0 -1 4194560 9 0 0 0 150 50 7 3 20 0 30 0 5 1 2"
+    assert cpu_times.parse_stat(line) == (42, 1, 210)
+    before = cpu_times.tree_cpu_s()
+    spin = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.3: pass"
+    subprocess.run([sys.executable, "-c", spin], check=True)
+    # The child's 0.3 CPU s are counted once it has been reaped (in this process's cutime).
+    assert cpu_times.tree_cpu_s() - before >= 0.25
+
+
+@pytest.mark.slow
+def test_bench_campaign_json_reports_cpu_per_core(tmp_path: Path) -> None:
+    from pullspec.conformance.campaign import spark as campaign_spark
+
+    problem = campaign_spark.spark_problem() or campaign_spark.java_problem()
+    if problem:
+        pytest.skip(problem)
+    argv = ["bench-campaign", "--json", "-q", "--seeds", "2", "--steps", "3", "--area", "store"]
+    argv += ["--cores", "1", "--repeat", "1", "--scratch", str(tmp_path)]
+    result = CliRunner().invoke(main, argv)
+    assert result.exit_code == 0, result.output
+    run = json.loads(result.output)["runs"]["1"]
+    assert run["ops"] == 6  # 2 seeds × 3 steps of one area
+    assert {"cpu_per_core", "runs_cpu_per_core", "ops_per_s", "job_fixed_s"} <= run.keys()
+    assert run["cpu_per_core"] > 0 and len(run["runs_cpu_per_core"]) == 1
