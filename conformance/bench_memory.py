@@ -89,8 +89,8 @@ def pull_w1(store_dir: str, file_size: int) -> dict[str, float]:
 
 def simulate(steps: int) -> dict[str, float]:
     """Run `steps` steps of the reference simulator (seed 1, the CLI's defaults) and check it."""
-    from pullspec.reference.simulator import SimConfig
-    from pullspec.reference.simulator import simulate as run_simulation
+    from pullspec.reference.sim.config import SimConfig
+    from pullspec.reference.sim.simulator import simulate as run_simulation
 
     peak = _Peak()
     t = time.perf_counter()
