@@ -3,7 +3,7 @@
 The store figures are `conformance.bench.run` (the workloads of ../shared/bench/README.md: W1 and
 W2 pulls with and without a tag filter, batched pulls, appends, recovery, against a numpy copy
 and a raw write measured in the same run); the process-queue figures are
-`fast.pq_bench.bench_process_queue`. `--json` prints one object with a key per figure.
+`conformance.pq_bench.bench_process_queue`. `--json` prints one object with a key per figure.
 """
 
 from __future__ import annotations
@@ -21,15 +21,14 @@ import click
 def bench_command(quick: bool, quiet: bool, as_json: bool) -> None:
     """Measure fast vs reference: pulls, batched pulls, scans, appends, recovery, process queue."""
     from pullspec.conformance import bench
-    from pullspec.conformance.candidates import resolve
-    from pullspec.fast.pq_bench import bench_process_queue
+    from pullspec.conformance.pq_bench import bench_process_queue
 
     if not quiet:
         click.echo("measuring the store workloads…", err=True)
     figures: dict[str, float] = dict(bench.run(quick=quick))
     if not quiet:
         click.echo("measuring the process queue…", err=True)
-    figures.update(bench_process_queue(quick, resolve("reference").process_queue))
+    figures.update(bench_process_queue(quick))
     if as_json:
         click.echo(json.dumps(figures, sort_keys=True))
     else:

@@ -286,11 +286,6 @@ class ConsumeQueue(BlockCache):
         e = lay.views[i][(pos - lay.files[i].start) // CQ_STORE_UNIT_SIZE]
         return int(e["phys"]), int(e["size"]), int(e["tags"])
 
-    def spec_files(self) -> list[tuple[int, int]]:
-        """(start byte, written bytes) of every file, as spec.store.index_window takes them."""
-        lay = self.layout
-        return [(f.start, self.readable(i, lay)) for i, f in enumerate(lay.files)]
-
     # -- append ------------------------------------------------------------------------------
 
     def append(self, first_index: int, phys: I64, size: I64, tags: I64) -> None:
@@ -462,7 +457,3 @@ class ConsumeQueue(BlockCache):
             self._drop_last()
             self._set_wrote(self.file_size if self.files else 0)
         self._refresh_max_physic()
-
-    def last_entries(self) -> Sequence[int]:
-        """The start offsets of the files, in order (for tests and reports)."""
-        return [f.start for f in self.files]
