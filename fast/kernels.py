@@ -10,9 +10,11 @@ compiled on first use and cached on disk, so `import fast` stays light.
 from __future__ import annotations
 
 import functools
+import importlib
 import os
 import zlib
 from collections.abc import Callable
+from types import ModuleType
 from typing import Any, cast
 
 import numpy as np
@@ -29,6 +31,21 @@ SMALL = 16
 PARALLEL_FROM = 1 << 16
 
 _POLY = 0xEDB88320
+
+
+@functools.cache
+def load(family: str) -> ModuleType | None:
+    """The compiled kernel module `fast.<family>` (numba_read, …), or None when numba is missing
+    or disabled (PULLSPEC_NO_NUMBA=1): the one way every compiled loop is loaded. Each such
+    module compiles its loops at import with numba's disk cache, so a fresh process loads their
+    machine code instead of compiling it; importing `fast` itself never imports numba."""
+    if os.environ.get(NO_NUMBA_ENV) == "1":
+        return None
+    try:
+        return importlib.import_module(f"pullspec.fast.{family}")
+    except ImportError:
+        return None
+
 
 CrcKernel = Callable[[U8, I64, I64, Any], Any]
 

@@ -6,7 +6,8 @@ benchmarks do) never pays for decoding; the first access to a message decodes it
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import functools
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple, cast, overload
 
 import attrs
@@ -25,7 +26,7 @@ class LazyMessages(Sequence[StoredMessage]):
     """The returned records of one pull: (file, position) pairs decoded into StoredMessage on
     first access. Compares equal to any sequence of equal messages (a tuple included)."""
 
-    __slots__ = ("_cache", "_delay_levels", "_files", "_positions", "_profile")
+    __slots__ = ("_base", "_cache", "_delay_levels", "_files", "_positions", "_profile")
 
     def __init__(
         self,
@@ -33,13 +34,17 @@ class LazyMessages(Sequence[StoredMessage]):
         positions: list[int] | I64,
         profile: Profile,
         delay_levels: tuple[int, ...] | None = None,
+        base: int = 0,
     ) -> None:
         # Each numpy view pins its mapping, so the bytes stay readable after the file is deleted.
-        # `files` is one view for all positions, or one view per position.
+        # `files` is one view for all positions, or one view per position; a record's position
+        # in its view is positions[i] − base (a pull passes commit-log offsets and its file's
+        # start, so nothing is subtracted for the records never read).
         self._files = files
         self._positions = positions
         self._profile = profile
         self._delay_levels = delay_levels
+        self._base = base
         self._cache: list[StoredMessage | None] = [None] * len(positions)
 
     def __len__(self) -> int:
@@ -50,7 +55,7 @@ class LazyMessages(Sequence[StoredMessage]):
         if m is None:
             data = self._files if isinstance(self._files, np.ndarray) else self._files[i]
             m = self._cache[i] = decode_checked(
-                data.data, int(self._positions[i]), self._profile, self._delay_levels
+                data.data, int(self._positions[i]) - self._base, self._profile, self._delay_levels
             )
         return m
 
@@ -122,7 +127,8 @@ class FastGetMessageResult(GetMessageResult):
     so reading them decodes nothing. Equal to a GetMessageResult with the same fields."""
 
     total_size: int = attrs.field(default=0, kw_only=True)
-    offsets: tuple[int, ...] = attrs.field(default=(), kw_only=True)
+    #: The queue offsets of the returned messages (a range when they follow each other).
+    offsets: Sequence[int] = attrs.field(default=(), kw_only=True)
 
     @property
     def buffer_total_size(self) -> int:
@@ -157,6 +163,120 @@ class FastGetMessageResult(GetMessageResult):
 
     def __hash__(self) -> int:
         return hash(self._key())
+
+
+#: What one compiled window scan found, as ScannedResult keeps it: (status, nextBeginOffset,
+#: min offset, max offset, messages returned, their total size, the pull's offset, the picked
+#: positions and phys (rows of one array), the commit log's max offset and the last phys the
+#: scan examined (STORE-16), the memory share, the records' decoder).
+Scanned = tuple[
+    GetMessageStatus,
+    int,
+    int,
+    int,
+    int,
+    int,
+    int,
+    I64,
+    int,
+    int,
+    int,
+    Callable[[I64], LazyMessages],
+]
+
+
+class ScannedResult(FastGetMessageResult):
+    """get_message's answer straight from the compiled window scan: the scan's numbers kept as
+    they came and each field worked out when read, so a caller that reads only the status,
+    counts, sizes and offsets (the broker's transfer path, the bench) builds nothing else.
+    Equal to any GetMessageResult with the same fields.
+
+    >>> import numpy as np
+    >>> from pullspec.spec import GetMessageStatus, Profile
+    >>> picked = np.array([[0, 1], [0, 94]])
+    >>> none = lambda phys: LazyMessages([], [], Profile.V4_9)
+    >>> r = ScannedResult((GetMessageStatus.FOUND, 2, 0, 2, 2, 188, 0, picked, 188, 94, 1 << 30,
+    ...                    none))
+    >>> r.message_count, r.buffer_total_size, r.msg_offsets, r.suggest_pulling_from_slave
+    (2, 188, [0, 1], False)
+    """
+
+    __slots__ = ("_messages", "_scanned")
+
+    def __init__(self, scanned: Scanned) -> None:
+        object.__setattr__(self, "_scanned", scanned)
+        object.__setattr__(self, "_messages", None)
+
+    @property  # type: ignore[override]
+    def status(self) -> GetMessageStatus:
+        """FOUND, or NO_MATCHED_MESSAGE when every examined entry was filtered out."""
+        return self._scanned[0]
+
+    @property  # type: ignore[override]
+    def next_begin_offset(self) -> int:
+        """The pull's offset plus the entries examined (STORE-14)."""
+        return self._scanned[1]
+
+    @property  # type: ignore[override]
+    def min_offset(self) -> int:
+        """The queue's min offset when the pull was planned."""
+        return self._scanned[2]
+
+    @property  # type: ignore[override]
+    def max_offset(self) -> int:
+        """The queue's max offset when the pull was planned."""
+        return self._scanned[3]
+
+    @property
+    def message_count(self) -> int:
+        """How many messages are returned (decoding none)."""
+        return self._scanned[4]
+
+    @property  # type: ignore[override]
+    def total_size(self) -> int:
+        """The returned records' total size."""
+        return self._scanned[5]
+
+    @property  # type: ignore[override]
+    def offsets(self) -> Sequence[int]:
+        """The returned entries' queue offsets: a range when they follow each other."""
+        done = self._scanned
+        count, offset, positions = done[4], done[6], done[7][0, : done[4]]
+        if count and positions[count - 1] == count - 1:
+            return range(offset, offset + count)
+        return tuple((positions + offset).tolist())
+
+    @property  # type: ignore[override]
+    def suggest_pulling_from_slave(self) -> bool:
+        """STORE-16: the last examined record lies more than the memory share behind the max."""
+        done = self._scanned
+        return done[8] - done[9] > done[10]
+
+    @property  # type: ignore[override]
+    def bodies(self) -> None:
+        """None: the compiled scan reads whole records only."""
+        return None
+
+    @property  # type: ignore[override]
+    def messages(self) -> tuple[StoredMessage, ...]:
+        """The returned records, decoded from the mapped commit log on access."""
+        found = self._messages
+        if found is None:
+            done = self._scanned
+            found = done[11](done[7][1, : done[4]])
+            object.__setattr__(self, "_messages", found)
+        return cast(tuple[StoredMessage, ...], found)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickled (and copied) as the plain result it equals.
+        fields = (self.status, self.next_begin_offset, self.min_offset, self.max_offset)
+        extra = (tuple(self.messages), self.suggest_pulling_from_slave)
+        return (
+            functools.partial(
+                FastGetMessageResult, total_size=self.total_size, offsets=tuple(self.offsets)
+            ),
+            (*fields, *extra),
+        )
 
 
 def offsets_tuple(first: int, rel: np.ndarray) -> tuple[int, ...]:
