@@ -97,7 +97,7 @@ class FilterRows:
             return self.match_all
         hit = self._by_id.get(id(message_filter))
         if hit is not None and hit[0] is message_filter:
-            return cast("Row | None", hit[1])
+            return hit[1]
         row = self._row_by_value(message_filter)
         if len(self._by_id) >= _FILTER_ROWS_KEPT:
             self._by_id.clear()
@@ -216,7 +216,7 @@ class CompiledScanner:
             first = (int(phys[0]) - base) // size
             if first == (int(phys[-1]) - base) // size:  # the usual case: all in one file
                 f = files[first]
-                return LazyMessages(f.data, phys, profile, self._delay_levels, f.start)
+                return LazyMessages(f.lend(), phys, profile, self._delay_levels, f.start)
         return lazy_records(files, size, phys, profile, self._delay_levels)
 
     # -- get_messages ------------------------------------------------------------------------
@@ -314,7 +314,7 @@ class CompiledScanner:
             picked_start=picked_start,
             picked_pos=picked_pos,
             picked_phys=picked_phys,
-            log_files=tuple(FileView(f.start, f.data) for f in files),
+            log_files=tuple(FileView(f.start, f.lend()) for f in files),
             **self.row_context(),
         )
 

@@ -167,7 +167,7 @@ def _assemble(
         picked_start=picked_start[:rows].copy(),
         picked_pos=picked_pos,
         picked_phys=picked_phys,
-        log_files=tuple(FileView(f.start, f.data) for f in log_files),
+        log_files=tuple(FileView(f.start, f.lend()) for f in log_files),
         **compiled.row_context(),
     )
     if len(order) == rows:  # every pull was the kernel's, in order

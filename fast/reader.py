@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from types import ModuleType
-from typing import Any
+from typing import Any, cast
 
 from pullspec.fast.commitlog import CommitLog
 from pullspec.fast.consumequeue import ConsumeQueue
@@ -41,7 +41,7 @@ def _pull(item: Any) -> Pull:
     checks them (a 6-tuple of the usual exact types is taken as it is)."""
     if type(item) is tuple and len(item) == 6:
         check_pull_arguments(*item)
-        return item  # type: ignore[return-value]
+        return cast(Pull, item)
     r = as_request(item)
     return (r.group, r.topic, r.queue_id, r.offset, r.max_msg_nums, r.message_filter)
 
@@ -52,13 +52,13 @@ def read_kernels() -> ModuleType | None:
 
 
 class Reader:
-    """The pulls of one store over its commit log; queues are found by `queue(topic, id)`.
+    """The pulls of one store over its commit log.
 
     >>> import tempfile
     >>> from pullspec.fast import MmapMessageStore
     >>> from pullspec.spec import BrokerRole, ManualClock, Profile, StoreConfig
     >>> store = MmapMessageStore(tempfile.mkdtemp(), StoreConfig(), Profile.V4_9, ManualClock(0))
-    >>> reader = Reader(store.commit_log, StoreConfig(), Profile.V4_9, (), store.consume_queue)
+    >>> reader = Reader(store.commit_log, StoreConfig(), Profile.V4_9, ())
     >>> reader.get(store.consume_queue("T", 0), 0, 32, None, BrokerRole.ASYNC_MASTER, False).status
     <GetMessageStatus.NO_MESSAGE_IN_QUEUE: 'NO_MESSAGE_IN_QUEUE'>
     >>> store.close()
@@ -70,12 +70,10 @@ class Reader:
         config: StoreConfig,
         profile: Profile,
         delay_levels: tuple[int, ...],
-        queue: Callable[[str, int], ConsumeQueue],
     ) -> None:
         self.planner = ReadPlanner(config, profile)
         self.compiled = CompiledScanner(commit_log, self.planner, delay_levels)
         self.numpy = NumpyScanner(commit_log, self.planner, delay_levels)
-        self._queue = queue
 
     def get(
         self,
@@ -103,12 +101,17 @@ class Reader:
         return self.numpy.scan(plan, message_filter, vectorized)
 
     def get_many(
-        self, requests: Sequence[GetRequest | tuple[Any, ...]], role: BrokerRole, check: bool
+        self,
+        requests: Sequence[GetRequest | tuple[Any, ...]],
+        role: BrokerRole,
+        check: bool,
+        queue: Callable[[str, int], ConsumeQueue],
     ) -> MultiGetResult:
-        """get_messages: every request checked and planned, the scans made in one kernel call
-        (or one numpy pass), the rest by get_message's path."""
+        """get_messages: every request checked and planned (its queue found by `queue(topic,
+        id)`), the scans made in one kernel call (or one numpy pass), the rest by get_message's
+        path."""
         reqs = [_pull(r) for r in requests]
-        plan, queue = self.planner.plan, self._queue
+        plan = self.planner.plan
         plans = [plan(queue(r[1], r[2]), r[3], r[4], role, check) for r in reqs]
 
         def answer(r: Pull) -> GetMessageResult:

@@ -15,7 +15,8 @@ import numpy as np
 import numpy.typing as npt
 
 from pullspec.fast.damage import decode_checked
-from pullspec.fast.gather import I64, U8
+from pullspec.fast.gather import I64
+from pullspec.fast.mapped import FileLease
 from pullspec.spec.message import StoredMessage
 from pullspec.spec.profiles import Profile
 from pullspec.spec.results import GetMessageResult
@@ -30,14 +31,15 @@ class LazyMessages(Sequence[StoredMessage]):
 
     def __init__(
         self,
-        files: list[U8] | U8,
+        files: list[FileLease] | FileLease,
         positions: list[int] | I64,
         profile: Profile,
         delay_levels: tuple[int, ...] | None = None,
         base: int = 0,
     ) -> None:
-        # Each numpy view pins its mapping, so the bytes stay readable after the file is deleted.
-        # `files` is one view for all positions, or one view per position; a record's position
+        # Each lease pins its mapping, so the bytes stay readable after the file is deleted, and
+        # keeps the file from being reused (fast.spares) while this lives.
+        # `files` is one lease for all positions, or one per position; a record's position
         # in its view is positions[i] − base (a pull passes commit-log offsets and its file's
         # start, so nothing is subtracted for the records never read).
         self._files = files
@@ -53,9 +55,12 @@ class LazyMessages(Sequence[StoredMessage]):
     def _decode(self, i: int) -> StoredMessage:
         m = self._cache[i]
         if m is None:
-            data = self._files if isinstance(self._files, np.ndarray) else self._files[i]
+            lease = self._files if isinstance(self._files, FileLease) else self._files[i]
             m = self._cache[i] = decode_checked(
-                data.data, int(self._positions[i]) - self._base, self._profile, self._delay_levels
+                lease.data.data,
+                int(self._positions[i]) - self._base,
+                self._profile,
+                self._delay_levels,
             )
         return m
 
@@ -90,10 +95,15 @@ class LazyMessages(Sequence[StoredMessage]):
 
 
 class FileView(NamedTuple):
-    """A commit-log file's start offset and bytes (a view that keeps the mapping alive)."""
+    """A commit-log file's start offset and a lease of its bytes (which keeps the mapping alive
+    and the file from reuse) that every result decoding from it shares."""
 
     start: int
-    data: U8
+    lease: FileLease
+
+    def lend(self) -> FileLease:
+        """The shared lease."""
+        return self.lease
 
 
 def lazy_records(
@@ -104,19 +114,23 @@ def lazy_records(
     delay_levels: tuple[int, ...] | None,
 ) -> LazyMessages:
     """The records at commit-log offsets `phys`, decoded on access; `files` are the log's files
-    in order (anything with `start` and `data`: MappedFile, FileView), each `file_size` long."""
+    in order (anything with `start` and `lend()`: MappedFile, FileView), each `file_size`
+    long."""
     if not len(phys):
         return LazyMessages([], [], profile, delay_levels)
     base = files[0].start
     first = (int(phys[0]) - base) // file_size
     if first == (int(phys[-1]) - base) // file_size:
         f = files[first]
-        return LazyMessages(f.data, phys - f.start, profile, delay_levels)
-    datas: list[U8] = []
+        return LazyMessages(f.lend(), phys - f.start, profile, delay_levels)
+    datas: list[FileLease] = []
     positions: list[int] = []
+    leases: dict[int, FileLease] = {}
     for p in phys.tolist():
         f = files[(p - base) // file_size]
-        datas.append(f.data)
+        if f.start not in leases:
+            leases[f.start] = f.lend()
+        datas.append(leases[f.start])
         positions.append(p - f.start)
     return LazyMessages(datas, positions, profile, delay_levels)
 
@@ -202,27 +216,29 @@ class ScannedResult(FastGetMessageResult):
     """
 
     __slots__ = ("_messages", "_scanned")
+    _scanned: Scanned
+    _messages: LazyMessages | None
 
     def __init__(self, scanned: Scanned) -> None:
         object.__setattr__(self, "_scanned", scanned)
         object.__setattr__(self, "_messages", None)
 
-    @property  # type: ignore[override]
+    @property
     def status(self) -> GetMessageStatus:
         """FOUND, or NO_MATCHED_MESSAGE when every examined entry was filtered out."""
         return self._scanned[0]
 
-    @property  # type: ignore[override]
+    @property
     def next_begin_offset(self) -> int:
         """The pull's offset plus the entries examined (STORE-14)."""
         return self._scanned[1]
 
-    @property  # type: ignore[override]
+    @property
     def min_offset(self) -> int:
         """The queue's min offset when the pull was planned."""
         return self._scanned[2]
 
-    @property  # type: ignore[override]
+    @property
     def max_offset(self) -> int:
         """The queue's max offset when the pull was planned."""
         return self._scanned[3]
@@ -232,12 +248,12 @@ class ScannedResult(FastGetMessageResult):
         """How many messages are returned (decoding none)."""
         return self._scanned[4]
 
-    @property  # type: ignore[override]
+    @property
     def total_size(self) -> int:
         """The returned records' total size."""
         return self._scanned[5]
 
-    @property  # type: ignore[override]
+    @property
     def offsets(self) -> Sequence[int]:
         """The returned entries' queue offsets: a range when they follow each other."""
         done = self._scanned
@@ -246,18 +262,18 @@ class ScannedResult(FastGetMessageResult):
             return range(offset, offset + count)
         return tuple((positions + offset).tolist())
 
-    @property  # type: ignore[override]
+    @property
     def suggest_pulling_from_slave(self) -> bool:
         """STORE-16: the last examined record lies more than the memory share behind the max."""
         done = self._scanned
         return done[8] - done[9] > done[10]
 
-    @property  # type: ignore[override]
+    @property
     def bodies(self) -> None:
         """None: the compiled scan reads whole records only."""
         return None
 
-    @property  # type: ignore[override]
+    @property
     def messages(self) -> tuple[StoredMessage, ...]:
         """The returned records, decoded from the mapped commit log on access."""
         found = self._messages

@@ -27,7 +27,7 @@ from pullspec.fast.results import MultiGetResult
 from pullspec.fast.spares import Spares, remove_spares
 from pullspec.spec.batch import check_in_disk_by_commit_offset
 from pullspec.spec.clock import Clock
-from pullspec.spec.config import StoreConfig
+from pullspec.spec.config import HOUR_MS, StoreConfig
 from pullspec.spec.delay import parse_delay_levels
 from pullspec.spec.errors import (
     InvalidArgumentError,
@@ -43,7 +43,6 @@ from pullspec.spec.results import GetMessageResult, PutMessageResult
 from pullspec.spec.status import BrokerRole
 from pullspec.spec.store import find_consume_queue, looked_up_record
 
-HOUR_MS = 3_600_000
 #: messageDelayLevel parsed once per distinct string.
 _delay_levels = functools.lru_cache(maxsize=64)(parse_delay_levels)
 FlushMode = Literal["async", "sync"]
@@ -171,9 +170,7 @@ class MmapMessageStore(PutPath):
         except BaseException:
             self._unmap()
             raise
-        self.reader = Reader(
-            self.commit_log, config, self.profile, self._delay_levels, self.consume_queue
-        )
+        self.reader = Reader(self.commit_log, config, self.profile, self._delay_levels)
         cl_min = self.commit_log.min_offset()
         for key, q in self.queues.items():
             self._counters[key] = q.min_max()[1]
@@ -485,7 +482,7 @@ class MmapMessageStore(PutPath):
             raise InvalidTypeError("requests", requests, "a sequence of get_message requests")
         if self._closed:
             raise ReadOnlyStoreError("get_messages on a closed store")
-        return self.reader.get_many(requests, self._role, self._offset_check_in_slave)
+        return self.reader.get_many(requests, self._role, self._offset_check_in_slave, self._queue)
 
     def pull_through(
         self,

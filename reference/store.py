@@ -14,7 +14,7 @@ import attrs
 
 from pullspec.spec.batch import BatchLimits, check_in_disk_by_commit_offset, check_result_capacity
 from pullspec.spec.clock import Clock
-from pullspec.spec.config import CQ_STORE_UNIT_SIZE, StoreConfig
+from pullspec.spec.config import CQ_STORE_UNIT_SIZE, HOUR_MS, StoreConfig
 from pullspec.spec.delay import delay_rewrite, deliver_timestamp, parse_delay_levels
 from pullspec.spec.errors import (
     IllegalTopicError,
@@ -65,8 +65,6 @@ from pullspec.spec.store import (
     suggest_pulling_from_slave,
     whole_records_read,
 )
-
-HOUR_MS = 3_600_000
 
 
 @attrs.define
