@@ -14,7 +14,7 @@ import attrs
 
 from pullspec.spec.batch import BatchLimits, check_in_disk_by_commit_offset, check_result_capacity
 from pullspec.spec.clock import Clock
-from pullspec.spec.config import CQ_STORE_UNIT_SIZE, HOUR_MS, StoreConfig
+from pullspec.spec.config import HOUR_MS, StoreConfig
 from pullspec.spec.delay import delay_rewrite, deliver_timestamp, parse_delay_levels
 from pullspec.spec.errors import (
     IllegalTopicError,
@@ -25,8 +25,8 @@ from pullspec.spec.errors import (
     require_str,
 )
 from pullspec.spec.filter import ExpressionMessageFilter, tags_string_to_tags_code
-from pullspec.spec.layout import body_crc as compute_body_crc
 from pullspec.spec.layout import (
+    CQ_STORE_UNIT_SIZE,
     calc_msg_length,
     check_message_limits,
     is_dispatched_type,
@@ -35,6 +35,7 @@ from pullspec.spec.layout import (
     string_to_message_properties,
     validate_topic,
 )
+from pullspec.spec.layout import body_crc as compute_body_crc
 from pullspec.spec.message import PROPERTY_TAGS, BrokerInnerMessage, StoredMessage
 from pullspec.spec.profiles import Profile
 from pullspec.spec.protocols import MessageFilter

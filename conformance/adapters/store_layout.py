@@ -27,7 +27,7 @@ from typing import Any
 from pullspec.conformance.adapters import _client
 from pullspec.spec import code, layout, scan, store
 from pullspec.spec import filter as spec_filter
-from pullspec.spec.config import CQ_STORE_UNIT_SIZE
+from pullspec.spec.layout import CQ_STORE_UNIT_SIZE
 from pullspec.spec.profiles import Profile
 from pullspec.spec.status import BrokerRole, GetMessageStatus
 
