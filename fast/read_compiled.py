@@ -177,8 +177,8 @@ class CompiledScanner:
     ) -> GetMessageResult | None:
         """The answer of one pull's scan, or None when the loop does not model it."""
         row = self.rows.row(message_filter)
-        _, lay, number, first, n, offset, nums, min_offset, max_offset = plan
-        if row is None or not self._planner.compiled_nums(nums):
+        _, lay, number, first, n, offset, nums, min_offset, max_offset, compiled = plan
+        if row is None or not compiled:
             return None
         picked = np.empty((2, min(n, nums if nums > 1 else 1)), dtype=np.int64)
         log, files, max_offset_py = self.facts.current()
@@ -231,7 +231,6 @@ class CompiledScanner:
         """get_messages' scans in one kernel call: (answers of the requests not scanned by the
         kernel, each request's kernel row or −1, the rows). A request the kernel does not model
         is answered by `answer` (get_message's path)."""
-        compiled_nums = self._planner.compiled_nums
         row_of = np.full(len(reqs), -1, dtype=np.int64)
         items: list[GetMessageResult | None] = [None] * len(reqs)
         filters: dict[int, int] = {}
@@ -246,7 +245,7 @@ class CompiledScanner:
                 items[i] = cast(GetMessageResult, plan)
                 continue
             f = reqs[i][5]
-            if not compiled_nums(plan.max_msg_nums):
+            if not plan.compiled:
                 redo.append(i)
                 continue
             fid = filters.get(id(f))

@@ -7,6 +7,14 @@ by max_filter_message_count (BATCH-1). Every case but the scan is answered there
 `ScanPlan` that any scanner consumes (fast.read_numpy, fast.read_compiled, fast.read_through):
 each scanner decides nothing of this again. The planner is the one place in the read path that
 depends on the profile, and only through the spec functions it calls.
+
+The common case — min ≤ offset < max, the covering file mapped, a maxMsgNums seen before — takes
+a fast path that calls no spec function per pull and relies on their contracts instead:
+classify_offset answers None exactly when max ≠ 0 and min ≤ offset < max (its post-condition),
+index_window's window is then the covering file's entries from offset to its written end, and
+BATCH-4 and BATCH-1 depend on maxMsgNums alone, so they are evaluated once per value (a value
+BATCH-4 refuses is never remembered: it raises on every pull). tests/test_fast_read_plan.py
+checks the fast path against the full chain of spec calls (`plan_by_spec`).
 """
 
 from __future__ import annotations
@@ -34,8 +42,8 @@ from pullspec.spec.store import (
 
 #: maxMsgNums the compiled scans take (they count in int64 and size their buffers by it).
 COMPILED_NUMS = 1 << 26
-#: Budgets kept by maxMsgNums before the memo is cleared.
-_BUDGETS_KEPT = 1024
+#: maxMsgNums values whose sizes are remembered before the memo is cleared.
+_SIZES_KEPT = 1024
 
 
 class ScanPlan(NamedTuple):
@@ -53,6 +61,8 @@ class ScanPlan(NamedTuple):
     max_msg_nums: int
     min_offset: int
     max_offset: int
+    #: Whether the compiled scans take this maxMsgNums (`ReadPlanner.compiled_nums`).
+    compiled: bool
 
 
 Plan = GetMessageResult | ScanPlan
@@ -77,19 +87,14 @@ class ReadPlanner:
         self.limits = BatchLimits.of(config)
         #: accessMessageInMemoryMaxRatio of physical memory (BATCH-3's line).
         self.memory = config.memory_residency_bytes
-        self._budgets: dict[int, int] = {}
+        #: (BATCH-1 budget in entries, compiled_nums) by maxMsgNums that BATCH-4 accepts.
+        self._sizes: dict[int, tuple[int, bool]] = {}
         #: Whether a negative maxMsgNums is scanned (BATCH-4 of the profile) rather than refused.
         self.negative_nums_scanned = _accepts_negative(profile)
 
     def budget(self, max_msg_nums: int) -> int:
         """BATCH-1 in whole consume-queue entries: the most entries a pull examines."""
-        found = self._budgets.get(max_msg_nums)
-        if found is None:
-            if len(self._budgets) >= _BUDGETS_KEPT:
-                self._budgets.clear()
-            found = -(-max_filter_message_count(max_msg_nums) // CQ_STORE_UNIT_SIZE)
-            self._budgets[max_msg_nums] = found
-        return found
+        return -(-max_filter_message_count(max_msg_nums) // CQ_STORE_UNIT_SIZE)
 
     def compiled_nums(self, max_msg_nums: int) -> bool:
         """Whether the compiled scans take this maxMsgNums (a negative one only where BATCH-4
@@ -97,6 +102,16 @@ class ReadPlanner:
         if 0 <= max_msg_nums < COMPILED_NUMS:
             return True
         return -COMPILED_NUMS < max_msg_nums < 0 and self.negative_nums_scanned
+
+    def _sized(self, max_msg_nums: int) -> tuple[int, bool]:
+        """BATCH-4 (raising for a maxMsgNums the profile refuses), then the BATCH-1 budget in
+        entries and whether the compiled scans take it, remembered by maxMsgNums."""
+        check_result_capacity(max_msg_nums, self.profile)
+        sized = (self.budget(max_msg_nums), self.compiled_nums(max_msg_nums))
+        if len(self._sizes) >= _SIZES_KEPT:
+            self._sizes.clear()
+        self._sizes[max_msg_nums] = sized
+        return sized
 
     def plan(
         self,
@@ -113,6 +128,56 @@ class ReadPlanner:
         # below it.
         end = q.end
         lay = q.layout
+        pos = offset * CQ_STORE_UNIT_SIZE
+        if min_logic <= pos < end:  # classify_offset's None (its post-condition)
+            fs = q.file_size
+            rel = pos % fs
+            number = lay.numbers.get(pos - rel)
+            if number is not None:  # index_window: from offset to the file's written end
+                sized = self._sizes.get(max_msg_nums)
+                if sized is None:
+                    sized = self._sized(max_msg_nums)
+                readable = min(end - (pos - rel), fs)
+                n = (readable - rel) // CQ_STORE_UNIT_SIZE
+                return ScanPlan(
+                    q,
+                    lay,
+                    number,
+                    rel // CQ_STORE_UNIT_SIZE,
+                    n if n < sized[0] else sized[0],
+                    offset,
+                    max_msg_nums,
+                    min_logic // CQ_STORE_UNIT_SIZE,
+                    end // CQ_STORE_UNIT_SIZE,
+                    sized[1],
+                )
+        return self._plan(q, min_logic, end, lay, offset, max_msg_nums, role, offset_check_in_slave)
+
+    def plan_by_spec(
+        self,
+        q: ConsumeQueue,
+        offset: int,
+        max_msg_nums: int,
+        role: BrokerRole,
+        offset_check_in_slave: bool,
+    ) -> Plan:
+        """`plan` through the full chain of spec calls, whatever the case (the fast path's
+        yardstick)."""
+        min_logic, end, lay = q.min_logic_offset, q.end, q.layout
+        return self._plan(q, min_logic, end, lay, offset, max_msg_nums, role, offset_check_in_slave)
+
+    def _plan(
+        self,
+        q: ConsumeQueue,
+        min_logic: int,
+        end: int,
+        lay: Layout,
+        offset: int,
+        max_msg_nums: int,
+        role: BrokerRole,
+        offset_check_in_slave: bool,
+    ) -> Plan:
+        """`plan` by calling the spec at each step, on the queue state read by the caller."""
         min_offset = min_logic // CQ_STORE_UNIT_SIZE
         max_offset = end // CQ_STORE_UNIT_SIZE
         decided = classify_offset(
@@ -149,6 +214,7 @@ class ReadPlanner:
             max_msg_nums,
             min_offset,
             max_offset,
+            self.compiled_nums(max_msg_nums),
         )
 
 
