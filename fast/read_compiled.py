@@ -231,7 +231,7 @@ class CompiledScanner:
         """get_messages' scans in one kernel call: (answers of the requests not scanned by the
         kernel, each request's kernel row or −1, the rows). A request the kernel does not model
         is answered by `answer` (get_message's path)."""
-        row_of = np.full(len(reqs), -1, dtype=np.int64)
+        row: list[int] = []
         items: list[GetMessageResult | None] = [None] * len(reqs)
         filters: dict[int, int] = {}
         rows_of_filter: list[MessageFilter | None] = []
@@ -240,32 +240,28 @@ class CompiledScanner:
         held: list[Any] = []
         redo: list[int] = []
         m = 0
-        for i, plan in enumerate(plans):
+        for i, (plan, r) in enumerate(zip(plans, reqs, strict=True)):
             if type(plan) is not ScanPlan:
                 items[i] = cast(GetMessageResult, plan)
+                row.append(-1)
                 continue
-            f = reqs[i][5]
-            if not plan.compiled:
+            _, lay, number, first, n, offset, nums, min_offset, max_offset, compiled = plan
+            if not compiled:
                 redo.append(i)
+                row.append(-1)
                 continue
+            f = r[5]
             fid = filters.get(id(f))
             if fid is None:
                 fid = filters[id(f)] = len(rows_of_filter)
                 rows_of_filter.append(f)
-            lay = plan.layout
             held.append(lay)
-            flat += (
-                lay.addresses[plan.number],
-                plan.first,
-                plan.n,
-                plan.max_msg_nums,
-                fid,
-                plan.offset,
-                plan.min_offset,
-                plan.max_offset,
+            flat.extend(
+                (lay.addresses[number], first, n, nums, fid, offset, min_offset, max_offset)
             )
-            row_of[i] = m
+            row.append(m)
             m += 1
+        row_of = np.array(row, dtype=np.int64)
         rows: ScannedRows | None = None
         if m:
             codes, counts, unknown = filter_table(rows_of_filter)

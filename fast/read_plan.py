@@ -19,6 +19,7 @@ checks the fast path against the full chain of spec calls (`plan_by_spec`).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import attrs
@@ -66,6 +67,8 @@ class ScanPlan(NamedTuple):
 
 
 Plan = GetMessageResult | ScanPlan
+#: A ScanPlan from a tuple of its fields, without the named constructor's Python-level call.
+_new_plan = tuple.__new__
 
 
 class ReadPlanner:
@@ -139,19 +142,86 @@ class ReadPlanner:
                     sized = self._sized(max_msg_nums)
                 readable = min(end - (pos - rel), fs)
                 n = (readable - rel) // CQ_STORE_UNIT_SIZE
-                return ScanPlan(
-                    q,
-                    lay,
-                    number,
-                    rel // CQ_STORE_UNIT_SIZE,
-                    n if n < sized[0] else sized[0],
-                    offset,
-                    max_msg_nums,
-                    min_logic // CQ_STORE_UNIT_SIZE,
-                    end // CQ_STORE_UNIT_SIZE,
-                    sized[1],
+                return _new_plan(
+                    ScanPlan,
+                    (
+                        q,
+                        lay,
+                        number,
+                        rel // CQ_STORE_UNIT_SIZE,
+                        n if n < sized[0] else sized[0],
+                        offset,
+                        max_msg_nums,
+                        min_logic // CQ_STORE_UNIT_SIZE,
+                        end // CQ_STORE_UNIT_SIZE,
+                        sized[1],
+                    ),
                 )
         return self._plan(q, min_logic, end, lay, offset, max_msg_nums, role, offset_check_in_slave)
+
+    def plan_pulls(
+        self,
+        requests: Sequence[Any],
+        queues: dict[tuple[str, int], ConsumeQueue],
+        queue: Callable[[str, int], ConsumeQueue],
+        role: BrokerRole,
+        offset_check_in_slave: bool,
+    ) -> tuple[list[Pull], list[Plan]]:
+        """get_messages' requests checked (as get_message checks its arguments) and planned:
+        `plan` for each, its fast path inlined (a batch of small pulls spends as much on calls
+        as on deciding). A queue is found in `queues`, else made by `queue(topic, id)`."""
+        pulls: list[Pull] = []
+        plans: list[Plan] = []
+        sizes = self._sizes
+        for r in requests:
+            if not (
+                type(r) is tuple
+                and len(r) == 6
+                and type(r[1]) is str
+                and type(r[2]) is int
+                and type(r[3]) is int
+                and type(r[4]) is int
+                and type(r[0]) is str
+                and (r[5] is None or type(r[5]) is ExpressionMessageFilter)
+            ):
+                a = as_request(r)
+                r = (a.group, a.topic, a.queue_id, a.offset, a.max_msg_nums, a.message_filter)
+            pulls.append(r)
+        for r in pulls:
+            q = queues.get((r[1], r[2]))
+            if q is None:
+                q = queue(r[1], r[2])
+            offset, nums = r[3], r[4]
+            min_logic, end, lay = q.min_logic_offset, q.end, q.layout
+            pos = offset * CQ_STORE_UNIT_SIZE
+            if min_logic <= pos < end:  # `plan`'s fast path
+                fs = q.file_size
+                rel = pos % fs
+                number = lay.numbers.get(pos - rel)
+                sized = sizes.get(nums)
+                if number is not None and sized is not None:
+                    readable = min(end - (pos - rel), fs)
+                    n = (readable - rel) // CQ_STORE_UNIT_SIZE
+                    plans.append(
+                        _new_plan(
+                            ScanPlan,
+                            (
+                                q,
+                                lay,
+                                number,
+                                rel // CQ_STORE_UNIT_SIZE,
+                                n if n < sized[0] else sized[0],
+                                offset,
+                                nums,
+                                min_logic // CQ_STORE_UNIT_SIZE,
+                                end // CQ_STORE_UNIT_SIZE,
+                                sized[1],
+                            ),
+                        )
+                    )
+                    continue
+            plans.append(self.plan(q, offset, nums, role, offset_check_in_slave))
+        return pulls, plans
 
     def plan_by_spec(
         self,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from types import ModuleType
-from typing import Any, cast
+from typing import Any
 
 from pullspec.fast.commitlog import CommitLog
 from pullspec.fast.consumequeue import ConsumeQueue
@@ -24,8 +24,6 @@ from pullspec.fast.read_plan import (
     Pull,
     ReadPlanner,
     ScanPlan,
-    as_request,
-    check_pull_arguments,
 )
 from pullspec.fast.read_through import pull_through
 from pullspec.fast.results import MultiGetResult
@@ -34,16 +32,6 @@ from pullspec.spec.profiles import Profile
 from pullspec.spec.protocols import MessageFilter
 from pullspec.spec.results import GetMessageResult
 from pullspec.spec.status import BrokerRole
-
-
-def _pull(item: Any) -> Pull:
-    """A get_messages request as the tuple of get_message's arguments, checked as get_message
-    checks them (a 6-tuple of the usual exact types is taken as it is)."""
-    if type(item) is tuple and len(item) == 6:
-        check_pull_arguments(*item)
-        return cast(Pull, item)
-    r = as_request(item)
-    return (r.group, r.topic, r.queue_id, r.offset, r.max_msg_nums, r.message_filter)
 
 
 def read_kernels() -> ModuleType | None:
@@ -105,14 +93,13 @@ class Reader:
         requests: Sequence[GetRequest | tuple[Any, ...]],
         role: BrokerRole,
         check: bool,
+        queues: dict[tuple[str, int], ConsumeQueue],
         queue: Callable[[str, int], ConsumeQueue],
     ) -> MultiGetResult:
-        """get_messages: every request checked and planned (its queue found by `queue(topic,
-        id)`), the scans made in one kernel call (or one numpy pass), the rest by get_message's
-        path."""
-        reqs = [_pull(r) for r in requests]
-        plan = self.planner.plan
-        plans = [plan(queue(r[1], r[2]), r[3], r[4], role, check) for r in reqs]
+        """get_messages: every request checked and planned (its queue found in `queues`, else
+        made by `queue(topic, id)`), the scans made in one kernel call (or one numpy pass), the
+        rest by get_message's path."""
+        reqs, plans = self.planner.plan_pulls(requests, queues, queue, role, check)
 
         def answer(r: Pull) -> GetMessageResult:
             return self.get(queue(r[1], r[2]), r[3], r[4], r[5], role, check, compiled=False)

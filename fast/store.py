@@ -482,7 +482,9 @@ class MmapMessageStore(PutPath):
             raise InvalidTypeError("requests", requests, "a sequence of get_message requests")
         if self._closed:
             raise ReadOnlyStoreError("get_messages on a closed store")
-        return self.reader.get_many(requests, self._role, self._offset_check_in_slave, self._queue)
+        return self.reader.get_many(
+            requests, self._role, self._offset_check_in_slave, self.queues, self._queue
+        )
 
     def pull_through(
         self,
