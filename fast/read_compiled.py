@@ -8,7 +8,6 @@ to the numpy scanner (fast.read_numpy): `scan` answers None, a batch row is redo
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any, cast
@@ -202,7 +201,8 @@ class CompiledScanner:
                 max_offset_py,
                 last_phys,
                 self._planner.memory,
-                functools.partial(self.records, files),
+                self,
+                files,
             )
         )
 

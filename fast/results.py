@@ -7,8 +7,8 @@ benchmarks do) never pays for decoding; the first access to a message decodes it
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterator, Sequence
-from typing import Any, NamedTuple, cast, overload
+from collections.abc import Iterator, Sequence
+from typing import Any, NamedTuple, Protocol, cast, overload
 
 import attrs
 import numpy as np
@@ -16,7 +16,7 @@ import numpy.typing as npt
 
 from pullspec.fast.damage import decode_checked
 from pullspec.fast.gather import I64
-from pullspec.fast.mapped import FileLease
+from pullspec.fast.mapped import FileLease, MappedFile
 from pullspec.spec.message import StoredMessage
 from pullspec.spec.profiles import Profile
 from pullspec.spec.results import GetMessageResult
@@ -195,8 +195,17 @@ Scanned = tuple[
     int,
     int,
     int,
-    Callable[[I64], LazyMessages],
+    "RecordsSource",
+    list[MappedFile],
 ]
+
+
+class RecordsSource(Protocol):
+    """What decodes a scan's returned records (fast.read_compiled.CompiledScanner)."""
+
+    def records(self, files: list[MappedFile], phys: I64) -> LazyMessages:
+        """The records at commit-log offsets `phys` of `files`, decoded on access."""
+        ...
 
 
 class ScannedResult(FastGetMessageResult):
@@ -208,20 +217,21 @@ class ScannedResult(FastGetMessageResult):
     >>> import numpy as np
     >>> from pullspec.spec import GetMessageStatus, Profile
     >>> picked = np.array([[0, 1], [0, 94]])
-    >>> none = lambda phys: LazyMessages([], [], Profile.V4_9)
+    >>> class NoRecords:
+    ...     def records(self, files, phys):
+    ...         return LazyMessages([], [], Profile.V4_9)
     >>> r = ScannedResult((GetMessageStatus.FOUND, 2, 0, 2, 2, 188, 0, picked, 188, 94, 1 << 30,
-    ...                    none))
+    ...                    NoRecords(), []))
     >>> r.message_count, r.buffer_total_size, r.msg_offsets, r.suggest_pulling_from_slave
     (2, 188, [0, 1], False)
     """
 
     __slots__ = ("_messages", "_scanned")
     _scanned: Scanned
-    _messages: LazyMessages | None
+    _messages: LazyMessages
 
     def __init__(self, scanned: Scanned) -> None:
-        object.__setattr__(self, "_scanned", scanned)
-        object.__setattr__(self, "_messages", None)
+        object.__setattr__(self, "_scanned", scanned)  # `_messages` is set when first read
 
     @property
     def status(self) -> GetMessageStatus:
@@ -276,10 +286,11 @@ class ScannedResult(FastGetMessageResult):
     @property
     def messages(self) -> tuple[StoredMessage, ...]:
         """The returned records, decoded from the mapped commit log on access."""
-        found = self._messages
-        if found is None:
+        try:
+            found = self._messages
+        except AttributeError:
             done = self._scanned
-            found = done[11](done[7][1, : done[4]])
+            found = done[11].records(done[12], done[7][1, : done[4]])
             object.__setattr__(self, "_messages", found)
         return cast(tuple[StoredMessage, ...], found)
 
