@@ -187,6 +187,8 @@ class ReadPlanner:
                 a = as_request(r)
                 r = (a.group, a.topic, a.queue_id, a.offset, a.max_msg_nums, a.message_filter)
             pulls.append(r)
+        # Planned once all are checked: a bad request refuses the batch before any queue is
+        # looked up (and so made).
         for r in pulls:
             q = queues.get((r[1], r[2]))
             if q is None:
