@@ -3,6 +3,8 @@ does (STORE-5, STORE-8, STORE-9, STORE-10, BATCH-1, BATCH-4)."""
 
 from __future__ import annotations
 
+import copy
+import pickle
 from pathlib import Path
 
 import pytest
@@ -75,4 +77,26 @@ def test_a_scan_is_cut_to_the_batch_1_budget_and_the_file_end(tmp_path: Path) ->
         assert isinstance(plan, ScanPlan)
         actual.append((offset, plan.n))
     assert expected == actual
+    store.close()
+
+
+def test_a_scanned_answer_reads_pickles_and_compares_as_a_plain_result(tmp_path: Path) -> None:
+    store = MmapMessageStore(tmp_path, StoreConfig(), Profile.V4_9, ManualClock(0))
+    store.put_messages([BrokerInnerMessage(topic="T", queue_id=0, body=b"x")] * 5)
+    answer = store.get_message("G", "T", 0, 1, 3)
+    # A record of topic "T", a 1-byte body and no properties is 93 bytes (LAYOUT-5).
+    expected = (GetMessageStatus.FOUND, 4, 0, 5, [1, 2, 3], 3 * 93, False)
+    for result in (answer, pickle.loads(pickle.dumps(answer)), copy.copy(answer)):
+        actual = (
+            result.status,
+            result.next_begin_offset,
+            result.min_offset,
+            result.max_offset,
+            result.msg_offsets,
+            result.buffer_total_size,
+            result.suggest_pulling_from_slave,
+        )
+        assert expected == actual
+        assert [1, 2, 3] == [m.queue_offset for m in result.messages]
+        assert answer == result
     store.close()
