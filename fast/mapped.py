@@ -169,9 +169,10 @@ class MappedFile:
         #: One item per FileLease out (a list: its append and pop are atomic under the GIL).
         self._leases: list[None] = []
 
-    def lend(self) -> FileLease:
-        """A counted view of the file's bytes, to keep beyond this call."""
-        return FileLease(self.data, self._leases)
+    def lend(self, view: npt.NDArray[np.uint8] | None = None) -> FileLease:
+        """A counted view of the file's bytes, to keep beyond this call: `data`, or `view`, a
+        view of them taken earlier (which outlives `close`)."""
+        return FileLease(self.data if view is None else view, self._leases)
 
     @property
     def lent(self) -> int:

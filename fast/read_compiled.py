@@ -15,7 +15,7 @@ from typing import Any, cast
 import numpy as np
 
 from pullspec.fast.commitlog import CommitLog
-from pullspec.fast.gather import I64
+from pullspec.fast.gather import I64, U8
 from pullspec.fast.mapped import MappedFile
 from pullspec.fast.read_plan import Pull, ReadPlanner, ScanPlan
 from pullspec.fast.results import (
@@ -135,18 +135,20 @@ class LogFacts:
             limits.max_transfer_bytes_on_message_in_memory,
             limits.max_transfer_count_on_message_in_memory,
         )
-        self._cached: tuple[Any, I64] = (None, np.zeros(0, dtype=np.int64))
+        self._cached: tuple[Any, I64, tuple[U8, ...]] = (None, np.zeros(0, dtype=np.int64), ())
 
-    def current(self) -> tuple[I64, list[MappedFile], int]:
+    def current(self) -> tuple[I64, list[MappedFile], int, tuple[U8, ...]]:
         """The facts, the commit-log files they were read with (every record they call
-        readable is in those: a reader decodes from them) and the max offset among them."""
+        readable is in those: a reader decodes from them), the max offset among them and the
+        files' bytes as they were mapped then (a view pins its mapping, so a result decodes its
+        records from it even after the store is closed)."""
         log = self._log
         end = log.end  # before the files (fast.commitlog)
         files = log.files
         key = (files[0].start, end) if files else None
         cached = self._cached
         if cached[0] == key and key is not None:
-            return cached[1], files, end
+            return cached[1], files, end, cached[2]
         if files:
             # The "last file" is the one `end` lies in: records before it must lie inside
             # their file, records in it must end by `end` (files past it are not read).
@@ -155,8 +157,9 @@ class LogFacts:
         else:  # nothing is readable: any returned entry bails
             log_facts = (1 << 62, 1 << 62, 0, log.file_size)
         facts = np.array((*log_facts, end, self._memory, *self._limits), dtype=np.int64)
-        self._cached = (key, facts)
-        return facts, files, end
+        views = tuple(f.data for f in files)
+        self._cached = (key, facts, views)
+        return facts, files, end, views
 
 
 class CompiledScanner:
@@ -180,7 +183,7 @@ class CompiledScanner:
         if row is None or not compiled:
             return None
         picked = np.empty((2, min(n, nums if nums > 1 else 1)), dtype=np.int64)
-        log, files, max_offset_py = self.facts.current()
+        log, files, max_offset_py, views = self.facts.current()
         wanted, codes = row
         status, scanned, count, total, last_phys, _ = kernels.window_one(
             lay.addresses[number], first, n, nums, wanted, codes, log, picked
@@ -203,12 +206,14 @@ class CompiledScanner:
                 self._planner.memory,
                 self,
                 files,
+                views,
             )
         )
 
-    def records(self, files: list[MappedFile], phys: I64) -> LazyMessages:
+    def records(self, files: list[MappedFile], views: tuple[U8, ...], phys: I64) -> LazyMessages:
         """The records at commit-log offsets `phys`, all readable in the commit-log `files`
-        (the list the kernel's facts were read with), decoded on access."""
+        (the list the kernel's facts were read with, `views` their bytes then), decoded on
+        access through leases of those files."""
         size = self._log.file_size
         profile = self._planner.profile
         if len(phys):
@@ -216,8 +221,11 @@ class CompiledScanner:
             first = (int(phys[0]) - base) // size
             if first == (int(phys[-1]) - base) // size:  # the usual case: all in one file
                 f = files[first]
-                return LazyMessages(f.lend(), phys, profile, self._delay_levels, f.start)
-        return lazy_records(files, size, phys, profile, self._delay_levels)
+                return LazyMessages(
+                    f.lend(views[first]), phys, profile, self._delay_levels, f.start
+                )
+        leased = [FileView(f.start, f.lend(v)) for f, v in zip(files, views, strict=True)]
+        return lazy_records(leased, size, phys, profile, self._delay_levels)
 
     # -- get_messages ------------------------------------------------------------------------
 
@@ -280,7 +288,7 @@ class CompiledScanner:
         """Run the compiled batch scan over the requests' columns `a` (address, first, n,
         max nums, filter row, offset, min, max)."""
         m = a.shape[1]
-        log, files, max_offset_py = self.facts.current()
+        log, files, max_offset_py, _ = self.facts.current()
         caps = np.minimum(a[2], np.maximum(a[3], 1) + 1)
         picked_start = np.zeros(m, dtype=np.int64)
         np.cumsum(caps[:-1], out=picked_start[1:])

@@ -62,7 +62,7 @@ def pull_through(
     cols = _new_columns(_FIRST_ROWS)
     rows = out = 0
     order: list[GetMessageResult | int] = []
-    facts, log_files, _ = compiled.facts.current()
+    facts, log_files, _, _ = compiled.facts.current()
     budget = planner.budget(max_msg_nums)
     while len(order) < limit and offset < max_offset:
         if usable and q.files and offset >= min_offset:

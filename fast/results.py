@@ -15,7 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from pullspec.fast.damage import decode_checked
-from pullspec.fast.gather import I64
+from pullspec.fast.gather import I64, U8
 from pullspec.fast.mapped import FileLease, MappedFile
 from pullspec.spec.message import StoredMessage
 from pullspec.spec.profiles import Profile
@@ -197,14 +197,16 @@ Scanned = tuple[
     int,
     "RecordsSource",
     list[MappedFile],
+    tuple[U8, ...],
 ]
 
 
 class RecordsSource(Protocol):
     """What decodes a scan's returned records (fast.read_compiled.CompiledScanner)."""
 
-    def records(self, files: list[MappedFile], phys: I64) -> LazyMessages:
-        """The records at commit-log offsets `phys` of `files`, decoded on access."""
+    def records(self, files: list[MappedFile], views: tuple[U8, ...], phys: I64) -> LazyMessages:
+        """The records at commit-log offsets `phys` of `files` (`views` their bytes), decoded
+        on access."""
         ...
 
 
@@ -218,10 +220,10 @@ class ScannedResult(FastGetMessageResult):
     >>> from pullspec.spec import GetMessageStatus, Profile
     >>> picked = np.array([[0, 1], [0, 94]])
     >>> class NoRecords:
-    ...     def records(self, files, phys):
+    ...     def records(self, files, views, phys):
     ...         return LazyMessages([], [], Profile.V4_9)
     >>> r = ScannedResult((GetMessageStatus.FOUND, 2, 0, 2, 2, 188, 0, picked, 188, 94, 1 << 30,
-    ...                    NoRecords(), []))
+    ...                    NoRecords(), [], ()))
     >>> r.message_count, r.buffer_total_size, r.msg_offsets, r.suggest_pulling_from_slave
     (2, 188, [0, 1], False)
     """
@@ -290,7 +292,7 @@ class ScannedResult(FastGetMessageResult):
             found = self._messages
         except AttributeError:
             done = self._scanned
-            found = done[11].records(done[12], done[7][1, : done[4]])
+            found = done[11].records(done[12], done[13], done[7][1, : done[4]])
             object.__setattr__(self, "_messages", found)
         return cast(tuple[StoredMessage, ...], found)
 

@@ -100,3 +100,13 @@ def test_a_scanned_answer_reads_pickles_and_compares_as_a_plain_result(tmp_path:
         assert [1, 2, 3] == [m.queue_offset for m in result.messages]
         assert answer == result
     store.close()
+
+
+def test_a_scanned_answer_decodes_its_records_after_the_store_closes(tmp_path: Path) -> None:
+    store = MmapMessageStore(tmp_path, StoreConfig(), Profile.V4_9, ManualClock(0))
+    store.put_messages(
+        [BrokerInnerMessage(topic="T", queue_id=0, body=b"b%d" % k) for k in range(4)]
+    )
+    answer = store.get_message("G", "T", 0, 1, 2)
+    store.close()
+    assert [b"b1", b"b2"] == [m.body for m in answer.messages]
