@@ -224,7 +224,9 @@ class CompiledScanner:
                 return LazyMessages(
                     f.lend(views[first]), phys, profile, self._delay_levels, f.start
                 )
-        leased = [FileView(f.start, f.lend(v)) for f, v in zip(files, views, strict=True)]
+        # The live list may have grown since (appends extend it in place): the records lie in
+        # the files the views were taken of, its first len(views).
+        leased = [FileView(f.start, f.lend(v)) for f, v in zip(files, views, strict=False)]
         return lazy_records(leased, size, phys, profile, self._delay_levels)
 
     # -- get_messages ------------------------------------------------------------------------
