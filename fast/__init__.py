@@ -20,9 +20,9 @@ carries its own example in its docstring.
 
 from pullspec.fast.batch import MessageBatch
 from pullspec.fast.broker_store import broker_file_sizes, open_broker_store
-from pullspec.fast.multiget_compiled import GetRequest
 from pullspec.fast.process_queue import FastProcessQueue
 from pullspec.fast.putvector import PutResults
+from pullspec.fast.read_plan import GetRequest
 from pullspec.fast.recovery import RecoveryReport
 from pullspec.fast.results import MultiGetResult
 from pullspec.fast.store import MmapMessageStore

@@ -32,7 +32,6 @@ from pullspec.spec.layout import (
 )
 from pullspec.spec.profiles import Profile
 from pullspec.spec.record import OFF_PHYSICAL_OFFSET, encode_blank
-from pullspec.spec.scan import commit_log_roll_next_file
 from pullspec.spec.store import commit_log_read_position, max_phy_offset
 
 #: A commit log as one reader sees it: (max offset, files), from CommitLog.snapshot.
@@ -165,10 +164,6 @@ class CommitLog:
         """Let readers see every reserved record (the writer calls it once they are written)."""
         files = self.files
         self.end = max_phy_offset(files[-1].start if files else None, self.wrote)
-
-    def roll_next_file(self, phys: int) -> int:
-        """STORE-15: the start of the file after the one holding `phys`."""
-        return commit_log_roll_next_file(phys, self.file_size)
 
     def file_of(self, phys: int) -> MappedFile | None:
         """The file holding byte `phys`, or None."""

@@ -45,7 +45,7 @@ _FEW = 64
 class Layout(NamedTuple):
     """A queue's files as readers see them: each file, its entries view (which keeps the mapping
     alive while a reader holds it), the address of its first byte (for compiled loops,
-    fast.multiget_kernel) and `numbers`, each file's number by its start byte. Appending a file
+    fast.numba_read) and `numbers`, each file's number by its start byte. Appending a file
     extends these in place; removing files publishes a new Layout, so a reader's numbers stay
     valid for the Layout it took."""
 
@@ -259,21 +259,6 @@ class ConsumeQueue(BlockCache):
         files = (self.layout if lay is None else lay).files
         return min(max(self.end - files[i].start, 0), self.file_size)
 
-    def window(self, index: int) -> Window | None:
-        """STORE-9 by arithmetic: the Window at `index`, or None (below min, no file covering
-        it, or not written yet)."""
-        pos = index * CQ_STORE_UNIT_SIZE
-        if pos < self.min_logic_offset or pos < 0:
-            return None
-        end = self.end  # before the Layout: every file it reaches into is in it
-        lay = self.layout
-        start = pos - pos % self.file_size
-        i = lay.numbers.get(start)
-        if i is None or pos >= end:
-            return None
-        readable = min(end - start, self.file_size)
-        return Window(lay.views[i], start, (pos - start) // CQ_STORE_UNIT_SIZE, readable // 20)
-
     def entry(self, index: int) -> tuple[int, int, int] | None:
         """(phys, size, tags code) of the written entry at `index`, whatever the min offset, or
         None when no file holds it written."""
@@ -285,11 +270,6 @@ class ConsumeQueue(BlockCache):
             return None
         e = lay.views[i][(pos - lay.files[i].start) // CQ_STORE_UNIT_SIZE]
         return int(e["phys"]), int(e["size"]), int(e["tags"])
-
-    def spec_files(self) -> list[tuple[int, int]]:
-        """(start byte, written bytes) of every file, as spec.store.index_window takes them."""
-        lay = self.layout
-        return [(f.start, self.readable(i, lay)) for i, f in enumerate(lay.files)]
 
     # -- append ------------------------------------------------------------------------------
 
@@ -485,7 +465,3 @@ class ConsumeQueue(BlockCache):
             self._drop_last()
             self._set_wrote(self.file_size if self.files else 0)
         self._refresh_max_physic()
-
-    def last_entries(self) -> Sequence[int]:
-        """The start offsets of the files, in order (for tests and reports)."""
-        return [f.start for f in self.files]

@@ -4,7 +4,7 @@ files hold; the fast store raises CorruptStoreError naming what it found.
 - A record is decoded only when a message is read (fast.results): its body's CRC is checked
   then (LAYOUT-8), a few hundred nanoseconds beside the decoding itself.
 - A consume-queue entry whose record is not readable sends a pull to the entry-by-entry scan
-  (fast.getpath). There an entry that points inside the live commit log (at or above its min,
+  (fast.read_numpy). There an entry that points inside the live commit log (at or above its min,
   below its max) at bytes that are not a record of the entry's size is damage, not an expired
   record: the pull is refused, naming the entry, instead of answering MESSAGE_WAS_REMOVING and
   skipping the rest of the file as RocketMQ does.

@@ -13,14 +13,13 @@ the same shape, the common case of a uniform workload).
 from __future__ import annotations
 
 import functools
-import os
 from collections.abc import Callable
 from typing import Any, NamedTuple, cast
 
 import numpy as np
 
 from pullspec.fast.gather import I64, U8
-from pullspec.fast.kernels import NO_NUMBA_ENV, SMALL, body_crcs, crc_tables
+from pullspec.fast.kernels import SMALL, body_crcs, crc_tables, load
 from pullspec.spec.layout import MESSAGE_MAGIC_CODE
 
 #: Bytes of a record before its body: every fixed field through BODYLENGTH (IPv4 hosts).
@@ -99,109 +98,9 @@ EncodeKernel = Callable[..., None]
 
 @functools.cache
 def _compiled() -> EncodeKernel | None:
-    """The compiled encoder, or None when numba is missing or disabled."""
-    if os.environ.get(NO_NUMBA_ENV) == "1":
-        return None
-    try:
-        import numba
-    except ImportError:
-        return None
-
-    def copy_bytes_py(out: Any, q: Any, src: Any, start: int, n: int) -> Any:  # pragma: no cover
-        """Copy src[start : start + n] to out[q:], answering where the copy ends."""
-        s = np.uint64(start)
-        m = np.uint64(n)
-        for b in range(m):
-            out[q + b] = src[s + b]
-        return q + m
-
-    copy_bytes = numba.njit(inline="always")(copy_bytes_py)
-
-    def encode(  # pragma: no cover - compiled
-        out: Any,
-        base: int,
-        rel: Any,
-        lengths: Any,
-        queue_ids: Any,
-        flags: Any,
-        queue_offsets: Any,
-        phys: Any,
-        born_ts: Any,
-        store_ts: Any,
-        reconsume: Any,
-        body_starts: Any,
-        body_lengths: Any,
-        topic_index: Any,
-        prop_index: Any,
-        template: Any,
-        body: Any,
-        tails: Any,
-        topic_starts: Any,
-        topic_lengths: Any,
-        prop_starts: Any,
-        prop_lengths: Any,
-        crc_table: Any,
-    ) -> None:
-        # Unsigned indices: numba then skips negative-index wraparound and the copies vectorize.
-        width = np.uint64(HEAD_LENGTH)
-        for k in range(len(rel)):
-            q = np.uint64(base + rel[k])
-            # LAYOUT-8 fused in, so the body is read once while in cache; fast.kernels.body_crcs
-            # is the same slicing-by-16 loop but parallel, which costs ms per call on a busy
-            # 2-core machine (threads waiting for a core) — more than a 1000-message put.
-            s = np.uint64(body_starts[k])
-            end = s + np.uint64(body_lengths[k])
-            c = np.uint32(0xFFFFFFFF)
-            while s + np.uint64(16) <= end:
-                c = (
-                    crc_table[15, (c ^ body[s]) & 0xFF]
-                    ^ crc_table[14, ((c >> 8) ^ body[s + np.uint64(1)]) & 0xFF]
-                    ^ crc_table[13, ((c >> 16) ^ body[s + np.uint64(2)]) & 0xFF]
-                    ^ crc_table[12, ((c >> 24) ^ body[s + np.uint64(3)]) & 0xFF]
-                    ^ crc_table[11, body[s + np.uint64(4)]]
-                    ^ crc_table[10, body[s + np.uint64(5)]]
-                    ^ crc_table[9, body[s + np.uint64(6)]]
-                    ^ crc_table[8, body[s + np.uint64(7)]]
-                    ^ crc_table[7, body[s + np.uint64(8)]]
-                    ^ crc_table[6, body[s + np.uint64(9)]]
-                    ^ crc_table[5, body[s + np.uint64(10)]]
-                    ^ crc_table[4, body[s + np.uint64(11)]]
-                    ^ crc_table[3, body[s + np.uint64(12)]]
-                    ^ crc_table[2, body[s + np.uint64(13)]]
-                    ^ crc_table[1, body[s + np.uint64(14)]]
-                    ^ crc_table[0, body[s + np.uint64(15)]]
-                )
-                s += np.uint64(16)
-            while s < end:
-                c = crc_table[0, (c ^ body[s]) & 0xFF] ^ (c >> np.uint32(8))
-                s += np.uint64(1)
-            crc = np.int64((c ^ np.uint32(0xFFFFFFFF)) & np.uint32(0x7FFFFFFF))
-            # The head's constant fields (magic, sysflag, hosts, prepared offset) come from the
-            # template; the others are stored big-endian over it.
-            for b in range(width):
-                out[q + b] = template[b]
-            for at, v, size in (
-                (0, lengths[k], 4),
-                (8, crc, 4),
-                (12, queue_ids[k], 4),
-                (16, flags[k], 4),
-                (20, queue_offsets[k], 8),
-                (28, phys[k], 8),
-                (40, born_ts[k], 8),
-                (56, store_ts[k], 8),
-                (72, reconsume[k], 4),
-                (84, body_lengths[k], 4),
-            ):
-                for b in range(size):
-                    out[q + np.uint64(at + b)] = (v >> (8 * (size - 1 - b))) & 0xFF
-            q += width
-            q = copy_bytes(out, q, body, body_starts[k], body_lengths[k])
-            t = topic_index[k]
-            q = copy_bytes(out, q, tails, topic_starts[t], topic_lengths[t])
-            t = prop_index[k]
-            copy_bytes(out, q, tails, prop_starts[t], prop_lengths[t])
-
-    return cast(EncodeKernel, numba.njit(cache=True, nogil=True)(encode))
+    """The compiled encoder (fast.numba_records), or None when numba is missing or disabled."""
+    compiled = load("numba_records")
+    return None if compiled is None else cast(EncodeKernel, compiled.encode)
 
 
 @functools.cache

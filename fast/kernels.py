@@ -1,18 +1,24 @@
-"""Compiled loops for the per-record work numpy cannot vectorize: the body CRC of many records.
+"""How fast's compiled loops are loaded (`load`), and the body CRC of many records.
+
+Every compiled loop lives in a module of the numba_* family — fast.numba_read (the window scans of
+pulls), fast.numba_records (body CRCs and the MessageBatch encoder), fast.numba_recovery (the
+recovery walk) — compiled at import with numba's disk cache and imported only through `load`,
+so `import fast` never imports numba and PULLSPEC_NO_NUMBA=1 turns every one off.
 
 LAYOUT-8's BODYCRC is one CRC-32 per record; called once per record from Python it costs more
 than the rest of an append or a recovery. With numba installed (the `accel` extra) the loop runs
-compiled (slicing-by-16 tables, several records per thread); without it, or with
-PULLSPEC_NO_NUMBA=1, the same answers come from `zlib.crc32` record by record. The kernels are
-compiled on first use and cached on disk, so `import fast` stays light.
+compiled (slicing-by-16 tables, several records per thread); without it the same answers come
+from `zlib.crc32` record by record.
 """
 
 from __future__ import annotations
 
 import functools
+import importlib
 import os
 import zlib
 from collections.abc import Callable
+from types import ModuleType
 from typing import Any, cast
 
 import numpy as np
@@ -29,6 +35,21 @@ SMALL = 16
 PARALLEL_FROM = 1 << 16
 
 _POLY = 0xEDB88320
+
+
+@functools.cache
+def load(family: str) -> ModuleType | None:
+    """The compiled kernel module `fast.<family>` (numba_read, …), or None when numba is missing
+    or disabled (PULLSPEC_NO_NUMBA=1): the one way every compiled loop is loaded. Each such
+    module compiles its loops at import with numba's disk cache, so a fresh process loads their
+    machine code instead of compiling it; importing `fast` itself never imports numba."""
+    if os.environ.get(NO_NUMBA_ENV) == "1":
+        return None
+    try:
+        return importlib.import_module(f"pullspec.fast.{family}")
+    except ImportError:
+        return None
+
 
 CrcKernel = Callable[[U8, I64, I64, Any], Any]
 
@@ -48,55 +69,12 @@ def crc_tables() -> Any:
 
 
 def _compiled(records: int = 0) -> CrcKernel | None:
-    """The compiled CRC kernel for `records` records — on numba's threads from PARALLEL_FROM
-    on — or None when numba is missing or disabled."""
-    return _compiled_variant(records >= PARALLEL_FROM)
-
-
-@functools.cache
-def _compiled_variant(parallel: bool) -> CrcKernel | None:
-    """The compiled CRC kernel, looping over records serially or on numba's threads."""
-    if os.environ.get(NO_NUMBA_ENV) == "1":
+    """The compiled CRC kernel for `records` records (fast.numba_records) — on numba's threads
+    from PARALLEL_FROM on — or None when numba is missing or disabled."""
+    compiled = load("numba_records")
+    if compiled is None:
         return None
-    try:
-        import numba
-    except ImportError:
-        return None
-
-    def crcs(data: Any, starts: Any, lengths: Any, t: Any) -> Any:  # pragma: no cover - compiled
-        out = np.empty(len(starts), dtype=np.int64)
-        for k in numba.prange(len(starts)):
-            c = np.uint32(0xFFFFFFFF)
-            i = starts[k]
-            end = i + lengths[k]
-            while i + 16 <= end:
-                c = (
-                    t[15, (c ^ data[i]) & 0xFF]
-                    ^ t[14, ((c >> 8) ^ data[i + 1]) & 0xFF]
-                    ^ t[13, ((c >> 16) ^ data[i + 2]) & 0xFF]
-                    ^ t[12, ((c >> 24) ^ data[i + 3]) & 0xFF]
-                    ^ t[11, data[i + 4]]
-                    ^ t[10, data[i + 5]]
-                    ^ t[9, data[i + 6]]
-                    ^ t[8, data[i + 7]]
-                    ^ t[7, data[i + 8]]
-                    ^ t[6, data[i + 9]]
-                    ^ t[5, data[i + 10]]
-                    ^ t[4, data[i + 11]]
-                    ^ t[3, data[i + 12]]
-                    ^ t[2, data[i + 13]]
-                    ^ t[1, data[i + 14]]
-                    ^ t[0, data[i + 15]]
-                )
-                i += 16
-            while i < end:
-                c = t[0, (c ^ data[i]) & 0xFF] ^ (c >> np.uint32(8))
-                i += 1
-            out[k] = np.int64((c ^ np.uint32(0xFFFFFFFF)) & np.uint32(0x7FFFFFFF))
-        return out
-
-    jit = numba.njit(cache=True, nogil=True, parallel=parallel)
-    return cast(CrcKernel, jit(crcs))
+    return cast(CrcKernel, compiled.crcs_parallel if records >= PARALLEL_FROM else compiled.crcs)
 
 
 @functools.cache

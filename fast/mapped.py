@@ -96,14 +96,61 @@ def list_mapped_files(directory: Path) -> list[tuple[int, Path]]:
     return out
 
 
+class FileLease:
+    """A view of a mapped file's bytes handed out beyond the call that read it (a result's
+    records decode from it later), counted by the file until the lease is released or
+    collected: while any is out, the file is not kept for reuse (fast.spares), and when it is
+    deleted its mapping lives on for the lease.
+
+    >>> f = MappedFile.anonymous(0, 4096, b"hi")
+    >>> lease = f.lend()
+    >>> bytes(lease.data[:2]), f.lent
+    (b'hi', 1)
+    >>> lease.release()
+    >>> f.lent
+    0
+    """
+
+    __slots__ = ("_count", "data")
+
+    def __init__(self, data: npt.NDArray[np.uint8], count: list[None]) -> None:
+        #: The file's bytes (the view pins the mapping).
+        self.data = data
+        self._count: list[None] | None = count
+        count.append(None)  # atomic under the GIL, as the pop in `release`
+
+    def release(self) -> None:
+        """Give the view back (once; later calls do nothing)."""
+        count, self._count = self._count, None
+        if count is not None:
+            count.pop()
+
+    def __del__(self) -> None:
+        self.release()
+
+
 class MappedFile:
     """One file of `size` bytes mapped whole; `data` is a uint8 numpy view of the mapping.
 
     A file is backed by disk (`file`, its path as a string, set) or, when a read-only store must
     repair it in memory, by an anonymous mapping holding a private copy (`file` None).
+
+    `data` is for use within a call; a view kept beyond it (a result's lazily decoded records)
+    is taken with `lend`, which the file counts (`lent`), so that nothing reuses the file while
+    it is viewed.
     """
 
-    __slots__ = ("data", "file", "mm", "read_only", "size", "spares", "start", "volatile")
+    __slots__ = (
+        "_leases",
+        "data",
+        "file",
+        "mm",
+        "read_only",
+        "size",
+        "spares",
+        "start",
+        "volatile",
+    )
 
     def __init__(
         self, path: str | Path | None, start: int, size: int, mm: mmap.mmap, read_only: bool
@@ -119,6 +166,18 @@ class MappedFile:
         #: On a RAM filesystem: `flush` has nothing to do (on_ram_filesystem).
         self.volatile = False
         self.data: npt.NDArray[np.uint8] = np.frombuffer(mm, dtype=np.uint8)
+        #: One item per FileLease out (a list: its append and pop are atomic under the GIL).
+        self._leases: list[None] = []
+
+    def lend(self, view: npt.NDArray[np.uint8] | None = None) -> FileLease:
+        """A counted view of the file's bytes, to keep beyond this call: `data`, or `view`, a
+        view of them taken earlier (which outlives `close`)."""
+        return FileLease(self.data if view is None else view, self._leases)
+
+    @property
+    def lent(self) -> int:
+        """How many leases of this file's bytes are out."""
+        return len(self._leases)
 
     @property
     def path(self) -> Path | None:

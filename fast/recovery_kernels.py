@@ -2,8 +2,8 @@
 and the header checks of LAYOUT-5 and LAYOUT-6), the fields dispatch reads, and grouping records by
 identical bytes (topics, properties) so each distinct string is decoded once.
 
-Same pattern as fast.kernels: with numba (the `accel` extra) the loops are compiled on first use
-and cached on disk; without it, or with PULLSPEC_NO_NUMBA=1, `walk` and `record_fields` answer
+With numba (the `accel` extra) the loops of fast.numba_recovery run, loaded through
+fast.kernels.load and cached on disk; without it, or with PULLSPEC_NO_NUMBA=1, `walk` and `record_fields` answer
 None and callers take their numpy/Python paths, while `group_ranges` groups in Python. Both paths
 give identical answers (tests/test_fast_recovery_kernels.py).
 """
@@ -11,21 +11,13 @@ give identical answers (tests/test_fast_recovery_kernels.py).
 from __future__ import annotations
 
 import functools
-import os
 from collections.abc import Callable
 from typing import Any, NamedTuple, cast
 
 import numpy as np
 
 from pullspec.fast.gather import I64, U8
-from pullspec.fast.kernels import NO_NUMBA_ENV
-from pullspec.spec.layout import (
-    BLANK_MAGIC_CODE,
-    MESSAGE_MAGIC_CODE,
-    SYSFLAG_BORNHOST_V6,
-    SYSFLAG_STOREHOST_V6,
-)
-from pullspec.spec.record import MIN_RECORD_LENGTH, OFF_PHYSICAL_OFFSET, OFF_SYS_FLAG
+from pullspec.fast.kernels import load
 
 #: Rows of `record_fields`' answer, in order.
 FIELDS = (
@@ -60,159 +52,11 @@ class _Kernels(NamedTuple):
 
 @functools.cache
 def _compiled() -> _Kernels | None:
-    """The compiled kernels, or None when numba is missing or disabled."""
-    if os.environ.get(NO_NUMBA_ENV) == "1":
+    """The compiled kernels (fast.numba_recovery), or None when numba is missing or disabled."""
+    compiled = load("numba_recovery")
+    if compiled is None:
         return None
-    try:
-        import numba
-    except ImportError:
-        return None
-    jit = numba.njit(cache=True, nogil=True)
-    message, blank, min_length = MESSAGE_MAGIC_CODE, BLANK_MAGIC_CODE, MIN_RECORD_LENGTH
-    born_v6, store_v6 = SYSFLAG_BORNHOST_V6, SYSFLAG_STOREHOST_V6
-    off_phys, off_flag = OFF_PHYSICAL_OFFSET, OFF_SYS_FLAG
-
-    def walk(data: Any, pos: Any, limit: Any, file_start: Any) -> Any:  # pragma: no cover
-        def be32(i: Any) -> Any:
-            v = (
-                (np.int64(data[i]) << 24)
-                | (np.int64(data[i + 1]) << 16)
-                | (np.int64(data[i + 2]) << 8)
-                | np.int64(data[i + 3])
-            )
-            return v - (np.int64(1) << 32) if v >= (np.int64(1) << 31) else v
-
-        def be64(i: Any) -> Any:
-            low = be32(i + 4)
-            return (be32(i) << 32) | (low + (np.int64(1) << 32) if low < 0 else low)
-
-        cap = max(limit - pos, 0) // min_length + 1
-        found = np.empty(cap, dtype=np.int64)
-        body_at = np.empty(cap, dtype=np.int64)
-        body_len = np.empty(cap, dtype=np.int64)
-        body_crc = np.empty(cap, dtype=np.int64)
-        n = 0
-        how = -1
-        while True:
-            if pos + 8 > limit:
-                break
-            size = be32(pos)
-            magic = be32(pos + 4)
-            if magic == blank:
-                how = 1
-                break
-            if magic != message or size < min_length or pos + size > limit:
-                break
-            if be64(pos + off_phys) != file_start + pos:
-                break
-            flags = be32(pos + off_flag)
-            at = pos + 84 + (12 if flags & born_v6 else 0) + (12 if flags & store_v6 else 0)
-            if at + 4 > pos + size:
-                break
-            body = be32(at)
-            if body < 0 or at + 4 + body >= pos + size:
-                break
-            topic_at = at + 4 + body
-            topic = np.int64(data[topic_at])
-            if topic > 127 or topic_at + 1 + topic + 2 > pos + size:
-                break
-            props_at = topic_at + 1 + topic
-            props = (np.int64(data[props_at]) << 8) | np.int64(data[props_at + 1])
-            props = props - 65536 if props >= 32768 else props
-            if props_at + 2 + max(props, 0) != pos + size:
-                break
-            found[n] = pos
-            body_at[n] = at + 4
-            body_len[n] = body
-            body_crc[n] = be32(pos + 8)
-            n += 1
-            pos += size
-        return found[:n], body_at[:n], body_len[:n], body_crc[:n], pos, how
-
-    def fields(data: Any, pos: Any) -> Any:  # pragma: no cover - compiled
-        def be32(i: Any) -> Any:
-            v = (
-                (np.int64(data[i]) << 24)
-                | (np.int64(data[i + 1]) << 16)
-                | (np.int64(data[i + 2]) << 8)
-                | np.int64(data[i + 3])
-            )
-            return v - (np.int64(1) << 32) if v >= (np.int64(1) << 31) else v
-
-        def be64(i: Any) -> Any:
-            low = be32(i + 4)
-            return (be32(i) << 32) | (low + (np.int64(1) << 32) if low < 0 else low)
-
-        out = np.empty((8, len(pos)), dtype=np.int64)
-        for k in range(len(pos)):
-            p = pos[k]
-            flags = be32(p + off_flag)
-            at = p + 84 + (12 if flags & born_v6 else 0) + (12 if flags & store_v6 else 0)
-            topic_at = at + 4 + be32(at)
-            topic_len = np.int64(data[topic_at])
-            topic_len = topic_len - 256 if topic_len >= 128 else topic_len
-            props_at = topic_at + 1 + topic_len
-            props = (np.int64(data[props_at]) << 8) | np.int64(data[props_at + 1])
-            props = props - 65536 if props >= 32768 else props
-            out[0, k] = be32(p)
-            out[1, k] = be32(p + 12)
-            out[2, k] = be64(p + 20)
-            out[3, k] = flags
-            out[4, k] = topic_at + 1
-            out[5, k] = topic_len
-            out[6, k] = props_at + 2
-            out[7, k] = props if props > 0 else 0
-        return out
-
-    def group(data: Any, starts: Any, lengths: Any) -> Any:  # pragma: no cover - compiled
-        # Open addressing on an FNV-1a hash, the table sized by the groups found so far (few, so
-        # it stays in cache); equal hashes are confirmed byte by byte, so groups are exact.
-        n = len(starts)
-        size = 64
-        table = np.full(size, -1, dtype=np.int64)
-        group_hash = np.empty(n, dtype=np.uint64)
-        inverse = np.empty(n, dtype=np.int64)
-        first = np.empty(n, dtype=np.int64)
-        groups = 0
-        for k in range(n):
-            s, m = starts[k], lengths[k]
-            h = np.uint64(14695981039346656037) ^ np.uint64(m)
-            for i in range(s, s + m):
-                h = (h ^ np.uint64(data[i])) * np.uint64(1099511628211)
-            slot = np.int64(h & np.uint64(size - 1))
-            while True:
-                g = table[slot]
-                if g < 0:
-                    break
-                r = first[g]
-                if group_hash[g] == h and lengths[r] == m:
-                    a = starts[r]
-                    same = True
-                    for i in range(m):
-                        if data[a + i] != data[s + i]:
-                            same = False
-                            break
-                    if same:
-                        break
-                slot = (slot + 1) & (size - 1)
-            if g < 0:
-                g = groups
-                groups += 1
-                first[g] = k
-                group_hash[g] = h
-                table[slot] = g
-                if 2 * groups > size:
-                    size *= 2
-                    table = np.full(size, -1, dtype=np.int64)
-                    for e in range(groups):
-                        at = np.int64(group_hash[e] & np.uint64(size - 1))
-                        while table[at] >= 0:
-                            at = (at + 1) & (size - 1)
-                        table[at] = e
-            inverse[k] = g
-        return inverse, first[:groups]
-
-    return _Kernels(jit(walk), jit(fields), jit(group))
+    return _Kernels(compiled.walk, compiled.fields, compiled.group)
 
 
 def accelerated() -> bool:

@@ -6,8 +6,9 @@ benchmarks do) never pays for decoding; the first access to a message decodes it
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator, Sequence
-from typing import Any, NamedTuple, cast, overload
+from typing import Any, NamedTuple, Protocol, cast, overload
 
 import attrs
 import numpy as np
@@ -15,6 +16,7 @@ import numpy.typing as npt
 
 from pullspec.fast.damage import decode_checked
 from pullspec.fast.gather import I64, U8
+from pullspec.fast.mapped import FileLease, MappedFile
 from pullspec.spec.message import StoredMessage
 from pullspec.spec.profiles import Profile
 from pullspec.spec.results import GetMessageResult
@@ -25,21 +27,26 @@ class LazyMessages(Sequence[StoredMessage]):
     """The returned records of one pull: (file, position) pairs decoded into StoredMessage on
     first access. Compares equal to any sequence of equal messages (a tuple included)."""
 
-    __slots__ = ("_cache", "_delay_levels", "_files", "_positions", "_profile")
+    __slots__ = ("_base", "_cache", "_delay_levels", "_files", "_positions", "_profile")
 
     def __init__(
         self,
-        files: list[U8] | U8,
+        files: list[FileLease] | FileLease,
         positions: list[int] | I64,
         profile: Profile,
         delay_levels: tuple[int, ...] | None = None,
+        base: int = 0,
     ) -> None:
-        # Each numpy view pins its mapping, so the bytes stay readable after the file is deleted.
-        # `files` is one view for all positions, or one view per position.
+        # Each lease pins its mapping, so the bytes stay readable after the file is deleted, and
+        # keeps the file from being reused (fast.spares) while this lives.
+        # `files` is one lease for all positions, or one per position; a record's position
+        # in its view is positions[i] − base (a pull passes commit-log offsets and its file's
+        # start, so nothing is subtracted for the records never read).
         self._files = files
         self._positions = positions
         self._profile = profile
         self._delay_levels = delay_levels
+        self._base = base
         self._cache: list[StoredMessage | None] = [None] * len(positions)
 
     def __len__(self) -> int:
@@ -48,9 +55,12 @@ class LazyMessages(Sequence[StoredMessage]):
     def _decode(self, i: int) -> StoredMessage:
         m = self._cache[i]
         if m is None:
-            data = self._files if isinstance(self._files, np.ndarray) else self._files[i]
+            lease = self._files if isinstance(self._files, FileLease) else self._files[i]
             m = self._cache[i] = decode_checked(
-                data.data, int(self._positions[i]), self._profile, self._delay_levels
+                lease.data.data,
+                int(self._positions[i]) - self._base,
+                self._profile,
+                self._delay_levels,
             )
         return m
 
@@ -85,10 +95,15 @@ class LazyMessages(Sequence[StoredMessage]):
 
 
 class FileView(NamedTuple):
-    """A commit-log file's start offset and bytes (a view that keeps the mapping alive)."""
+    """A commit-log file's start offset and a lease of its bytes (which keeps the mapping alive
+    and the file from reuse) that every result decoding from it shares."""
 
     start: int
-    data: U8
+    lease: FileLease
+
+    def lend(self) -> FileLease:
+        """The shared lease."""
+        return self.lease
 
 
 def lazy_records(
@@ -99,19 +114,23 @@ def lazy_records(
     delay_levels: tuple[int, ...] | None,
 ) -> LazyMessages:
     """The records at commit-log offsets `phys`, decoded on access; `files` are the log's files
-    in order (anything with `start` and `data`: MappedFile, FileView), each `file_size` long."""
+    in order (anything with `start` and `lend()`: MappedFile, FileView), each `file_size`
+    long."""
     if not len(phys):
         return LazyMessages([], [], profile, delay_levels)
     base = files[0].start
     first = (int(phys[0]) - base) // file_size
     if first == (int(phys[-1]) - base) // file_size:
         f = files[first]
-        return LazyMessages(f.data, phys - f.start, profile, delay_levels)
-    datas: list[U8] = []
+        return LazyMessages(f.lend(), phys - f.start, profile, delay_levels)
+    datas: list[FileLease] = []
     positions: list[int] = []
+    leases: dict[int, FileLease] = {}
     for p in phys.tolist():
         f = files[(p - base) // file_size]
-        datas.append(f.data)
+        if f.start not in leases:
+            leases[f.start] = f.lend()
+        datas.append(leases[f.start])
         positions.append(p - f.start)
     return LazyMessages(datas, positions, profile, delay_levels)
 
@@ -122,7 +141,8 @@ class FastGetMessageResult(GetMessageResult):
     so reading them decodes nothing. Equal to a GetMessageResult with the same fields."""
 
     total_size: int = attrs.field(default=0, kw_only=True)
-    offsets: tuple[int, ...] = attrs.field(default=(), kw_only=True)
+    #: The queue offsets of the returned messages (a range when they follow each other).
+    offsets: Sequence[int] = attrs.field(default=(), kw_only=True)
 
     @property
     def buffer_total_size(self) -> int:
@@ -157,6 +177,135 @@ class FastGetMessageResult(GetMessageResult):
 
     def __hash__(self) -> int:
         return hash(self._key())
+
+
+#: What one compiled window scan found, as ScannedResult keeps it: (status, nextBeginOffset,
+#: min offset, max offset, messages returned, their total size, the pull's offset, the picked
+#: positions and phys (rows of one array), the commit log's max offset and the last phys the
+#: scan examined (STORE-16), the memory share, the records' decoder).
+Scanned = tuple[
+    GetMessageStatus,
+    int,
+    int,
+    int,
+    int,
+    int,
+    int,
+    I64,
+    int,
+    int,
+    int,
+    "RecordsSource",
+    list[MappedFile],
+    tuple[U8, ...],
+]
+
+
+class RecordsSource(Protocol):
+    """What decodes a scan's returned records (fast.read_compiled.CompiledScanner)."""
+
+    def records(self, files: list[MappedFile], views: tuple[U8, ...], phys: I64) -> LazyMessages:
+        """The records at commit-log offsets `phys` of `files` (`views` their bytes), decoded
+        on access."""
+        ...
+
+
+class ScannedResult(FastGetMessageResult):
+    """get_message's answer straight from the compiled window scan: the scan's numbers kept as
+    they came and each field worked out when read, so a caller that reads only the status,
+    counts, sizes and offsets (the broker's transfer path, the bench) builds nothing else.
+    Equal to any GetMessageResult with the same fields.
+
+    >>> import numpy as np
+    >>> from pullspec.spec import GetMessageStatus, Profile
+    >>> picked = np.array([[0, 1], [0, 94]])
+    >>> class NoRecords:
+    ...     def records(self, files, views, phys):
+    ...         return LazyMessages([], [], Profile.V4_9)
+    >>> r = ScannedResult((GetMessageStatus.FOUND, 2, 0, 2, 2, 188, 0, picked, 188, 94, 1 << 30,
+    ...                    NoRecords(), [], ()))
+    >>> r.message_count, r.buffer_total_size, r.msg_offsets, r.suggest_pulling_from_slave
+    (2, 188, [0, 1], False)
+    """
+
+    __slots__ = ("_messages", "_scanned")
+    _scanned: Scanned
+    _messages: LazyMessages
+
+    def __init__(self, scanned: Scanned) -> None:
+        object.__setattr__(self, "_scanned", scanned)  # `_messages` is set when first read
+
+    @property
+    def status(self) -> GetMessageStatus:
+        """FOUND, or NO_MATCHED_MESSAGE when every examined entry was filtered out."""
+        return self._scanned[0]
+
+    @property
+    def next_begin_offset(self) -> int:
+        """The pull's offset plus the entries examined (STORE-14)."""
+        return self._scanned[1]
+
+    @property
+    def min_offset(self) -> int:
+        """The queue's min offset when the pull was planned."""
+        return self._scanned[2]
+
+    @property
+    def max_offset(self) -> int:
+        """The queue's max offset when the pull was planned."""
+        return self._scanned[3]
+
+    @property
+    def message_count(self) -> int:
+        """How many messages are returned (decoding none)."""
+        return self._scanned[4]
+
+    @property
+    def total_size(self) -> int:
+        """The returned records' total size."""
+        return self._scanned[5]
+
+    @property
+    def offsets(self) -> Sequence[int]:
+        """The returned entries' queue offsets: a range when they follow each other."""
+        done = self._scanned
+        count, offset, positions = done[4], done[6], done[7][0, : done[4]]
+        if count and positions[count - 1] == count - 1:
+            return range(offset, offset + count)
+        return tuple((positions + offset).tolist())
+
+    @property
+    def suggest_pulling_from_slave(self) -> bool:
+        """STORE-16: the last examined record lies more than the memory share behind the max."""
+        done = self._scanned
+        return done[8] - done[9] > done[10]
+
+    @property
+    def bodies(self) -> None:
+        """None: the compiled scan reads whole records only."""
+        return None
+
+    @property
+    def messages(self) -> tuple[StoredMessage, ...]:
+        """The returned records, decoded from the mapped commit log on access."""
+        try:
+            found = self._messages
+        except AttributeError:
+            done = self._scanned
+            found = done[11].records(done[12], done[13], done[7][1, : done[4]])
+            object.__setattr__(self, "_messages", found)
+        return cast(tuple[StoredMessage, ...], found)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickled (and copied) as the plain result it equals.
+        fields = (self.status, self.next_begin_offset, self.min_offset, self.max_offset)
+        extra = (tuple(self.messages), self.suggest_pulling_from_slave)
+        return (
+            functools.partial(
+                FastGetMessageResult, total_size=self.total_size, offsets=tuple(self.offsets)
+            ),
+            (*fields, *extra),
+        )
 
 
 def offsets_tuple(first: int, rel: np.ndarray) -> tuple[int, ...]:

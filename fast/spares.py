@@ -15,14 +15,14 @@ Crash safety: a spare's zeros are on disk (msync) before it takes a store name, 
 a file under a store name is full size and either zero or holds only what was written to it
 since; a crash leaves at most a `.spares` directory, which the next writable open removes. A
 file still viewed by a returned result (whose records are decoded lazily from the mapping) is
-never kept: it is deleted as before and stays readable.
+never kept: every such view is a FileLease the file counts (fast.mapped), and a file with a
+lease out is deleted as before and stays mapped, readable, for its leases.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -34,8 +34,6 @@ SPARE_MAX_SIZE = 64 << 10
 SPARES_PER_SIZE = 8
 #: The directory, under the store's, that holds the spares.
 SPARES_DIR = ".spares"
-
-_getrefcount = getattr(sys, "getrefcount", None)
 
 
 class Spares:
@@ -51,12 +49,10 @@ class Spares:
         """Move a file being deleted to the spares and keep it mapped; False (the caller
         deletes it) when it is too large, enough are kept, or something still views it."""
         size = f.size
-        if size > SPARE_MAX_SIZE or f.file is None or f.read_only or _getrefcount is None:
+        if size > SPARE_MAX_SIZE or f.file is None or f.read_only:
             return False
         kept = self._by_size.setdefault(size, [])
-        # Unviewed: the only references to the mapping are the file's own and its `data`
-        # view's, and to that view the file's own (each count includes getrefcount's argument).
-        if len(kept) >= SPARES_PER_SIZE or _getrefcount(f.data) != 2 or _getrefcount(f.mm) != 3:
+        if len(kept) >= SPARES_PER_SIZE or f.lent:
             return False
         if not self._made:
             os.makedirs(self.directory, exist_ok=True)

@@ -9,24 +9,25 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Literal
+from typing import Any, Literal
 
 from pullspec.fast.batch import MessageBatch
 from pullspec.fast.checkpoint import Checkpoint
 from pullspec.fast.commitlog import CommitLog
 from pullspec.fast.consumequeue import ConsumeQueue
 from pullspec.fast.damage import decode_checked
-from pullspec.fast.getpath import check_pull_arguments
 from pullspec.fast.integrity import QueueFiles, VerifyReport, verify_files
 from pullspec.fast.mapped import fsync_dir, on_ram_filesystem
-from pullspec.fast.multiget import MultiGetPath
 from pullspec.fast.putpath import PutPath
 from pullspec.fast.putvector import PutResults
+from pullspec.fast.read_plan import GetRequest, check_pull_arguments
+from pullspec.fast.reader import Reader
 from pullspec.fast.recovery import RecoveryReport, recover
+from pullspec.fast.results import MultiGetResult
 from pullspec.fast.spares import Spares, remove_spares
 from pullspec.spec.batch import check_in_disk_by_commit_offset
 from pullspec.spec.clock import Clock
-from pullspec.spec.config import StoreConfig
+from pullspec.spec.config import HOUR_MS, StoreConfig
 from pullspec.spec.delay import parse_delay_levels
 from pullspec.spec.errors import (
     InvalidArgumentError,
@@ -41,13 +42,12 @@ from pullspec.spec.protocols import MessageFilter
 from pullspec.spec.results import GetMessageResult, PutMessageResult
 from pullspec.spec.store import RoleHolder, find_consume_queue, looked_up_record
 
-HOUR_MS = 3_600_000
 #: messageDelayLevel parsed once per distinct string.
 _delay_levels = functools.lru_cache(maxsize=64)(parse_delay_levels)
 FlushMode = Literal["async", "sync"]
 
 
-class MmapMessageStore(MultiGetPath, PutPath, RoleHolder):
+class MmapMessageStore(PutPath, RoleHolder):
     """A DefaultMessageStore over mapped files in `store_dir`: `commitlog/`, `consumequeue/`,
     `checkpoint` and, while open for writing, `abort` (its presence at open means the last writer
     did not close cleanly, so recovery starts from the checkpoint, not the last three files) and
@@ -169,6 +169,7 @@ class MmapMessageStore(MultiGetPath, PutPath, RoleHolder):
         except BaseException:
             self._unmap()
             raise
+        self.reader = Reader(self.commit_log, config, self.profile, self._delay_levels)
         cl_min = self.commit_log.min_offset()
         for key, q in self.queues.items():
             self._counters[key] = q.min_max()[1]
@@ -214,6 +215,11 @@ class MmapMessageStore(MultiGetPath, PutPath, RoleHolder):
                     q = self._new_queue(topic_dir.name, int(queue_dir.name))
                     q.load()
                     self.queues[(topic_dir.name, int(queue_dir.name))] = q
+
+    def consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue:
+        """The consume queue of (topic, queue id), made (empty, with no file) when missing
+        (DefaultMessageStore.findConsumeQueue)."""
+        return self._queue(topic, queue_id)
 
     def _queue(self, topic: str, queue_id: int) -> ConsumeQueue:
         key = (topic, queue_id)
@@ -398,7 +404,7 @@ class MmapMessageStore(MultiGetPath, PutPath, RoleHolder):
         if not known:
             raise InvalidArgumentError("file_start", file_start, "no commit-log file starts there")
 
-    # -- the protocol's put and get (PutPath, GetPath hold the work) -------------------------
+    # -- the protocol's put and get (PutPath and fast.reader hold the work) -------------------
 
     def put_message(self, msg: BrokerInnerMessage) -> PutMessageResult:
         """Append one message to the commit log and dispatch it to its consume queue."""
@@ -448,4 +454,41 @@ class MmapMessageStore(MultiGetPath, PutPath, RoleHolder):
         q = self.queues.get((topic, queue_id))
         if q is None:
             q = self._queue(topic, queue_id)
-        return self._get_one(q, offset, max_msg_nums, message_filter)
+        return self.reader.get(
+            q, offset, max_msg_nums, message_filter, self._role, self._offset_check_in_slave
+        )
+
+    def get_messages(self, requests: Sequence[GetRequest | tuple[Any, ...]]) -> MultiGetResult:
+        """Answer many pulls at once; result i equals get_message(*requests[i]). The answer is
+        also columnar (MultiGetResult.next_begin_offsets, message_counts, …)."""
+        if isinstance(requests, str | bytes) or not isinstance(requests, Sequence):
+            raise InvalidTypeError("requests", requests, "a sequence of get_message requests")
+        if self._closed:
+            raise ReadOnlyStoreError("get_messages on a closed store")
+        return self.reader.get_many(
+            requests, self._role, self._offset_check_in_slave, self.queues, self._queue
+        )
+
+    def pull_through(
+        self,
+        group: str,
+        topic: str,
+        queue_id: int,
+        offset: int,
+        max_msg_nums: int,
+        message_filter: MessageFilter | None = None,
+        max_calls: int | None = None,
+    ) -> MultiGetResult:
+        """The pulls from `offset` on, each at the previous nextBeginOffset, until one reaches
+        the queue's max offset, one is not a window scan (FOUND, NO_MATCHED_MESSAGE or
+        MESSAGE_WAS_REMOVING), or `max_calls` were made; the answers in order, columnar."""
+        check_pull_arguments(group, topic, queue_id, offset, max_msg_nums, message_filter)
+        if max_calls is not None and (require_int("max_calls", max_calls) < 0):
+            raise InvalidArgumentError("max_calls", max_calls, "must be at least 0")
+        if self._closed:
+            raise ReadOnlyStoreError("pull_through on a closed store")
+        q = self._queue(topic, queue_id)
+        limit = (1 << 62) if max_calls is None else max_calls
+        return self.reader.pull_through(
+            q, offset, max_msg_nums, message_filter, limit, self._role, self._offset_check_in_slave
+        )

@@ -14,7 +14,7 @@ import attrs
 
 from pullspec.spec.batch import BatchLimits, check_in_disk_by_commit_offset
 from pullspec.spec.clock import Clock
-from pullspec.spec.config import CQ_STORE_UNIT_SIZE, StoreConfig
+from pullspec.spec.config import HOUR_MS, StoreConfig
 from pullspec.spec.delay import delay_rewrite, deliver_timestamp, parse_delay_levels
 from pullspec.spec.errors import (
     IllegalTopicError,
@@ -25,13 +25,14 @@ from pullspec.spec.errors import (
     require_str,
 )
 from pullspec.spec.filter import tags_string_to_tags_code
-from pullspec.spec.layout import body_crc as compute_body_crc
 from pullspec.spec.layout import (
+    CQ_STORE_UNIT_SIZE,
     calc_msg_length,
     is_dispatched_type,
     needs_end_of_file_blank,
     validate_topic,
 )
+from pullspec.spec.layout import body_crc as compute_body_crc
 from pullspec.spec.message import PROPERTY_TAGS, BrokerInnerMessage, StoredMessage
 from pullspec.spec.profiles import Profile
 from pullspec.spec.protocols import MessageFilter, check_get_message_arguments
@@ -62,8 +63,6 @@ from pullspec.spec.store import (
     suggest_pulling_from_slave,
     whole_records_read,
 )
-
-HOUR_MS = 3_600_000
 
 
 @attrs.define

@@ -8,10 +8,13 @@ from typing import Any
 import attrs
 
 from pullspec.spec.errors import InvalidArgumentError, require_int
+from pullspec.spec.layout import CQ_STORE_UNIT_SIZE
 from pullspec.spec.status import BrokerRole
 
 GIB = 1 << 30
-CQ_STORE_UNIT_SIZE = 20
+#: fileReservedTime is in hours; the clean service multiplies it by 60 × 60 × 1000
+#: (DefaultMessageStore.CleanCommitLogService.deleteExpiredFiles).
+HOUR_MS = 3_600_000
 DEFAULT_MESSAGE_DELAY_LEVEL = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
 
 

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import pullspec.fast.multiget_kernel
+import pullspec.fast.reader
 from pullspec.fast.results import MultiGetResult
 from pullspec.fast.store import MmapMessageStore
 from pullspec.spec.clock import ManualClock
@@ -20,7 +20,7 @@ from pullspec.spec.errors import InvalidArgumentError, InvalidTypeError, Pullspe
 from pullspec.spec.filter import tag_filter
 from pullspec.spec.message import BrokerInnerMessage, StoredMessage
 from pullspec.spec.profiles import Profile
-from pullspec.spec.status import GetMessageStatus
+from pullspec.spec.status import BrokerRole, GetMessageStatus
 
 
 class EvenOnly:
@@ -93,8 +93,8 @@ def test_batched_answers_equal_single_pulls(
     store: MmapMessageStore, compiled: bool, reqs: list[Any]
 ) -> None:
     expected = _one_by_one(store, reqs)
-    kernel = pullspec.fast.multiget_kernel.scan_kernel if compiled else (lambda: None)
-    with mock.patch("pullspec.fast.multiget.scan_kernel", kernel):
+    kernel = pullspec.fast.reader.read_kernels if compiled else (lambda: None)
+    with mock.patch("pullspec.fast.reader.read_kernels", kernel):
         if isinstance(expected, type):
             with pytest.raises(expected):
                 store.get_messages(reqs)
@@ -206,8 +206,8 @@ def test_pull_through_equals_consecutive_pulls(
         with pytest.raises(type(exc)):
             store.pull_through("G", "T", queue_id, offset, nums, f, max_calls)
         return
-    kernel = pullspec.fast.multiget_kernel.chain_kernel if compiled else (lambda: None)
-    with mock.patch("pullspec.fast.pull_through.chain_kernel", kernel):
+    kernel = pullspec.fast.reader.read_kernels if compiled else (lambda: None)
+    with mock.patch("pullspec.fast.reader.read_kernels", kernel):
         actual = store.pull_through("G", "T", queue_id, offset, nums, f, max_calls)
     assert expected == actual
     assert [r.msg_offsets for r in expected] == [r.msg_offsets for r in actual]
@@ -252,7 +252,10 @@ def test_single_pulls_through_the_kernel_equal_the_numpy_path(
 ) -> None:
     for r in reqs:
         try:
-            expected = store._get(store._queue(r[1], r[2]), r[3], r[4], r[5])
+            q = store.consume_queue(r[1], r[2])
+            expected = store.reader.get(
+                q, r[3], r[4], r[5], BrokerRole.ASYNC_MASTER, False, compiled=False
+            )
         except PullspecError as exc:
             with pytest.raises(type(exc)):
                 store.get_message(*r)
@@ -264,17 +267,10 @@ def test_single_pulls_through_the_kernel_equal_the_numpy_path(
         assert expected.suggest_pulling_from_slave == actual.suggest_pulling_from_slave
 
 
-def test_the_compiled_loops_use_the_kernel_codes() -> None:
-    compiled = pytest.importorskip("pullspec.fast.multiget_numba")
-    for name in ("NO_MATCH", "FOUND", "BAIL", "STOP_DONE", "STOP_ASK", "STOP_FULL", "ALL"):
-        assert getattr(compiled, name) == getattr(pullspec.fast.multiget_kernel, name)
-    assert compiled.CQ_EXT_MAX_ADDRESS == pullspec.fast.multiget_kernel.CQ_EXT_MAX_ADDRESS
-
-
 _FIRST_PULL = """
 import tempfile
-from pullspec.fast import multiget_kernel, multiget_numba
-from pullspec.fast.multiget import GetRequest
+from pullspec.fast import numba_read
+from pullspec.fast.read_plan import GetRequest
 from pullspec.fast.store import MmapMessageStore
 from pullspec.spec.clock import ManualClock
 from pullspec.spec.config import StoreConfig
@@ -288,15 +284,13 @@ assert store.get_message("G", "T", 0, 0, 32, tag_filter("T", "*")).msg_offsets =
 assert store.get_messages([GetRequest("G", "T", 0, 1, 32)])[0].msg_offsets == [1, 2]
 assert len(list(store.pull_through("G", "T", 0, 0, 1, None))) == 3
 store.close()
-kernels = (multiget_numba.window_one, multiget_numba.scan, multiget_numba.chain)
+kernels = (numba_read.window_one, numba_read.scan, numba_read.chain)
 print(sum(sum(k.stats.cache_misses.values()) for k in kernels))
 """
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(
-    pullspec.fast.multiget_kernel.window_kernel() is None, reason="numba missing or disabled"
-)
+@pytest.mark.skipif(pullspec.fast.reader.read_kernels() is None, reason="numba missing or disabled")
 def test_a_fresh_process_loads_the_compiled_loops_from_the_cache() -> None:
     import subprocess
     import sys

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 import pullspec.fast.factories
 from pullspec.conformance.adapters._config import store_config
 from pullspec.conformance.vectors import Verdict, load_cases, run_case
-from pullspec.fast.multiget import GetRequest
+from pullspec.fast.read_plan import GetRequest
 from pullspec.fast.store import MmapMessageStore
 from pullspec.spec.clock import ManualClock
 from pullspec.spec.config import StoreConfig

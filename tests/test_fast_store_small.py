@@ -4,6 +4,7 @@ per-message record encoder, the filter rows cached by identity, the argument fas
 
 from __future__ import annotations
 
+import functools
 import shutil
 from pathlib import Path
 from typing import Any
@@ -29,8 +30,10 @@ from pullspec.spec.errors import (
 from pullspec.spec.filter import tag_filter
 from pullspec.spec.message import BrokerInnerMessage, HostAddress
 from pullspec.spec.profiles import ALL_PROFILES, Profile
+from pullspec.spec.status import BrokerRole
 
 CFG = StoreConfig(mapped_file_size_commit_log=1024, mapped_file_size_consume_queue=80)
+MASTER = BrokerRole.ASYNC_MASTER
 
 
 def _queue(root: Path, units: int = 4) -> ConsumeQueue:
@@ -177,12 +180,13 @@ def test_a_field_out_of_range_is_named_by_the_spec_encoder(tmp_path: Path) -> No
 def test_filter_rows_are_cached_by_identity_and_value(tmp_path: Path) -> None:
     store = MmapMessageStore(tmp_path, CFG, Profile.V4_9, ManualClock(0))
     f, same = tag_filter("T", "A || B"), tag_filter("T", "A || B")
-    row = store._filter_row(f)
-    assert row is not None and store._filter_row(f) is row
-    assert store._filter_row(same) is row  # an equal filter shares the row
-    everything = store._filter_row(None)
+    rows = store.reader.compiled.rows
+    row = rows.row(f)
+    assert row is not None and rows.row(f) is row
+    assert rows.row(same) is row  # an equal filter shares the row
+    everything = rows.row(None)
     assert everything is not None and everything[0] == -1
-    assert store._filter_row(tag_filter("T", "*")) == (everything[0], everything[1])
+    assert rows.row(tag_filter("T", "*")) == (everything[0], everything[1])
     store.close()
 
 
@@ -255,8 +259,11 @@ def test_the_entry_by_entry_scan_answers_as_the_numpy_scan(
     for offset in range(q.min_offset() - 1, q.max_offset() + 2):
         for nums in (1, 2, 32):
             for f in (None, tag_filter("T", "A"), tag_filter("T", "B || C")):
-                fast_answer = store._get(q, offset, nums, f)
-                slow_answer = store._get(q, offset, nums, f, vectorized=False)
+                read = functools.partial(
+                    store.reader.get, q, offset, nums, f, MASTER, False, compiled=False
+                )
+                fast_answer = read()
+                slow_answer = read(vectorized=False)
                 assert fast_answer == slow_answer, (offset, nums, f)
                 assert fast_answer.msg_offsets == slow_answer.msg_offsets
     store.close()

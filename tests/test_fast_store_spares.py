@@ -78,7 +78,8 @@ def test_spares_change_nothing_the_store_shows(tmp_path: Path) -> None:
 def test_a_file_viewed_by_a_result_is_not_reused(tmp_path: Path) -> None:
     store = MmapMessageStore(tmp_path, CFG, Profile.V4_9, ManualClock(1_000))
     store.put_messages(_messages(30))
-    old = store.get_message("G", "T", 0, 0, 2)  # its records decode lazily from the mapping
+    # The records decode lazily from the mapping, through a lease the file counts.
+    old = store.get_message("G", "T", 0, 0, 2).messages
     expected = [m.body for m in store.get_message("G", "T", 0, 0, 2).messages]
     decisions: list[tuple[int, int, bool]] = []
     real_keep = Spares.keep
@@ -93,8 +94,23 @@ def test_a_file_viewed_by_a_result_is_not_reused(tmp_path: Path) -> None:
         store.put_messages(_messages(20, 100))
     assert (1024, 0, False) in decisions  # the file the result reads from
     assert any(kept for size, _, kept in decisions if size == 1024)
-    assert [m.body for m in old.messages] == expected
+    assert [m.body for m in old] == expected
     store.close()
+
+
+def test_a_lent_file_is_kept_only_once_every_lease_is_given_back(tmp_path: Path) -> None:
+    spares = Spares(str(tmp_path))
+    f = MappedFile.create(str(tmp_path / "a"), 0, 64, spares=spares)
+    lease, other = f.lend(), f.lend()
+    assert 2 == f.lent
+    del other  # collected: given back
+    assert 1 == f.lent
+    assert not spares.keep(f)
+    lease.release()
+    lease.release()  # once only
+    assert 0 == f.lent
+    assert spares.keep(f)
+    spares.close()
 
 
 def test_taken_spares_are_zero_new_and_in_the_right_place(tmp_path: Path) -> None:

@@ -312,12 +312,7 @@ def kernels(compiled: bool) -> contextlib.ExitStack[bool | None]:
     """A context in which reads use the compiled scans or, when not `compiled`, numpy only."""
     stack = contextlib.ExitStack()
     if not compiled:
-        for module, name in (
-            ("getone", "window_kernel"),
-            ("multiget", "scan_kernel"),
-            ("pull_through", "chain_kernel"),
-        ):
-            stack.enter_context(mock.patch(f"pullspec.fast.{module}.{name}", lambda: None))
+        stack.enter_context(mock.patch("pullspec.fast.reader.read_kernels", lambda: None))
     return stack
 
 

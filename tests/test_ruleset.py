@@ -27,7 +27,7 @@ CHANGED_RULES = {
 
 #: Files that still choose by profile: fast's read path, being restructured elsewhere (issue 18
 #: item 3); the coordinator converts them after that merge.
-PENDING = {"fast/getone.py", "fast/multiget_compiled.py", "fast/pull_through.py"}
+PENDING: set[str] = set()
 _COMPARISON = re.compile(r"\b(is|is not|==|!=)\s+Profile\.V4_[79]\b|Profile\.V4_[79]\s*:")
 
 

@@ -28,7 +28,7 @@ from pullspec.conformance.adapters import _client
 from pullspec.conformance.candidates import AreaDriver, Candidate
 from pullspec.spec import code, layout, scan, store
 from pullspec.spec import filter as spec_filter
-from pullspec.spec.config import CQ_STORE_UNIT_SIZE
+from pullspec.spec.layout import CQ_STORE_UNIT_SIZE
 from pullspec.spec.profiles import Profile
 from pullspec.spec.status import BrokerRole, GetMessageStatus
 

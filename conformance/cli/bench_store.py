@@ -3,7 +3,7 @@
 The store figures are `conformance.bench.run` (the workloads of ../shared/bench/README.md: W1 and
 W2 pulls with and without a tag filter, batched pulls, appends, recovery, against a numpy copy
 and a raw write measured in the same run); the process-queue figures are
-`fast.pq_bench.bench_process_queue`. `--json` prints one object with a key per figure; the
+`conformance.pq_bench.bench_process_queue`. `--json` prints one object with a key per figure; the
 `*_vs_java` ratios are against the Java figures of ../shared/bench/README.md (run A, a machine of
 the same kind, not this run), which `peer_java_source` names. `--sim-steps` sets the simulation
 whose peak memory is measured (10^5 by default; 10^6 steps take over 20 minutes and about 1 GB
@@ -41,8 +41,8 @@ def bench_command(quick: bool, sim_steps: int | None, quiet: bool, as_json: bool
     peak memory; and the ratios to the Java store's published figures."""
     from pullspec.conformance import bench
     from pullspec.conformance.candidates import factory
+    from pullspec.conformance.pq_bench import bench_process_queue
     from pullspec.conformance.resolve import resolve
-    from pullspec.fast.pq_bench import bench_process_queue
 
     if not quiet:
         click.echo("measuring the store workloads…", err=True)

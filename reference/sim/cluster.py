@@ -18,10 +18,10 @@ from pullspec.reference.lock_manager import ReferenceLockManager
 from pullspec.reference.remoting import OnException, OnResponse, ReferenceRemoting
 from pullspec.reference.scheduler import Scheduler
 from pullspec.reference.sim.config import SimConfig
-from pullspec.reference.store import HOUR_MS, ReferenceMessageStore
+from pullspec.reference.store import ReferenceMessageStore
 from pullspec.spec.clock import Clock, ManualClock
 from pullspec.spec.code import PullMessageRequest, PullResponse
-from pullspec.spec.config import BrokerConfig, StoreConfig, SubscriptionGroupConfig
+from pullspec.spec.config import HOUR_MS, BrokerConfig, StoreConfig, SubscriptionGroupConfig
 from pullspec.spec.message import BrokerInnerMessage, MessageQueue, StoredMessage
 from pullspec.spec.pull_request import PullMessageRequestHeader
 from pullspec.spec.results import PutMessageResult

@@ -1,7 +1,15 @@
-"""The compiled loops of fast.multiget_kernel, defined at module level so that numba caches their
-machine code on disk: a fresh process (a campaign's Spark worker, a test run) loads them instead
-of compiling them for about a second on its first pull. Imported only when numba is installed
-and not disabled (fast.multiget_kernel's `_kernels`).
+"""The compiled window scans of the read path: one window (get_message's, fast.read_compiled),
+every request's window of a get_messages batch, and consecutive pulls of one queue
+(pull_through, fast.read_through). Each examines entries as spec.scan.scan_entry does.
+
+Loaded through fast.kernels.load("numba_read"), only when numba is installed and not disabled.
+The loops are defined at module level so that numba caches their machine code on disk: a fresh
+process (a campaign's Spark worker, a test run) loads them instead of compiling them for about a
+second on its first pull. Each request names its consume-queue file by the address of its
+mapping (the caller holds the queue's Layout, so the mapping stays open for the call). A scan
+that meets what the loop does not model — a returned entry whose record is not readable in the
+commit log (STORE-12's MESSAGE_WAS_REMOVING branch) — ends with BAIL and the pull is answered
+by the numpy or entry-by-entry scan (fast.read_numpy).
 """
 
 from __future__ import annotations
@@ -13,12 +21,16 @@ from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic
 
-# fast.multiget_kernel's codes (a test checks they agree), defined in this file because numba
-# invalidates its cache of a function only when the function's own file changes.
+from pullspec.fast.read_compiled import ALL
+from pullspec.spec.layout import CQ_STORE_UNIT_SIZE
+from pullspec.spec.scan import CQ_EXT_MAX_ADDRESS
+
+# The codes are defined here, the one module that compiles them in (numba invalidates its cache
+# of a function only when the function's own file changes); callers read them from this module.
+#: Kernel status codes per window.
 NO_MATCH, FOUND, BAIL = 0, 1, 2
+#: Why a chain stopped: it reached max_offset, a pull needs the Python path, buffers full.
 STOP_DONE, STOP_ASK, STOP_FULL = 0, 1, 2
-ALL = -1
-CQ_EXT_MAX_ADDRESS = -(1 << 31) - 1
 
 
 def _load_be64(typingctx: Any, address: Any) -> Any:  # pragma: no cover - compiled
@@ -52,13 +64,13 @@ def window_py(  # pragma: no cover - compiled
     wanted: int,
     codes: Any,
     log: Any,
-    limits: Any,
     picked_pos: Any,
     picked_phys: Any,
     out: int,
 ) -> Any:
     """STORE-11/12 over entries [first, first + n) of one consume-queue file: (status,
-    scanned, count, total, last phys, next free picked slot)."""
+    scanned, count, total, last phys, next free picked slot). `log` holds the commit-log facts
+    and the BATCH-2 limits (fast.read_compiled.LogFacts)."""
     log_min, last_start, wrote, f_size, max_offset_py, memory = (
         log[0],
         log[1],
@@ -67,7 +79,7 @@ def window_py(  # pragma: no cover - compiled
         log[4],
         log[5],
     )
-    bytes_disk, count_disk, bytes_mem, count_mem = limits[0], limits[1], limits[2], limits[3]
+    bytes_disk, count_disk, bytes_mem, count_mem = log[6], log[7], log[8], log[9]
     code0 = codes[0] & 4294967295 if wanted >= 1 else -1
     status = NO_MATCH
     count = 0
@@ -75,7 +87,7 @@ def window_py(  # pragma: no cover - compiled
     scanned = 0
     last = 0
     for j in range(n):
-        p = base + (first + j) * 20
+        p = base + (first + j) * CQ_STORE_UNIT_SIZE
         phys = load_be64(p)
         size = load_be32(p + 8)
         tags = load_be64(p + 12)
@@ -133,7 +145,6 @@ def scan_py(  # pragma: no cover - compiled
     codes: Any,
     code_counts: Any,
     log: Any,
-    limits: Any,
     out_status: Any,
     out_scanned: Any,
     out_count: Any,
@@ -155,7 +166,6 @@ def scan_py(  # pragma: no cover - compiled
             code_counts[row],
             codes[row],
             log,
-            limits,
             picked_pos,
             picked_phys,
             picked_start[r],
@@ -179,7 +189,6 @@ def chain_py(  # pragma: no cover - compiled
     wanted: int,
     codes: Any,
     log: Any,
-    limits: Any,
     row: int,
     out: int,
     out_offset: Any,
@@ -196,19 +205,19 @@ def chain_py(  # pragma: no cover - compiled
     max_offset: (rows written, picked slots used, offset reached, why it stopped)."""
     per_call = nums if nums > 1 else 1
     while offset < max_offset:
-        pos = offset * 20
+        pos = offset * CQ_STORE_UNIT_SIZE
         k = (pos - starts[0]) // f_size
         if k < 0 or k >= len(starts) or starts[k] != pos - pos % f_size:
             return row, out, offset, STOP_ASK
         rel = pos - starts[k]
         if rel >= readable[k]:
             return row, out, offset, STOP_ASK
-        n = (readable[k] - rel) // 20
+        n = (readable[k] - rel) // CQ_STORE_UNIT_SIZE
         n = min(n, budget)
         if row >= len(out_offset) or out + min(n, per_call) > len(picked_pos):
             return row, out, offset, STOP_FULL
         status, scanned, count, total, last, end = window(
-            addresses[k], rel // 20, n, nums, wanted, codes, log, limits, picked_pos,
+            addresses[k], rel // CQ_STORE_UNIT_SIZE, n, nums, wanted, codes, log, picked_pos,
             picked_phys, out,
         )  # fmt: skip
         if status == BAIL:
@@ -234,13 +243,11 @@ def window_one_py(  # pragma: no cover - compiled
     wanted: int,
     codes: Any,
     log: Any,
-    limits: Any,
-    picked_pos: Any,
-    picked_phys: Any,
-    out: int,
+    picked: Any,
 ) -> Any:
-    """One window scan called from Python (get_message's): `window_py`, compiled alone."""
-    return window(base, first, n, nums, wanted, codes, log, limits, picked_pos, picked_phys, out)
+    """One window scan called from Python (get_message's): `window_py` with the picked
+    positions and phys in the two rows of `picked` (fewer arguments to type on each call)."""
+    return window(base, first, n, nums, wanted, codes, log, picked[0], picked[1], 0)
 
 
 #: The batch scan of get_messages.

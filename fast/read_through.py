@@ -10,30 +10,21 @@ get_message's path and the run goes on after it; without numba every pull is.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from types import ModuleType
 
 import numpy as np
 
+from pullspec.fast.consumequeue import ConsumeQueue
 from pullspec.fast.gather import I64
-from pullspec.fast.getpath import check_pull_arguments
-from pullspec.fast.multiget_compiled import CompiledMultiGet, filter_table
-from pullspec.fast.multiget_kernel import BAIL, FOUND, STOP_ASK, STOP_DONE, chain_kernel
+from pullspec.fast.mapped import MappedFile
+from pullspec.fast.read_compiled import CompiledScanner, filter_table
+from pullspec.fast.read_plan import ReadPlanner
 from pullspec.fast.results import FileView, MultiGetResult, ScannedRows
-from pullspec.spec.batch import max_filter_message_count
-from pullspec.spec.errors import (
-    InvalidArgumentError,
-    ReadOnlyStoreError,
-    require_int,
-)
 from pullspec.spec.layout import CQ_STORE_UNIT_SIZE
-from pullspec.spec.profiles import Profile
 from pullspec.spec.protocols import MessageFilter
 from pullspec.spec.results import GetMessageResult
 from pullspec.spec.status import GetMessageStatus
-
-if TYPE_CHECKING:
-    from pullspec.fast.consumequeue import ConsumeQueue
-    from pullspec.fast.mapped import MappedFile
 
 #: Statuses after which the run goes on at nextBeginOffset (a scan answered the pull).
 _SCANNED = (
@@ -47,67 +38,56 @@ _FIRST_ROWS = 4096
 Columns = tuple[I64, I64, I64, I64, I64, I64, I64, I64, I64]
 
 
-class PullThroughPath(CompiledMultiGet):
-    """Mixin: consecutive pulls of one queue in one pass."""
-
-    if TYPE_CHECKING:
-        _closed: bool
-
-    def pull_through(
-        self,
-        group: str,
-        topic: str,
-        queue_id: int,
-        offset: int,
-        max_msg_nums: int,
-        message_filter: MessageFilter | None = None,
-        max_calls: int | None = None,
-    ) -> MultiGetResult:
-        """The pulls from `offset` on, each at the previous nextBeginOffset, until one reaches
-        the queue's max offset, one is not a window scan (FOUND, NO_MATCHED_MESSAGE or
-        MESSAGE_WAS_REMOVING), or `max_calls` were made; the answers in order, columnar."""
-        check_pull_arguments(group, topic, queue_id, offset, max_msg_nums, message_filter)
-        if max_calls is not None and (require_int("max_calls", max_calls) < 0):
-            raise InvalidArgumentError("max_calls", max_calls, "must be at least 0")
-        if self._closed:
-            raise ReadOnlyStoreError("pull_through on a closed store")
-        q = self._queue(topic, queue_id)
-        limit = (1 << 62) if max_calls is None else max_calls
-        kernel = chain_kernel()
-        codes, counts, unknown = filter_table([message_filter])
-        # 4.9 refuses a negative maxMsgNums once a window exists: get_message's path raises it.
-        usable = (
-            kernel is not None
-            and not unknown
-            and -(1 << 26) < max_msg_nums < 1 << 26
-            and (max_msg_nums >= 0 or self.profile is Profile.V4_7)
-        )
-        _, max_offset = q.min_max()
-        min_offset = q.min_logic_offset // CQ_STORE_UNIT_SIZE
-        cols = _new_columns(_FIRST_ROWS)
-        rows = out = 0
-        order: list[GetMessageResult | int] = []
-        facts, lim, log_files = self._kernel_facts()
-        budget = -(-max_filter_message_count(max_msg_nums) // CQ_STORE_UNIT_SIZE)
-        while len(order) < limit and offset < max_offset:
-            if usable and q.files and offset >= min_offset:
-                before = rows
-                rows, out, offset, why = _run(
-                    kernel, q, offset, max_offset, max_msg_nums, budget, int(counts[0]),
-                    codes[0], facts, lim, rows, out, cols, limit - len(order),
-                )  # fmt: skip
-                order.extend(range(before, rows))
-                if why == STOP_DONE or len(order) >= limit:
-                    break
-                if why != STOP_ASK:
-                    cols = _grow(cols, rows, out)
-                    continue
-            r = self._get(q, offset, max_msg_nums, message_filter)
-            order.append(r)
-            if r.status not in _SCANNED or r.next_begin_offset <= offset:
+def pull_through(
+    kernels: ModuleType | None,
+    compiled: CompiledScanner,
+    planner: ReadPlanner,
+    q: ConsumeQueue,
+    offset: int,
+    max_msg_nums: int,
+    message_filter: MessageFilter | None,
+    limit: int,
+    answer: Callable[[int], GetMessageResult],
+) -> MultiGetResult:
+    """The pulls of queue `q` from `offset` on, at most `limit`, each at the previous
+    nextBeginOffset: runs of the compiled chain (`kernels`, None without numba) and, for a pull
+    the chain does not model, `answer(offset)` (get_message's path)."""
+    codes, counts, unknown = filter_table([message_filter])
+    # The chain restates, inside its loop, the scan case the planner decides for its first pull:
+    # min ≤ offset < max (STORE-5), the window in the file covering offset (STORE-9), cut to the
+    # planner's BATCH-1 budget. A pull outside that case goes through `answer`.
+    usable = kernels is not None and not unknown and planner.compiled_nums(max_msg_nums)
+    _, max_offset = q.min_max()
+    min_offset = q.min_logic_offset // CQ_STORE_UNIT_SIZE
+    cols = _new_columns(_FIRST_ROWS)
+    rows = out = 0
+    order: list[GetMessageResult | int] = []
+    facts, log_files, _, _ = compiled.facts.current()
+    budget = planner.budget(max_msg_nums)
+    while len(order) < limit and offset < max_offset:
+        if usable and q.files and offset >= min_offset:
+            assert kernels is not None
+            before = rows
+            rows, out, offset, why = _run(
+                kernels, q, offset, max_offset, max_msg_nums, budget, int(counts[0]),
+                codes[0], facts, rows, out, cols, limit - len(order),
+            )  # fmt: skip
+            order.extend(range(before, rows))
+            if why == kernels.STOP_DONE or len(order) >= limit:
                 break
-            offset = r.next_begin_offset
-        return _assemble(self, order, cols, rows, min_offset, max_offset, facts, log_files)
+            if why != kernels.STOP_ASK:
+                cols = _grow(cols, rows, out)
+                continue
+        r = answer(offset)
+        order.append(r)
+        if r.status not in _SCANNED or r.next_begin_offset <= offset:
+            break
+        offset = r.next_begin_offset
+    # Without a kernel there are no rows, whose status codes would need its FOUND and BAIL.
+    found, bail = (kernels.FOUND, kernels.BAIL) if kernels is not None else (0, 0)
+    return _assemble(
+        compiled, order, cols, rows, min_offset, max_offset, facts, log_files, found, bail
+    )
 
 
 def _new_columns(n: int) -> Columns:
@@ -127,7 +107,7 @@ def _grow(cols: Columns, rows: int, out: int) -> Columns:
 
 
 def _run(
-    kernel: Any,
+    kernels: ModuleType,
     q: ConsumeQueue,
     offset: int,
     max_offset: int,
@@ -136,7 +116,6 @@ def _run(
     wanted: int,
     codes: I64,
     facts: I64,
-    lim: I64,
     rows: int,
     out: int,
     cols: Columns,
@@ -149,18 +128,18 @@ def _run(
     readable = np.clip(end - starts, 0, q.file_size)
     addresses = np.array(lay.addresses, dtype=np.int64)
     cap = min(len(cols[0]), rows + calls_left)
-    r, o, at, why = kernel(
+    r, o, at, why = kernels.chain(
         addresses, starts, readable, q.file_size, offset, max_offset, nums, budget, wanted,
-        codes, facts, lim, rows, out, cols[0][:cap], *cols[1:6], *cols[6:],
+        codes, facts, rows, out, cols[0][:cap], *cols[1:6], *cols[6:],
     )  # fmt: skip
     del lay
-    if why != STOP_DONE and r == cap and cap < len(cols[0]):
-        why = STOP_DONE  # the calls asked for are made
+    if why != kernels.STOP_DONE and r == cap and cap < len(cols[0]):
+        why = kernels.STOP_DONE  # the calls asked for are made
     return int(r), int(o), int(at), int(why)
 
 
 def _assemble(
-    store: CompiledMultiGet,
+    compiled: CompiledScanner,
     order: list[GetMessageResult | int],
     cols: Columns,
     rows: int,
@@ -168,18 +147,19 @@ def _assemble(
     max_offset: int,
     facts: I64,
     log_files: list[MappedFile],
+    found_code: int,
+    bail_code: int,
 ) -> MultiGetResult:
     """The MultiGetResult of a run: kernel rows and get_message answers in pull order;
     `log_files` are the commit-log files the kernel's `facts` were read with."""
     offset, status, scanned, count, total, last, picked_start, picked_pos, picked_phys = cols
-    log = store.commit_log
-    found = status[:rows] == FOUND
+    found = status[:rows] == found_code
     scanned_rows = ScannedRows(
         offset=offset[:rows].copy(),
         min_offset=np.full(rows, min_offset, dtype=np.int64),
         max_offset=np.full(rows, max_offset, dtype=np.int64),
         found=found,
-        bail=status[:rows] == BAIL,
+        bail=status[:rows] == bail_code,
         scanned=scanned[:rows].copy(),
         count=count[:rows].copy(),
         total=total[:rows].copy(),
@@ -187,10 +167,8 @@ def _assemble(
         picked_start=picked_start[:rows].copy(),
         picked_pos=picked_pos,
         picked_phys=picked_phys,
-        log_files=tuple(FileView(f.start, f.data) for f in log_files),
-        log_file_size=log.file_size,
-        profile=store.profile,
-        delay_levels=store._delay_levels,
+        log_files=tuple(FileView(f.start, f.lend()) for f in log_files),
+        **compiled.row_context(),
     )
     if len(order) == rows:  # every pull was the kernel's, in order
         return MultiGetResult([None] * rows, np.arange(rows, dtype=np.int64), scanned_rows)

@@ -1,6 +1,7 @@
 """A micro-benchmark of FastProcessQueue against the reference ProcessQueue, for `pullspec bench`.
 
-The baseline is the reference model unless another ProcessQueue factory is passed.
+The baseline is the reference model (resolved as the `reference` candidate) unless another
+ProcessQueue factory is passed.
 
 Workload: a queue holding `depth` cached messages (RocketMQ's pullThresholdForQueue default,
 1000) takes batches of 32: concurrently (put 32 new offsets, remove the 32 oldest, as the
@@ -8,8 +9,7 @@ concurrent service acknowledges them) and orderly (put 32, take 32, commit). Tim
 seconds of this process, best of several passes, so other load on a shared machine does not
 skew them (the convention of conformance.bench). Each figure is measured in the same run.
 
-fast/ never imports reference/: the baseline is resolved by candidate name at call time
-(conformance.candidates), or passed in as any `(clock, profile) -> ProcessQueue` factory.
+It lives in conformance, the one layer that sees both fast and the reference model.
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from pullspec.conformance.candidates import factory
+from pullspec.conformance.resolve import resolve
 from pullspec.fast.process_queue import FastProcessQueue
 from pullspec.spec.clock import Clock, ManualClock
 from pullspec.spec.message import StoredMessage
@@ -98,9 +100,6 @@ def bench_process_queue(
     `pq_put_take_commit32` (one op = one put, take or commit call). `quick` runs fewer rounds.
     """
     if baseline is None:
-        from pullspec.conformance.candidates import factory
-        from pullspec.conformance.resolve import resolve
-
         baseline = factory(resolve("reference"), "process_queue")
     ref: ProcessQueueFactory = baseline
     fast_rounds, ref_rounds, passes = (200, 10, 2) if quick else (2000, 60, 3)
@@ -122,7 +121,7 @@ def bench_process_queue(
 
 if (
     __name__ == "__main__"
-):  # pragma: no cover - manual run: python -m pullspec.fast.pq_bench [--quick]
+):  # pragma: no cover - manual run: python -m pullspec.conformance.pq_bench [--quick]
     import json
     import sys
 

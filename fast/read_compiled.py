@@ -1,0 +1,332 @@
+"""The compiled scanners of ScanPlans (fast.read_plan): one pull's window (get_message) and every
+request's window of a get_messages batch, by fast.numba_read's loops.
+
+What the loops do not model — a filter other than a tag-type ExpressionMessageFilter, a maxMsgNums
+beyond COMPILED_NUMS, a returned record that is not readable (MESSAGE_WAS_REMOVING) — is left
+to the numpy scanner (fast.read_numpy): `scan` answers None, a batch row is redone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any, cast
+
+import numpy as np
+
+from pullspec.fast.commitlog import CommitLog
+from pullspec.fast.gather import I64, U8
+from pullspec.fast.mapped import MappedFile
+from pullspec.fast.read_plan import Pull, ReadPlanner, ScanPlan
+from pullspec.fast.results import (
+    FileView,
+    LazyMessages,
+    ScannedResult,
+    ScannedRows,
+    lazy_records,
+)
+from pullspec.spec.filter import SUB_ALL, ExpressionMessageFilter, is_tag_type
+from pullspec.spec.protocols import MessageFilter
+from pullspec.spec.results import GetMessageResult
+from pullspec.spec.status import GetMessageStatus
+
+#: Distinct filters whose kernel rows are kept (filters are frozen values: equal ones share).
+_FILTER_ROWS_KEPT = 256
+#: A kernel filter row: (code count, or the kernel's ALL for match-everything; the codes).
+Row = tuple[int, I64]
+_FOUND, _NO_MATCH = GetMessageStatus.FOUND, GetMessageStatus.NO_MATCHED_MESSAGE
+#: The code count of a filter row that matches every entry (a null filter, `*`, class mode).
+#: fast.numba_read compiles it in: numba's disk cache does not see a change made here.
+ALL = -1
+
+
+def filter_table(filters: list[MessageFilter | None]) -> tuple[I64, I64, list[int]]:
+    """The kernel's filter rows: (codes, code counts with ALL for match-everything, rows the
+    kernel cannot evaluate — any filter but a tag-type ExpressionMessageFilter)."""
+    width = 1
+    rows: list[list[int] | None] = []
+    unknown: list[int] = []
+    for k, f in enumerate(filters):
+        if f is None:
+            rows.append(None)
+            continue
+        if type(f) is not ExpressionMessageFilter:
+            unknown.append(k)
+            rows.append([])
+            continue
+        sub = f.subscription
+        if (
+            sub is None
+            or sub.class_filter_mode
+            or not is_tag_type(sub.expression_type)
+            or sub.sub_string == SUB_ALL
+        ):
+            rows.append(None)
+            continue
+        codes = sorted(sub.code_set)
+        width = max(width, len(codes))
+        rows.append(codes)
+    table = np.zeros((len(filters), width), dtype=np.int64)
+    counts = np.zeros(len(filters), dtype=np.int64)
+    for k, row in enumerate(rows):
+        if row is None:
+            counts[k] = ALL
+        else:
+            counts[k] = len(row)
+            table[k, : len(row)] = row
+    return table, counts, unknown
+
+
+class FilterRows:
+    """Kernel rows of filters, cached by identity (a caller that reuses its filter objects skips
+    hashing them: a frozen filter's hash walks its subscription) and by value (equal filters
+    share a row). Each identity entry holds its filter, so the id is not reused while cached."""
+
+    def __init__(self) -> None:
+        #: The row of no filter: every entry matches. (Writeable, as every kernel argument:
+        #: numba types a read-only array through its slow Python path.)
+        self.match_all: Row = (ALL, np.zeros(1, dtype=np.int64))
+        self._by_id: dict[int, tuple[Any, Row | None]] = {}
+        self._by_value: dict[Any, Row | None] = {}
+
+    def row(self, message_filter: MessageFilter | None) -> Row | None:
+        """The kernel's (code count or ALL, codes) for a filter; None when only the numpy or
+        entry-by-entry scan can evaluate it."""
+        if message_filter is None:
+            return self.match_all
+        hit = self._by_id.get(id(message_filter))
+        if hit is not None and hit[0] is message_filter:
+            return hit[1]
+        row = self._row_by_value(message_filter)
+        if len(self._by_id) >= _FILTER_ROWS_KEPT:
+            self._by_id.clear()
+        self._by_id[id(message_filter)] = (message_filter, row)
+        return row
+
+    def _row_by_value(self, message_filter: MessageFilter) -> Row | None:
+        try:
+            found = self._by_value.get(message_filter, False)
+        except TypeError:  # an unhashable custom filter
+            return None
+        if found is not False:
+            return cast("Row | None", found)
+        codes, counts, unknown = filter_table([message_filter])
+        row = None if unknown else (int(counts[0]), np.ascontiguousarray(codes[0]))
+        if len(self._by_value) >= _FILTER_ROWS_KEPT:
+            self._by_value.clear()
+        self._by_value[message_filter] = row
+        return row
+
+
+class LogFacts:
+    """What the compiled loops read of the commit log, as one int64 array rebuilt only when the
+    log changes: its min, the start of the file holding the max offset, the bytes written in
+    that file, the file size, the max offset, the memory share (BATCH-3), then the four BATCH-2
+    limits (bytes and count on disk, bytes and count in memory). The array stays writeable:
+    numba types a read-only argument through its slow Python path on every call."""
+
+    def __init__(self, commit_log: CommitLog, planner: ReadPlanner) -> None:
+        self._log = commit_log
+        limits = planner.limits
+        self._memory = planner.memory
+        self._limits = (
+            limits.max_transfer_bytes_on_message_in_disk,
+            limits.max_transfer_count_on_message_in_disk,
+            limits.max_transfer_bytes_on_message_in_memory,
+            limits.max_transfer_count_on_message_in_memory,
+        )
+        self._cached: tuple[Any, I64, tuple[U8, ...]] = (None, np.zeros(0, dtype=np.int64), ())
+
+    def current(self) -> tuple[I64, list[MappedFile], int, tuple[U8, ...]]:
+        """The facts, the commit-log files they were read with (every record they call
+        readable is in those: a reader decodes from them), the max offset among them and the
+        files' bytes as they were mapped then (a view pins its mapping, so a result decodes its
+        records from it even after the store is closed)."""
+        log = self._log
+        end = log.end  # before the files (fast.commitlog)
+        files = log.files
+        key = (files[0].start, end) if files else None
+        cached = self._cached
+        if cached[0] == key and key is not None:
+            return cached[1], files, end, cached[2]
+        if files:
+            # The "last file" is the one `end` lies in: records before it must lie inside
+            # their file, records in it must end by `end` (files past it are not read).
+            written = end % log.file_size
+            log_facts = (files[0].start, end - written, written, log.file_size)
+        else:  # nothing is readable: any returned entry bails
+            log_facts = (1 << 62, 1 << 62, 0, log.file_size)
+        facts = np.array((*log_facts, end, self._memory, *self._limits), dtype=np.int64)
+        views = tuple(f.data for f in files)
+        self._cached = (key, facts, views)
+        return facts, files, end, views
+
+
+class CompiledScanner:
+    """Scans ScanPlans with the compiled loops of fast.numba_read."""
+
+    def __init__(
+        self, commit_log: CommitLog, planner: ReadPlanner, delay_levels: tuple[int, ...]
+    ) -> None:
+        self._log = commit_log
+        self._planner = planner
+        self._delay_levels = delay_levels
+        self.rows = FilterRows()
+        self.facts = LogFacts(commit_log, planner)
+
+    def scan(
+        self, kernels: ModuleType, plan: ScanPlan, message_filter: MessageFilter | None
+    ) -> GetMessageResult | None:
+        """The answer of one pull's scan, or None when the loop does not model it."""
+        row = self.rows.row(message_filter)
+        _, lay, number, first, n, offset, nums, min_offset, max_offset, compiled = plan
+        if row is None or not compiled:
+            return None
+        picked = np.empty((2, min(n, nums if nums > 1 else 1)), dtype=np.int64)
+        log, files, max_offset_py, views = self.facts.current()
+        wanted, codes = row
+        status, scanned, count, total, last_phys, _ = kernels.window_one(
+            lay.addresses[number], first, n, nums, wanted, codes, log, picked
+        )
+        del lay  # held through the kernel's reads
+        if status == kernels.BAIL:  # a returned record is not readable
+            return None
+        return ScannedResult(
+            (
+                _FOUND if status == kernels.FOUND else _NO_MATCH,
+                offset + scanned,
+                min_offset,
+                max_offset,
+                count,
+                total,
+                offset,
+                picked,
+                max_offset_py,
+                last_phys,
+                self._planner.memory,
+                self,
+                files,
+                views,
+            )
+        )
+
+    def records(self, files: list[MappedFile], views: tuple[U8, ...], phys: I64) -> LazyMessages:
+        """The records at commit-log offsets `phys`, all readable in the commit-log `files`
+        (the list the kernel's facts were read with, `views` their bytes then), decoded on
+        access through leases of those files."""
+        size = self._log.file_size
+        profile = self._planner.profile
+        if len(phys):
+            base = files[0].start
+            first = (int(phys[0]) - base) // size
+            if first == (int(phys[-1]) - base) // size:  # the usual case: all in one file
+                f = files[first]
+                return LazyMessages(
+                    f.lend(views[first]), phys, profile, self._delay_levels, f.start
+                )
+        # The live list may have grown since (appends extend it in place): the records lie in
+        # the files the views were taken of, its first len(views).
+        leased = [FileView(f.start, f.lend(v)) for f, v in zip(files, views, strict=False)]
+        return lazy_records(leased, size, phys, profile, self._delay_levels)
+
+    # -- get_messages ------------------------------------------------------------------------
+
+    def scan_many(
+        self,
+        kernels: ModuleType,
+        reqs: list[Pull],
+        plans: list[GetMessageResult | ScanPlan],
+        answer: Callable[[Pull], GetMessageResult],
+    ) -> tuple[list[GetMessageResult | None], I64, ScannedRows | None]:
+        """get_messages' scans in one kernel call: (answers of the requests not scanned by the
+        kernel, each request's kernel row or −1, the rows). A request the kernel does not model
+        is answered by `answer` (get_message's path)."""
+        row: list[int] = []
+        items: list[GetMessageResult | None] = [None] * len(reqs)
+        filters: dict[int, int] = {}
+        rows_of_filter: list[MessageFilter | None] = []
+        flat: list[int] = []
+        # Each scan's Layout, held until the kernel has read the files it names.
+        held: list[Any] = []
+        redo: list[int] = []
+        m = 0
+        for i, (plan, r) in enumerate(zip(plans, reqs, strict=True)):
+            if type(plan) is not ScanPlan:
+                items[i] = cast(GetMessageResult, plan)
+                row.append(-1)
+                continue
+            _, lay, number, first, n, offset, nums, min_offset, max_offset, compiled = plan
+            if not compiled:
+                redo.append(i)
+                row.append(-1)
+                continue
+            f = r[5]
+            fid = filters.get(id(f))
+            if fid is None:
+                fid = filters[id(f)] = len(rows_of_filter)
+                rows_of_filter.append(f)
+            held.append(lay)
+            flat.extend(
+                (lay.addresses[number], first, n, nums, fid, offset, min_offset, max_offset)
+            )
+            row.append(m)
+            m += 1
+        row_of = np.array(row, dtype=np.int64)
+        rows: ScannedRows | None = None
+        if m:
+            codes, counts, unknown = filter_table(rows_of_filter)
+            a = np.array(flat, dtype=np.int64).reshape(m, 8).T
+            rows = self._scan_rows(kernels, a, codes, counts)
+            bad = rows.bail | np.isin(a[4], unknown) if unknown else rows.bail
+            if bad.any():
+                redo += np.flatnonzero(row_of >= 0)[bad].tolist()
+        del held  # the kernel has read the queue files
+        for i in redo:
+            row_of[i] = -1
+            items[i] = answer(reqs[i])
+        return items, row_of, rows
+
+    def _scan_rows(self, kernels: ModuleType, a: I64, codes: I64, counts: I64) -> ScannedRows:
+        """Run the compiled batch scan over the requests' columns `a` (address, first, n,
+        max nums, filter row, offset, min, max)."""
+        m = a.shape[1]
+        log, files, max_offset_py, _ = self.facts.current()
+        caps = np.minimum(a[2], np.maximum(a[3], 1) + 1)
+        picked_start = np.zeros(m, dtype=np.int64)
+        np.cumsum(caps[:-1], out=picked_start[1:])
+        total_cap = int(picked_start[-1] + caps[-1])
+        status = np.empty(m, dtype=np.int64)
+        scanned = np.empty(m, dtype=np.int64)
+        count = np.empty(m, dtype=np.int64)
+        total = np.empty(m, dtype=np.int64)
+        last = np.empty(m, dtype=np.int64)
+        picked_pos = np.empty(total_cap, dtype=np.int64)
+        picked_phys = np.empty(total_cap, dtype=np.int64)
+        kernels.scan(
+            a[0], a[1], a[2], a[3], a[4], codes, counts, log, status, scanned, count, total,
+            last, picked_start, picked_pos, picked_phys,
+        )  # fmt: skip
+        return ScannedRows(
+            offset=a[5],
+            min_offset=a[6],
+            max_offset=a[7],
+            found=status == kernels.FOUND,
+            bail=status == kernels.BAIL,
+            scanned=scanned,
+            count=count,
+            total=total,
+            suggest=(max_offset_py - last) > self._planner.memory,
+            picked_start=picked_start,
+            picked_pos=picked_pos,
+            picked_phys=picked_phys,
+            log_files=tuple(FileView(f.start, f.lend()) for f in files),
+            **self.row_context(),
+        )
+
+    def row_context(self) -> dict[str, Any]:
+        """What ScannedRows needs besides the rows to decode their records."""
+        return {
+            "log_file_size": self._log.file_size,
+            "profile": self._planner.profile,
+            "delay_levels": self._delay_levels,
+        }
