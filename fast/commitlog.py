@@ -70,7 +70,7 @@ class CommitLog:
         #: through the mapping (RocketMQ's transientStorePoolEnable); reads still use the mapping.
         self.transient = False
         #: Where expired small files are kept for reuse (fast.spares); None deletes them.
-        self.spares: Spares | None = None
+        self.spares: Spares[MappedFile] | None = None
         #: On a RAM filesystem, where flushing protects nothing (fast.mapped.on_ram_filesystem).
         self.volatile = False
         self._staging = np.empty(0, dtype=np.uint8)

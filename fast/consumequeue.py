@@ -104,7 +104,7 @@ class ConsumeQueue(BlockCache):
         self.transient = False
         self._fd: tuple[int, int] | None = None
         #: Where expired files are kept for reuse (fast.spares); None deletes them.
-        self.spares: Spares | None = None
+        self.spares: Spares[MappedFile] | None = None
         #: On a RAM filesystem, where flushing protects nothing (fast.mapped.on_ram_filesystem).
         self.volatile = False
         self._retired = Retired()

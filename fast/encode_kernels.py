@@ -19,11 +19,12 @@ from typing import Any, NamedTuple, cast
 import numpy as np
 
 from pullspec.fast.gather import I64, U8
-from pullspec.fast.kernels import SMALL, body_crcs, crc_tables, load
+from pullspec.fast.kernels import SMALL, body_crcs, crc_tables, load, numba_records
 from pullspec.spec.layout import MESSAGE_MAGIC_CODE
 
-#: Bytes of a record before its body: every fixed field through BODYLENGTH (IPv4 hosts).
-HEAD_LENGTH = 88
+#: Bytes of a record before its body (IPv4 hosts).
+from pullspec.spec.record import OFF_BODY_V4 as HEAD_LENGTH
+
 #: The head as stored: packed big-endian fields, hosts as their 8 raw bytes.
 HEAD_DTYPE = np.dtype(
     [
@@ -99,7 +100,7 @@ EncodeKernel = Callable[..., None]
 @functools.cache
 def _compiled() -> EncodeKernel | None:
     """The compiled encoder (fast.numba_records), or None when numba is missing or disabled."""
-    compiled = load("numba_records")
+    compiled = load(numba_records)
     return None if compiled is None else cast(EncodeKernel, compiled.encode)
 
 

@@ -35,12 +35,13 @@ from typing import Any, NamedTuple
 import attrs
 import numpy as np
 
-from pullspec.fast import recovery_kernels
 from pullspec.fast.cq_entries import CQ_DTYPE
 from pullspec.fast.gather import I64, gather_be
 from pullspec.fast.kernels import body_crcs
 from pullspec.fast.mapped import MappedFile, list_mapped_files
 from pullspec.fast.recovery import Dispatch
+from pullspec.fast.recovery_kernels import group_ranges
+from pullspec.fast.recovery_kernels import walk as walk_compiled
 from pullspec.fast.validate import body_ranges, dispatch_fields, walk_records
 from pullspec.spec.config import DEFAULT_MESSAGE_DELAY_LEVEL
 from pullspec.spec.delay import parse_delay_levels
@@ -354,7 +355,7 @@ class _LogWalk:
         data, limit, pos = f.data, self._limit(f), 0
         found: list[I64] = []
         while pos < limit:
-            walked = recovery_kernels.walk(data, pos, limit, f.start)
+            walked = walk_compiled(data, pos, limit, f.start)
             if walked is not None:
                 positions, stop, how = walked.positions, walked.end, walked.how
             else:
@@ -466,7 +467,7 @@ class _LogWalk:
     def _check_text(self, name: str, f: MappedFile, pos: I64, fields: dict[str, I64]) -> None:
         """Topics TopicValidator accepts, topics and properties that are UTF-8."""
         for at, length, what in _TEXTS:
-            groups, first = recovery_kernels.group_ranges(f.data, fields[at], fields[length])
+            groups, first = group_ranges(f.data, fields[at], fields[length])
             for g, k in enumerate(first.tolist()):
                 start, n = int(fields[at][k]), int(fields[length][k])
                 raw = bytes(f.mm[start : start + n])

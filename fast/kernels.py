@@ -38,17 +38,26 @@ _POLY = 0xEDB88320
 
 
 @functools.cache
-def load(family: str) -> ModuleType | None:
-    """The compiled kernel module `fast.<family>` (numba_read, …), or None when numba is missing
-    or disabled (PULLSPEC_NO_NUMBA=1): the one way every compiled loop is loaded. Each such
-    module compiles its loops at import with numba's disk cache, so a fresh process loads their
-    machine code instead of compiling it; importing `fast` itself never imports numba."""
+def load(importer: Callable[[], ModuleType]) -> ModuleType | None:
+    """The compiled kernel module `importer` imports (fast.numba_read, …), or None when numba is
+    missing or disabled (PULLSPEC_NO_NUMBA=1): the one way every compiled loop is loaded. Each
+    such module compiles its loops at import with numba's disk cache, so a fresh process loads
+    their machine code instead of compiling it; importing `fast` itself never imports numba.
+    `importer` is a function of the module that needs the loops, naming them literally, so the
+    import graph shows who needs which loops (and that no loop imports back).
+
+    Example: ``load(numba_records)`` is fast.numba_records, or None without numba."""
     if os.environ.get(NO_NUMBA_ENV) == "1":
         return None
     try:
-        return importlib.import_module(f"pullspec.fast.{family}")
+        return importer()
     except ImportError:
         return None
+
+
+def numba_records() -> ModuleType:
+    """Import fast.numba_records (body CRCs and the MessageBatch encoder); see `load`."""
+    return importlib.import_module("pullspec.fast.numba_records")
 
 
 CrcKernel = Callable[[U8, I64, I64, Any], Any]
@@ -71,7 +80,7 @@ def crc_tables() -> Any:
 def _compiled(records: int = 0) -> CrcKernel | None:
     """The compiled CRC kernel for `records` records (fast.numba_records) — on numba's threads
     from PARALLEL_FROM on — or None when numba is missing or disabled."""
-    compiled = load("numba_records")
+    compiled = load(numba_records)
     if compiled is None:
         return None
     return cast(CrcKernel, compiled.crcs_parallel if records >= PARALLEL_FROM else compiled.crcs)

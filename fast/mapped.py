@@ -162,7 +162,7 @@ class MappedFile:
         self.mm = mm
         self.read_only = read_only
         #: Where `destroy` may keep the file for reuse instead of deleting it.
-        self.spares: Spares | None = None
+        self.spares: Spares[MappedFile] | None = None
         #: On a RAM filesystem: `flush` has nothing to do (on_ram_filesystem).
         self.volatile = False
         self.data: npt.NDArray[np.uint8] = np.frombuffer(mm, dtype=np.uint8)
@@ -196,7 +196,7 @@ class MappedFile:
         start: int,
         size: int,
         warm: bool = False,
-        spares: Spares | None = None,
+        spares: Spares[MappedFile] | None = None,
         stamp: bool = True,
     ) -> MappedFile:
         """Create a zero-filled file of `size` bytes named after `start` in `directory` (made

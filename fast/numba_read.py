@@ -2,7 +2,7 @@
 every request's window of a get_messages batch, and consecutive pulls of one queue
 (pull_through, fast.read_through). Each examines entries as spec.scan.scan_entry does.
 
-Loaded through fast.kernels.load("numba_read"), only when numba is installed and not disabled.
+Loaded through fast.kernels.load, only when numba is installed and not disabled.
 The loops are defined at module level so that numba caches their machine code on disk: a fresh
 process (a campaign's Spark worker, a test run) loads them instead of compiling them for about a
 second on its first pull. Each request names its consume-queue file by the address of its

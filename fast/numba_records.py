@@ -3,7 +3,7 @@ defined once in `crc_of`) over many records â€” serially or on numba's threads â
 of MessageBatch runs, which computes each body's CRC with the same `crc_of` while the body is in
 cache and writes every byte of the records.
 
-Loaded through fast.kernels.load("numba_records"), only when numba is installed and not disabled;
+Loaded through fast.kernels.load, only when numba is installed and not disabled;
 the loops are compiled at module level with numba's disk cache. numba invalidates that cache only
 when this file changes: the constants imported below are compiled in.
 """
@@ -15,7 +15,7 @@ from typing import Any
 import numba
 import numpy as np
 
-from pullspec.fast.encode_kernels import HEAD_LENGTH
+from pullspec.spec.record import OFF_BODY_V4 as HEAD_LENGTH
 
 
 def crc_of_py(data: Any, start: Any, end: Any, t: Any) -> Any:  # pragma: no cover - compiled

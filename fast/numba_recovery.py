@@ -1,7 +1,7 @@
 """The compiled loops of recovery (fast.recovery_kernels): the record-by-record walk of a
 commit-log file, the fields dispatch reads, grouping byte strings by content.
 
-Loaded through fast.kernels.load("numba_recovery"), only when numba is installed and not
+Loaded through fast.kernels.load, only when numba is installed and not
 disabled; the loops are compiled at module level with numba's disk cache. numba invalidates that
 cache only when this file changes: the constants below are compiled in.
 """

@@ -10,6 +10,7 @@ kernel call or one numpy pass; pull_through runs the compiled chain (fast.read_t
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any
@@ -34,9 +35,14 @@ from pullspec.spec.results import GetMessageResult
 from pullspec.spec.status import BrokerRole
 
 
+def _numba_read() -> ModuleType:
+    """Import fast.numba_read (the window scans); see fast.kernels.load."""
+    return importlib.import_module("pullspec.fast.numba_read")
+
+
 def read_kernels() -> ModuleType | None:
     """The compiled scans (fast.numba_read), or None without numba."""
-    return load("numba_read")
+    return load(_numba_read)
 
 
 class Reader:

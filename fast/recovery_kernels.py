@@ -11,7 +11,9 @@ give identical answers (tests/test_fast_recovery_kernels.py).
 from __future__ import annotations
 
 import functools
+import importlib
 from collections.abc import Callable
+from types import ModuleType
 from typing import Any, NamedTuple, cast
 
 import numpy as np
@@ -50,10 +52,15 @@ class _Kernels(NamedTuple):
     group: Callable[..., Any]
 
 
+def _numba_recovery() -> ModuleType:
+    """Import fast.numba_recovery (the recovery walk); see fast.kernels.load."""
+    return importlib.import_module("pullspec.fast.numba_recovery")
+
+
 @functools.cache
 def _compiled() -> _Kernels | None:
     """The compiled kernels (fast.numba_recovery), or None when numba is missing or disabled."""
-    compiled = load("numba_recovery")
+    compiled = load(_numba_recovery)
     if compiled is None:
         return None
     return _Kernels(compiled.walk, compiled.fields, compiled.group)

@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import os
 import shutil
-from typing import TYPE_CHECKING
+from typing import Any, Generic, Protocol, TypeVar
 
-if TYPE_CHECKING:
-    from pullspec.fast.mapped import MappedFile
+import numpy as np
+import numpy.typing as npt
 
 #: Files larger than this are always deleted.
 SPARE_MAX_SIZE = 64 << 10
@@ -36,16 +36,39 @@ SPARES_PER_SIZE = 8
 SPARES_DIR = ".spares"
 
 
-class Spares:
+class SpareFile(Protocol):
+    """What a spare pool needs of a mapped file (fast.mapped.MappedFile): its name, place and
+    size, whether views of it are lent out, and how to zero, flush and destroy it. A protocol,
+    so the pool and the files it holds do not import each other."""
+
+    file: str | None
+    start: int
+    size: int
+    read_only: bool
+    spares: Spares[Any] | None
+    data: npt.NDArray[np.uint8]
+
+    @property
+    def lent(self) -> int: ...
+
+    def flush(self, lo: int = 0, hi: int | None = None) -> None: ...
+
+    def destroy(self) -> None: ...
+
+
+F = TypeVar("F", bound=SpareFile)
+
+
+class Spares(Generic[F]):
     """The spare files of one store (directory `store_dir`), by size."""
 
     def __init__(self, store_dir: str) -> None:
         self.directory = os.path.join(store_dir, SPARES_DIR)
-        self._by_size: dict[int, list[MappedFile]] = {}
+        self._by_size: dict[int, list[F]] = {}
         self._made = False
         self._named = 0
 
-    def keep(self, f: MappedFile) -> bool:
+    def keep(self, f: F) -> bool:
         """Move a file being deleted to the spares and keep it mapped; False (the caller
         deletes it) when it is too large, enough are kept, or something still views it."""
         size = f.size
@@ -64,7 +87,7 @@ class Spares:
         kept.append(f)
         return True
 
-    def take(self, path: str, start: int, size: int, stamp: bool = True) -> MappedFile | None:
+    def take(self, path: str, start: int, size: int, stamp: bool = True) -> F | None:
         """A kept file of `size` bytes, zeroed, its modification time set to now as a new
         file's (when `stamp`: a commit-log file's is read back at the next open) and renamed to
         `path` for a file starting at `start`; None when none is kept."""

@@ -17,7 +17,7 @@ from pullspec.fast.commitlog import CommitLog
 from pullspec.fast.consumequeue import ConsumeQueue
 from pullspec.fast.damage import decode_checked
 from pullspec.fast.integrity import QueueFiles, VerifyReport, verify_files
-from pullspec.fast.mapped import fsync_dir, on_ram_filesystem
+from pullspec.fast.mapped import MappedFile, fsync_dir, on_ram_filesystem
 from pullspec.fast.putpath import PutPath
 from pullspec.fast.putvector import PutResults
 from pullspec.fast.read_plan import GetRequest, check_pull_arguments
@@ -140,11 +140,11 @@ class MmapMessageStore(PutPath, RoleHolder):
         self.commit_log.volatile = self._volatile
         self.commit_log.warm = bool(warm_mapped_files)
         self.commit_log.transient = bool(transient_store_pool)
-        self._spares = None
+        self._spares: Spares[MappedFile] | None = None
         if not read_only:
             if not fresh:
                 remove_spares(self._root)  # a crash may have left some
-            self._spares = Spares(self._root)
+            self._spares = Spares[MappedFile](self._root)
         self.commit_log.spares = self._spares
         self.queues: dict[tuple[str, int], ConsumeQueue] = {}
         self.checkpoint = Checkpoint(

@@ -10,10 +10,11 @@ import struct
 import numpy as np
 import numpy.typing as npt
 
-from pullspec.fast import recovery_kernels
 from pullspec.fast.gather import I64, U8, gather_be
 from pullspec.fast.kernels import body_crcs
 from pullspec.fast.mapped import MappedFile
+from pullspec.fast.recovery_kernels import record_fields
+from pullspec.fast.recovery_kernels import walk as walk_compiled
 from pullspec.spec.layout import (
     BLANK_MAGIC_CODE,
     MESSAGE_MAGIC_CODE,
@@ -170,7 +171,7 @@ def scan_file(
     """The records of `f` from byte `start` that pass the header checks and, when `check_crc`,
     the BODYCRC check: (positions, end, ended_on_blank). The scan ends at the first record that
     fails either. Compiled, one sequential walk; else `walk_file` along the hinted positions."""
-    walked = recovery_kernels.walk(f.data, start, limit, f.start)
+    walked = walk_compiled(f.data, start, limit, f.start)
     if walked is None:
         found, stop, blank = walk_file(f, start, limit, hints)
         if not check_crc or len(found) == 0:
@@ -189,7 +190,7 @@ def scan_file(
 def dispatch_fields(f: MappedFile, pos: I64) -> dict[str, I64]:
     """The fields dispatch reads from the records at `pos` of `f`, gathered in one pass."""
     data = f.data
-    compiled = recovery_kernels.record_fields(data, pos)
+    compiled = record_fields(data, pos)
     if compiled is not None:
         return compiled
     sys_flag = gather_be(data, pos + OFF_SYS_FLAG, 4)

@@ -54,6 +54,8 @@ OFF_BORN_TIMESTAMP = 40
 OFF_BORN_HOST = 48
 #: Where BODYLENGTH sits with IPv4 hosts; add 12 per IPv6 host (`body_length_offset`).
 OFF_BODY_LENGTH_V4 = 84
+#: Where the body of a record with IPv4 hosts starts: every fixed field through BODYLENGTH.
+OFF_BODY_V4 = OFF_BODY_LENGTH_V4 + 4
 #: The smallest well-formed message record: no body, topic or properties.
 MIN_RECORD_LENGTH = 91
 

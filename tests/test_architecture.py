@@ -15,17 +15,10 @@ ROOT = Path(__file__).resolve().parents[1]
 #: Cycles still being broken elsewhere (issue 18 is shared by three helpers): a cycle is tolerated
 #: only while every module in it starts with one of an entry's prefixes. Delete an entry once its
 #: work lands; `test_every_tolerated_cycle_still_exists` says when.
-TOLERATED: dict[str, tuple[str, ...]] = {
-    "fast's face and its read path": ("pullspec.fast",),
-}
+TOLERATED: dict[str, tuple[str, ...]] = {}
 
-#: Imports across the layers still being moved elsewhere (`fast/pq_bench.py` moves to conformance).
-TOLERATED_LAYER_BREAKS: frozenset[tuple[str, str]] = frozenset(
-    {
-        ("pullspec.fast.pq_bench", "pullspec.conformance.candidates"),
-        ("pullspec.fast.pq_bench", "pullspec.conformance.resolve"),
-    }
-)
+#: Imports across the layers still being moved elsewhere (none left).
+TOLERATED_LAYER_BREAKS: frozenset[tuple[str, str]] = frozenset()
 
 
 @pytest.fixture(scope="module")

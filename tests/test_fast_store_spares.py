@@ -84,7 +84,7 @@ def test_a_file_viewed_by_a_result_is_not_reused(tmp_path: Path) -> None:
     decisions: list[tuple[int, int, bool]] = []
     real_keep = Spares.keep
 
-    def keep(self: Spares, f: MappedFile) -> bool:
+    def keep(self: Spares[MappedFile], f: MappedFile) -> bool:
         kept = real_keep(self, f)
         decisions.append((f.size, f.start, kept))
         return kept
@@ -99,7 +99,7 @@ def test_a_file_viewed_by_a_result_is_not_reused(tmp_path: Path) -> None:
 
 
 def test_a_lent_file_is_kept_only_once_every_lease_is_given_back(tmp_path: Path) -> None:
-    spares = Spares(str(tmp_path))
+    spares = Spares[MappedFile](str(tmp_path))
     f = MappedFile.create(str(tmp_path / "a"), 0, 64, spares=spares)
     lease, other = f.lend(), f.lend()
     assert 2 == f.lent
@@ -114,7 +114,7 @@ def test_a_lent_file_is_kept_only_once_every_lease_is_given_back(tmp_path: Path)
 
 
 def test_taken_spares_are_zero_new_and_in_the_right_place(tmp_path: Path) -> None:
-    spares = Spares(str(tmp_path))
+    spares = Spares[MappedFile](str(tmp_path))
     f = MappedFile.create(str(tmp_path / "a"), 0, 64, spares=spares)
     f.mm[:8] = b"\xff" * 8
     os.utime(f.file or "", ns=(5, 5))
@@ -135,7 +135,7 @@ def test_taken_spares_are_zero_new_and_in_the_right_place(tmp_path: Path) -> Non
 
 def test_large_or_extra_files_are_deleted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(pullspec.fast.spares, "SPARES_PER_SIZE", 1)
-    spares = Spares(str(tmp_path))
+    spares = Spares[MappedFile](str(tmp_path))
     big = MappedFile.create(
         str(tmp_path), 0, pullspec.fast.spares.SPARE_MAX_SIZE + 4096, spares=spares
     )
@@ -247,7 +247,7 @@ def test_files_on_a_ram_filesystem_are_not_synced(
 def test_only_log_spares_get_a_new_modification_time(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    spares = Spares(str(tmp_path))
+    spares = Spares[MappedFile](str(tmp_path))
     stamped: list[Any] = []
     real_utime = os.utime
     for stamp in (False, True):
