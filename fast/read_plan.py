@@ -27,11 +27,11 @@ import attrs
 from pullspec.fast.consumequeue import ConsumeQueue, Layout
 from pullspec.spec.batch import BatchLimits, BatchRules, max_filter_message_count
 from pullspec.spec.config import StoreConfig
-from pullspec.spec.errors import IllegalCapacityError, InvalidTypeError, require_int, require_str
+from pullspec.spec.errors import IllegalCapacityError, InvalidTypeError
 from pullspec.spec.filter import ExpressionMessageFilter
 from pullspec.spec.layout import CQ_STORE_UNIT_SIZE
 from pullspec.spec.profiles import Profile
-from pullspec.spec.protocols import MessageFilter
+from pullspec.spec.protocols import MessageFilter, check_get_message_arguments
 from pullspec.spec.results import GetMessageResult
 from pullspec.spec.ruleset import Ruleset
 from pullspec.spec.status import BrokerRole, GetMessageStatus
@@ -323,37 +323,6 @@ class GetRequest:
 Pull = tuple[str, str, int, int, int, MessageFilter | None]
 
 
-def check_pull_arguments(
-    group: object,
-    topic: object,
-    queue_id: object,
-    offset: object,
-    max_msg_nums: object,
-    message_filter: object,
-) -> None:
-    """Refuse a get_message argument of the wrong type, naming it (InvalidTypeError)."""
-    if (
-        type(group) is str
-        and type(topic) is str
-        and type(queue_id) is int
-        and type(offset) is int
-        and type(max_msg_nums) is int
-        and (message_filter is None or type(message_filter) is ExpressionMessageFilter)
-    ):
-        return  # the usual exact types, told apart at once
-    require_str("group", group)
-    require_str("topic", topic)
-    require_int("queue_id", queue_id)
-    require_int("offset", offset)
-    require_int("max_msg_nums", max_msg_nums)
-    if (
-        message_filter is not None
-        and type(message_filter) is not ExpressionMessageFilter
-        and not isinstance(message_filter, MessageFilter)
-    ):
-        raise InvalidTypeError("message_filter", message_filter, "MessageFilter or None")
-
-
 def as_request(item: Any) -> GetRequest:
     """A get_messages request as a GetRequest, its fields checked as get_message checks them."""
     if type(item) is GetRequest:
@@ -365,5 +334,7 @@ def as_request(item: Any) -> GetRequest:
     else:
         raise InvalidTypeError("request", item, "GetRequest or a get_message argument tuple")
     r = request
-    check_pull_arguments(r.group, r.topic, r.queue_id, r.offset, r.max_msg_nums, r.message_filter)
+    check_get_message_arguments(
+        r.group, r.topic, r.queue_id, r.offset, r.max_msg_nums, r.message_filter
+    )
     return request

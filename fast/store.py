@@ -20,7 +20,7 @@ from pullspec.fast.integrity import QueueFiles, VerifyReport, verify_files
 from pullspec.fast.mapped import MappedFile, fsync_dir, on_ram_filesystem
 from pullspec.fast.putpath import PutPath
 from pullspec.fast.putvector import PutResults
-from pullspec.fast.read_plan import GetRequest, check_pull_arguments
+from pullspec.fast.read_plan import GetRequest
 from pullspec.fast.reader import Reader
 from pullspec.fast.recovery import RecoveryReport, recover
 from pullspec.fast.results import MultiGetResult
@@ -38,7 +38,7 @@ from pullspec.spec.errors import (
 )
 from pullspec.spec.message import BrokerInnerMessage, StoredMessage
 from pullspec.spec.profiles import Profile
-from pullspec.spec.protocols import MessageFilter
+from pullspec.spec.protocols import MessageFilter, check_get_message_arguments
 from pullspec.spec.results import GetMessageResult, PutMessageResult
 from pullspec.spec.store import RoleHolder, find_consume_queue, looked_up_record
 
@@ -448,7 +448,7 @@ class MmapMessageStore(PutPath, RoleHolder):
         message_filter: MessageFilter | None = None,
     ) -> GetMessageResult:
         """Answer a pull exactly as DefaultMessageStore.getMessage does, vectorized."""
-        check_pull_arguments(group, topic, queue_id, offset, max_msg_nums, message_filter)
+        check_get_message_arguments(group, topic, queue_id, offset, max_msg_nums, message_filter)
         if self._closed:
             raise ReadOnlyStoreError("get_message on a closed store")
         q = self.queues.get((topic, queue_id))
@@ -482,7 +482,7 @@ class MmapMessageStore(PutPath, RoleHolder):
         """The pulls from `offset` on, each at the previous nextBeginOffset, until one reaches
         the queue's max offset, one is not a window scan (FOUND, NO_MATCHED_MESSAGE or
         MESSAGE_WAS_REMOVING), or `max_calls` were made; the answers in order, columnar."""
-        check_pull_arguments(group, topic, queue_id, offset, max_msg_nums, message_filter)
+        check_get_message_arguments(group, topic, queue_id, offset, max_msg_nums, message_filter)
         if max_calls is not None and (require_int("max_calls", max_calls) < 0):
             raise InvalidArgumentError("max_calls", max_calls, "must be at least 0")
         if self._closed:
