@@ -18,6 +18,7 @@ from typing import Any, ClassVar, TypeVar
 
 import attrs
 
+from pullspec.reference.scheduler import Scheduler
 from pullspec.spec.allocate import message_queue_key
 from pullspec.spec.broker_addrs import BrokerAddrs
 from pullspec.spec.consumer_config import (
@@ -263,3 +264,25 @@ def value_json(value: Any) -> Any:
     if isinstance(value, dict):
         return {str(k): value_json(v) for k, v in value.items()}
     return value
+
+
+def periodic_schedule(scheduler: Scheduler) -> dict[str, Any] | None:
+    """A started service's periodic task as observed on its own scheduler: the first run's due
+    time, the period to the second, and whether a third is due after the second run threw (the
+    driver makes it throw). None when the service scheduled nothing.
+
+    Example: a task due at 1000 and every 60 000 ms after, surviving its exception, is
+    ``{"initialDelayMs": 1000, "periodMs": 60000, "survivesException": True}``.
+    """
+    first = scheduler.next_time
+    if first is None:
+        return None
+    scheduler.run_next()  # the first run
+    second = scheduler.next_time
+    scheduler.run_next()  # the second run throws
+    assert second is not None
+    return {
+        "initialDelayMs": first,
+        "periodMs": second - first,
+        "survivesException": scheduler.next_time is not None,
+    }

@@ -294,18 +294,7 @@ class Driver(_client.DriverBase):
 
         service.process_queues = queues
         service.start()
-        first = scheduler.next_time
-        scheduler.run_next()  # the first sweep
-        second = scheduler.next_time
-        scheduler.run_next()  # the second sweep throws
-        assert first is not None and second is not None
-        return {
-            "schedule": {
-                "initialDelayMs": first,
-                "periodMs": second - first,
-                "survivesException": scheduler.next_time is not None,
-            }
-        }
+        return {"schedule": _client.periodic_schedule(scheduler)}
 
     def op_shutdown(self, args: _client.Args) -> dict[str, Any]:
         """shutdown's order (CONC-14)."""

@@ -265,20 +265,7 @@ class Driver(_client.DriverBase):
         locking.fail_from = 2
         service.rebalance = locking
         service.start()
-        first = scheduler.next_time
-        if first is None:
-            return {"schedule": None}
-        scheduler.run_next()
-        second = scheduler.next_time
-        scheduler.run_next()
-        assert second is not None
-        return {
-            "schedule": {
-                "initialDelayMs": first,
-                "periodMs": second - first,
-                "survivesException": scheduler.next_time is not None,
-            }
-        }
+        return {"schedule": _client.periodic_schedule(scheduler)}
 
     def op_shutdown(self, args: _client.Args) -> dict[str, Any]:
         """shutdown's order (ORDER-17)."""
