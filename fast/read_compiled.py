@@ -17,7 +17,7 @@ import numpy as np
 from pullspec.fast.commitlog import CommitLog
 from pullspec.fast.gather import I64, U8
 from pullspec.fast.mapped import MappedFile
-from pullspec.fast.read_plan import Pull, ReadPlanner, ScanPlan
+from pullspec.fast.read_plan import SCAN_COLUMNS, PlannedPulls, Pull, ReadPlanner, ScanPlan
 from pullspec.fast.results import (
     FileView,
     LazyMessages,
@@ -234,56 +234,29 @@ class CompiledScanner:
     def scan_many(
         self,
         kernels: ModuleType,
-        reqs: list[Pull],
-        plans: list[GetMessageResult | ScanPlan],
+        planned: PlannedPulls,
         answer: Callable[[Pull], GetMessageResult],
     ) -> tuple[list[GetMessageResult | None], I64, ScannedRows | None]:
-        """get_messages' scans in one kernel call: (answers of the requests not scanned by the
-        kernel, each request's kernel row or −1, the rows). A request the kernel does not model
-        is answered by `answer` (get_message's path)."""
-        row: list[int] = []
-        items: list[GetMessageResult | None] = [None] * len(reqs)
-        filters: dict[int, int] = {}
-        rows_of_filter: list[MessageFilter | None] = []
-        flat: list[int] = []
-        # Each scan's Layout, held until the kernel has read the files it names.
-        held: list[Any] = []
-        redo: list[int] = []
-        m = 0
-        for i, (plan, r) in enumerate(zip(plans, reqs, strict=True)):
-            if type(plan) is not ScanPlan:
-                items[i] = cast(GetMessageResult, plan)
-                row.append(-1)
-                continue
-            _, lay, number, first, n, offset, nums, min_offset, max_offset, compiled = plan
-            if not compiled:
-                redo.append(i)
-                row.append(-1)
-                continue
-            f = r[5]
-            fid = filters.get(id(f))
-            if fid is None:
-                fid = filters[id(f)] = len(rows_of_filter)
-                rows_of_filter.append(f)
-            held.append(lay)
-            flat.extend(
-                (lay.addresses[number], first, n, nums, fid, offset, min_offset, max_offset)
-            )
-            row.append(m)
-            m += 1
-        row_of = np.array(row, dtype=np.int64)
+        """get_messages' scan rows in one kernel call: (answers of the requests not scanned by
+        the kernel, each request's kernel row or −1, the rows). A request the kernel does not
+        model is answered by `answer` (get_message's path)."""
+        items = planned.answers
+        row_of = np.array(planned.rows, dtype=np.int64)
+        redo = list(planned.uncompiled)
         rows: ScannedRows | None = None
+        m = len(planned.held)
         if m:
-            codes, counts, unknown = filter_table(rows_of_filter)
-            a = np.array(flat, dtype=np.int64).reshape(m, 8).T
+            codes, counts, unknown = filter_table(planned.filters)
+            a = np.array(planned.columns, dtype=np.int64).reshape(m, len(SCAN_COLUMNS)).T
             rows = self._scan_rows(kernels, a, codes, counts)
             bad = rows.bail | np.isin(a[4], unknown) if unknown else rows.bail
             if bad.any():
                 redo += np.flatnonzero(row_of >= 0)[bad].tolist()
-        del held  # the kernel has read the queue files
+        # The kernel has read the queue files: their Layouts may go.
+        planned.held.clear()
         for i in redo:
             row_of[i] = -1
-            items[i] = answer(reqs[i])
+            items[i] = answer(planned.pulls[i])
         return items, row_of, rows
 
     def _scan_rows(self, kernels: ModuleType, a: I64, codes: I64, counts: I64) -> ScannedRows:

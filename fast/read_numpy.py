@@ -289,7 +289,7 @@ class NumpyScanner:
 
     def scan_many(
         self,
-        reqs: list[Pull],
+        reqs: Sequence[Pull],
         plans: list[GetMessageResult | ScanPlan],
         answer: Callable[[Pull], GetMessageResult],
     ) -> list[GetMessageResult]:
@@ -310,7 +310,7 @@ class NumpyScanner:
 
     def _scan_pending(
         self,
-        reqs: list[Pull],
+        reqs: Sequence[Pull],
         pending: list[Pending],
         results: list[GetMessageResult | None],
         log_view: LogView,

@@ -20,7 +20,7 @@ checks the fast path against the full chain of spec calls (`plan_by_spec`).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import attrs
 
@@ -95,6 +95,8 @@ class ReadPlanner:
         self.memory = config.memory_residency_bytes
         #: (BATCH-1 budget in entries, compiled_nums) by maxMsgNums that BATCH-4 accepts.
         self._sizes: dict[int, tuple[int, bool]] = {}
+        #: The BATCH-1 budget by maxMsgNums that BATCH-4 accepts and the compiled scans take.
+        self._compiled_budgets: dict[int, int] = {}
         #: Whether a negative maxMsgNums is scanned (BATCH-4 of the profile) rather than refused.
         self.negative_nums_scanned = _accepts_negative(self.rules)
 
@@ -116,7 +118,10 @@ class ReadPlanner:
         sized = (self.budget(max_msg_nums), self.compiled_nums(max_msg_nums))
         if len(self._sizes) >= _SIZES_KEPT:
             self._sizes.clear()
+            self._compiled_budgets.clear()
         self._sizes[max_msg_nums] = sized
+        if sized[1]:
+            self._compiled_budgets[max_msg_nums] = sized[0]
         return sized
 
     def plan(
@@ -169,14 +174,21 @@ class ReadPlanner:
         queue: Callable[[str, int], ConsumeQueue],
         role: BrokerRole,
         offset_check_in_slave: bool,
-    ) -> tuple[list[Pull], list[Plan]]:
-        """get_messages' requests checked (as get_message checks its arguments) and planned:
-        `plan` for each, its fast path inlined (a batch of small pulls spends as much on calls
-        as on deciding). A queue is found in `queues`, else made by `queue(topic, id)`."""
-        pulls: list[Pull] = []
-        plans: list[Plan] = []
-        sizes = self._sizes
-        for r in requests:
+    ) -> PlannedPulls:
+        """get_messages' requests checked (as get_message checks its arguments) and planned,
+        each as `plan` plans it; the scans the compiled loops take are written straight into
+        the batch's columns (`PlannedPulls`), `plan`'s fast path inlined: a batch of small pulls
+        spends as much on calls and intermediate objects as on deciding. A queue is found in
+        `queues`, else made by `queue(topic, id)`."""
+        pulls: Sequence[Pull] = requests
+        planned = PlannedPulls(pulls)
+        rows, columns, held = planned.rows, planned.columns, planned.held
+        filter_ids, filters = planned.filter_ids, planned.filters
+        budgets = self._compiled_budgets
+        # Requests whose queue does not exist yet: planned once every request is checked, so a
+        # bad request refuses the batch before any queue is made.
+        unseen: list[int] = []
+        for i, r in enumerate(requests):
             if not (
                 type(r) is tuple
                 and len(r) == 6
@@ -189,44 +201,65 @@ class ReadPlanner:
             ):
                 a = as_request(r)
                 r = (a.group, a.topic, a.queue_id, a.offset, a.max_msg_nums, a.message_filter)
-            pulls.append(r)
-        # Planned once all are checked: a bad request refuses the batch before any queue is
-        # looked up (and so made).
-        for r in pulls:
+                if pulls is requests:  # copied once, and only when a request is not a Pull
+                    pulls = planned.pulls = list(requests)
+                cast(list[Pull], pulls)[i] = r
             q = queues.get((r[1], r[2]))
             if q is None:
-                q = queue(r[1], r[2])
-            offset, nums = r[3], r[4]
+                unseen.append(i)
+                continue
+            offset = r[3]
             min_logic, end, lay = q.min_logic_offset, q.end, q.layout
             pos = offset * CQ_STORE_UNIT_SIZE
             if min_logic <= pos < end:  # `plan`'s fast path
                 fs = q.file_size
                 rel = pos % fs
-                number = lay.numbers.get(pos - rel)
-                sized = sizes.get(nums)
-                if number is not None and sized is not None:
-                    readable = min(end - (pos - rel), fs)
-                    n = (readable - rel) // CQ_STORE_UNIT_SIZE
-                    plans.append(
-                        _new_plan(
-                            ScanPlan,
-                            (
-                                q,
-                                lay,
-                                number,
-                                rel // CQ_STORE_UNIT_SIZE,
-                                n if n < sized[0] else sized[0],
-                                offset,
-                                nums,
-                                min_logic // CQ_STORE_UNIT_SIZE,
-                                end // CQ_STORE_UNIT_SIZE,
-                                sized[1],
-                            ),
-                        )
+                start = pos - rel
+                number = lay.numbers.get(start)
+                budget = budgets.get(r[4])
+                if number is not None and budget is not None:
+                    n = ((end - start if end - start < fs else fs) - rel) // CQ_STORE_UNIT_SIZE
+                    f = r[5]
+                    fid = filter_ids.get(id(f))
+                    if fid is None:
+                        fid = filter_ids[id(f)] = len(filters)
+                        filters.append(f)
+                    rows[i] = len(held)
+                    held.append((q, lay, number))
+                    columns += (
+                        lay.addresses[number],
+                        rel // CQ_STORE_UNIT_SIZE,
+                        n if n < budget else budget,
+                        r[4],
+                        fid,
+                        offset,
+                        min_logic // CQ_STORE_UNIT_SIZE,
+                        end // CQ_STORE_UNIT_SIZE,
                     )
                     continue
-            plans.append(self.plan(q, offset, nums, role, offset_check_in_slave))
-        return pulls, plans
+            self._plan_into(planned, i, q, role, offset_check_in_slave)
+        for i in unseen:
+            r = pulls[i]
+            self._plan_into(planned, i, queue(r[1], r[2]), role, offset_check_in_slave)
+        return planned
+
+    def _plan_into(
+        self,
+        planned: PlannedPulls,
+        i: int,
+        q: ConsumeQueue,
+        role: BrokerRole,
+        offset_check_in_slave: bool,
+    ) -> None:
+        """Plan request i of `planned` on its queue `q` by `plan`."""
+        r = planned.pulls[i]
+        plan = self.plan(q, r[3], r[4], role, offset_check_in_slave)
+        if type(plan) is not ScanPlan:
+            planned.answers[i] = cast(GetMessageResult, plan)
+        elif plan.compiled:
+            planned.add(i, plan, r[5])
+        else:
+            planned.uncompiled[i] = plan
 
     def plan_by_spec(
         self,
@@ -321,6 +354,99 @@ class GetRequest:
 
 #: get_message's arguments after the store: (group, topic, queue id, offset, maxMsgNums, filter).
 Pull = tuple[str, str, int, int, int, MessageFilter | None]
+
+#: The columns of a PlannedPulls scan row, in order: the consume-queue file's address, the
+#: ScanPlan's first, n, max_msg_nums, the index of the request's filter in `filters`, and the
+#: ScanPlan's offset, min_offset and max_offset.
+SCAN_COLUMNS = (
+    "address",
+    "first",
+    "n",
+    "max_msg_nums",
+    "filter",
+    "offset",
+    "min_offset",
+    "max_offset",
+)
+
+
+class PlannedPulls:
+    """get_messages' plans, columnar: request i is answered by `answers[i]`, or is scan row
+    `rows[i]` (the compiled loops' window; its ScanPlan is `scan_plan(rows[i])`), or is a scan
+    the compiled loops do not take (`uncompiled[i]`, its ScanPlan).
+
+    >>> planned = PlannedPulls([("G", "T", 0, 0, 32, None)])
+    >>> planned.answers, planned.rows, planned.columns
+    ([None], [-1], [])
+    """
+
+    __slots__ = (
+        "answers",
+        "columns",
+        "filter_ids",
+        "filters",
+        "held",
+        "pulls",
+        "rows",
+        "uncompiled",
+    )
+
+    def __init__(self, pulls: Sequence[Pull]) -> None:
+        #: The checked requests.
+        self.pulls = pulls
+        #: Each request's answer when it needs no scan, else None.
+        self.answers: list[GetMessageResult | None] = [None] * len(pulls)
+        #: Each request's scan row, or -1.
+        self.rows = [-1] * len(pulls)
+        #: The scan rows, len(SCAN_COLUMNS) ints each, row after row.
+        self.columns: list[int] = []
+        #: Each scan row's (queue, Layout, file number): the Layout holds its files mapped
+        #: until the scan has read them.
+        self.held: list[tuple[ConsumeQueue, Layout, int]] = []
+        #: The distinct filters of the scan rows, told apart by identity (`pulls` holds each).
+        self.filters: list[MessageFilter | None] = []
+        #: Each filter's index in `filters`, by id.
+        self.filter_ids: dict[int, int] = {}
+        #: The scans the compiled loops do not take, by request.
+        self.uncompiled: dict[int, ScanPlan] = {}
+
+    def add(self, i: int, plan: ScanPlan, message_filter: MessageFilter | None) -> None:
+        """Make request i, a scan the compiled loops take, a scan row."""
+        k = self.filter_ids.get(id(message_filter))
+        if k is None:
+            k = self.filter_ids[id(message_filter)] = len(self.filters)
+            self.filters.append(message_filter)
+        self.rows[i] = len(self.held)
+        self.held.append((plan.queue, plan.layout, plan.number))
+        self.columns += (
+            plan.layout.addresses[plan.number],
+            plan.first,
+            plan.n,
+            plan.max_msg_nums,
+            k,
+            plan.offset,
+            plan.min_offset,
+            plan.max_offset,
+        )
+
+    def scan_plan(self, row: int) -> ScanPlan:
+        """The ScanPlan of scan row `row`."""
+        q, lay, number = self.held[row]
+        w = len(SCAN_COLUMNS)
+        _, first, n, nums, _, offset, min_offset, max_offset = self.columns[w * row : w * row + w]
+        return ScanPlan(q, lay, number, first, n, offset, nums, min_offset, max_offset, True)
+
+    def plans(self) -> list[Plan]:
+        """Each request's plan: its answer or its ScanPlan."""
+        out: list[Plan] = []
+        for i, answer in enumerate(self.answers):
+            if answer is not None:
+                out.append(answer)
+            elif self.rows[i] >= 0:
+                out.append(self.scan_plan(self.rows[i]))
+            else:
+                out.append(self.uncompiled[i])
+        return out
 
 
 def as_request(item: Any) -> GetRequest:

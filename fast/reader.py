@@ -105,15 +105,15 @@ class Reader:
         """get_messages: every request checked and planned (its queue found in `queues`, else
         made by `queue(topic, id)`), the scans made in one kernel call (or one numpy pass), the
         rest by get_message's path."""
-        reqs, plans = self.planner.plan_pulls(requests, queues, queue, role, check)
+        planned = self.planner.plan_pulls(requests, queues, queue, role, check)
 
         def answer(r: Pull) -> GetMessageResult:
             return self.get(queue(r[1], r[2]), r[3], r[4], r[5], role, check, compiled=False)
 
         kernels = read_kernels()
         if kernels is None:
-            return MultiGetResult.of(self.numpy.scan_many(reqs, plans, answer))
-        items, row_of, rows = self.compiled.scan_many(kernels, reqs, plans, answer)
+            return MultiGetResult.of(self.numpy.scan_many(planned.pulls, planned.plans(), answer))
+        items, row_of, rows = self.compiled.scan_many(kernels, planned, answer)
         return MultiGetResult(items, row_of, rows)
 
     def pull_through(

@@ -162,6 +162,14 @@ def test_bad_requests_are_named(store: MmapMessageStore, request_: Any, name: st
         store.get_messages([("G", "T", 0, 0, 4, None), request_])
 
 
+def test_a_refused_batch_makes_no_queue(store: MmapMessageStore) -> None:
+    # The first request names a queue the store has never seen; the last is bad.
+    before = set(store.queues)
+    with pytest.raises(InvalidTypeError, match="offset"):
+        store.get_messages([("G", "NEW", 7, 0, 4, None), ("G", "T", 0, "7", 4, None)])
+    assert before == set(store.queues)
+
+
 def _pull_loop(
     s: MmapMessageStore, queue_id: int, offset: int, nums: int, f: Any, max_calls: int | None
 ) -> list[Any]:
