@@ -178,11 +178,12 @@ class CompiledScanner:
         self, kernels: ModuleType, plan: ScanPlan, message_filter: MessageFilter | None
     ) -> GetMessageResult | None:
         """The answer of one pull's scan, or None when the loop does not model it."""
-        row = self.rows.row(message_filter)
+        row = self.rows.match_all if message_filter is None else self.rows.row(message_filter)
         _, lay, number, first, n, offset, nums, min_offset, max_offset, compiled = plan
         if row is None or not compiled:
             return None
-        picked = np.empty((2, min(n, nums if nums > 1 else 1)), dtype=np.int64)
+        cap = nums if nums > 1 else 1
+        picked = np.empty((2, n if n < cap else cap), np.int64)
         log, files, max_offset_py, views = self.facts.current()
         wanted, codes = row
         status, scanned, count, total, last_phys, _ = kernels.window_one(
@@ -191,7 +192,7 @@ class CompiledScanner:
         del lay  # held through the kernel's reads
         if status == kernels.BAIL:  # a returned record is not readable
             return None
-        return ScannedResult(
+        return ScannedResult.of(
             (
                 _FOUND if status == kernels.FOUND else _NO_MATCH,
                 offset + scanned,

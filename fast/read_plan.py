@@ -148,8 +148,8 @@ class ReadPlanner:
                 sized = self._sizes.get(max_msg_nums)
                 if sized is None:
                     sized = self._sized(max_msg_nums)
-                readable = min(end - (pos - rel), fs)
-                n = (readable - rel) // CQ_STORE_UNIT_SIZE
+                readable = end - (pos - rel)
+                n = ((readable if readable < fs else fs) - rel) // CQ_STORE_UNIT_SIZE
                 return _new_plan(
                     ScanPlan,
                     (

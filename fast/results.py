@@ -235,6 +235,14 @@ class ScannedResult(FastGetMessageResult):
     def __init__(self, scanned: Scanned) -> None:
         object.__setattr__(self, "_scanned", scanned)  # `_messages` is set when first read
 
+    @classmethod
+    def of(cls, scanned: Scanned) -> ScannedResult:
+        """The result of `scanned`, made without a Python-level __init__ (the single pull's
+        path makes one per call)."""
+        made = _new(cls)
+        _set_scanned(made, scanned)
+        return made
+
     @property
     def status(self) -> GetMessageStatus:
         """FOUND, or NO_MATCHED_MESSAGE when every examined entry was filtered out."""
@@ -306,6 +314,11 @@ class ScannedResult(FastGetMessageResult):
             ),
             (*fields, *extra),
         )
+
+
+_new = object.__new__
+#: The setter of ScannedResult's `_scanned` slot (the frozen class refuses setattr).
+_set_scanned = ScannedResult._scanned.__set__  # type: ignore[attr-defined]
 
 
 def offsets_tuple(first: int, rel: np.ndarray) -> tuple[int, ...]:
