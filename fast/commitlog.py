@@ -30,8 +30,7 @@ from pullspec.spec.layout import (
     commit_log_file_start,
     needs_end_of_file_blank,
 )
-from pullspec.spec.profiles import Profile
-from pullspec.spec.record import OFF_PHYSICAL_OFFSET, encode_blank
+from pullspec.spec.record import OFF_PHYSICAL_OFFSET, RecordRules
 from pullspec.spec.store import commit_log_read_position, max_phy_offset
 
 #: A commit log as one reader sees it: (max offset, files), from CommitLog.snapshot.
@@ -51,11 +50,14 @@ class CommitLog:
     """The commit-log files of one store, the write position of the last one, and the clock time
     each file was last written (what fileReservedTime measures from)."""
 
-    def __init__(self, directory: Path, file_size: int, profile: Profile, read_only: bool) -> None:
+    def __init__(
+        self, directory: Path, file_size: int, rules: RecordRules, read_only: bool
+    ) -> None:
         self.directory = directory
         self._dir = os.fspath(directory)
         self.file_size = file_size
-        self.profile = profile
+        #: The profile's end-of-file blank (LAYOUT-7).
+        self.rules = rules
         self.read_only = read_only
         self.files: list[MappedFile] = []
         #: The writer's position in the last file: reserved bytes, maybe not written yet.
@@ -244,7 +246,7 @@ class CommitLog:
             self._flush_filled(last)
             last = self._new_file(now_ms)
         elif needs_end_of_file_blank(length, self.wrote, self.file_size):
-            blank = encode_blank(self.file_size - self.wrote, self.profile)
+            blank = self.rules.encode_blank(self.file_size - self.wrote)
             last.mm[self.wrote : self.wrote + len(blank)] = blank
             self.last_modified[last.start] = now_ms
             self._flush_filled(last)
