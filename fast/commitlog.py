@@ -4,8 +4,8 @@ end-of-file blank (LAYOUT-4, LAYOUT-7).
 One writer at a time (the store's put lock) appends; readers run beside it without a lock: a
 record is written before `end` (the max offset readers see) moves past it, new files are
 appended to `files` in place (a file past `end` is not read), and expiry publishes a new list,
-destroying the files it removed once no reader holds them (fast.retired). A reader takes `end`
-first, then `files`, once per call."""
+destroying the files it left out once no reader holds a list they are in (fast.retired). A
+reader takes `end` first, then `files`, once per call, and holds that list while it reads."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ import numpy.typing as npt
 
 from pullspec.fast.gather import I64
 from pullspec.fast.mapped import MappedFile, fdatasync_file, list_mapped_files
-from pullspec.fast.retired import Retired
+from pullspec.fast.retired import FileList, Retired
 from pullspec.fast.spares import Spares
 from pullspec.spec.errors import CorruptStoreError
 from pullspec.spec.layout import (
@@ -30,8 +30,7 @@ from pullspec.spec.layout import (
     commit_log_file_start,
     needs_end_of_file_blank,
 )
-from pullspec.spec.profiles import Profile
-from pullspec.spec.record import OFF_PHYSICAL_OFFSET, encode_blank
+from pullspec.spec.record import OFF_PHYSICAL_OFFSET, RecordRules
 from pullspec.spec.store import commit_log_read_position, max_phy_offset
 
 #: A commit log as one reader sees it: (max offset, files), from CommitLog.snapshot.
@@ -51,13 +50,18 @@ class CommitLog:
     """The commit-log files of one store, the write position of the last one, and the clock time
     each file was last written (what fileReservedTime measures from)."""
 
-    def __init__(self, directory: Path, file_size: int, profile: Profile, read_only: bool) -> None:
+    def __init__(
+        self, directory: Path, file_size: int, rules: RecordRules, read_only: bool
+    ) -> None:
         self.directory = directory
         self._dir = os.fspath(directory)
         self.file_size = file_size
-        self.profile = profile
+        #: The profile's end-of-file blank (LAYOUT-7).
+        self.rules = rules
         self.read_only = read_only
-        self.files: list[MappedFile] = []
+        #: The files in order, as readers take them: appended to in place, replaced whole when
+        #: files are removed (fast.retired).
+        self.files: FileList[MappedFile] = FileList()
         #: The writer's position in the last file: reserved bytes, maybe not written yet.
         self.wrote = 0
         #: The max offset readers see (STORE-20): every byte before it is written. `publish`
@@ -82,7 +86,7 @@ class CommitLog:
         self._flusher: ThreadPoolExecutor | None = None
         self._pending: list[Future[None]] = []
         self._since_flush = 0
-        self._retired = Retired()
+        self._retired = Retired[MappedFile]()
 
     # -- files -------------------------------------------------------------------------------
 
@@ -244,7 +248,7 @@ class CommitLog:
             self._flush_filled(last)
             last = self._new_file(now_ms)
         elif needs_end_of_file_blank(length, self.wrote, self.file_size):
-            blank = encode_blank(self.file_size - self.wrote, self.profile)
+            blank = self.rules.encode_blank(self.file_size - self.wrote)
             last.mm[self.wrote : self.wrote + len(blank)] = blank
             self.last_modified[last.start] = now_ms
             self._flush_filled(last)
@@ -376,9 +380,10 @@ class CommitLog:
 
     def truncate(self, end: int) -> None:
         """Make `end` the max offset: zero the bytes after it in its file (a later recovery must
-        not take stale bytes for records) and delete the files after that one."""
+        not take stale bytes for records) and delete the files after that one (recovery, while
+        opening: no reader runs)."""
         self.drain()
-        keep = [f for f in self.files if f.start <= end]
+        keep = FileList(f for f in self.files if f.start <= end)
         for f in self.files[len(keep) :]:
             self.last_modified.pop(f.start, None)
             self._close_fd(f.start)
@@ -420,12 +425,13 @@ class CommitLog:
         if deleted:
             gone = files[:deleted]
             # A new list: a reader holding the old one may still read the files it names.
-            self.files = files[deleted:]
-            del files
-            for start in [f.start for f in gone]:
-                self.last_modified.pop(start, None)
-                self._close_fd(start)
-            self._retired.add(gone)
+            self.files = FileList(files[deleted:])
+            replaced = weakref.ref(files)
+            del files  # the writer's own reference: the sweep must see only readers'
+            for f in gone:
+                self.last_modified.pop(f.start, None)
+                self._close_fd(f.start)
+            self._retired.add(replaced, gone)
         return deleted
 
     def sync_directory(self) -> None:

@@ -4,17 +4,20 @@ min logic offset, and the vectorized reads get_message needs.
 Readers run beside the one writer (the store's put lock serialises appends and expiry) without a
 lock of their own: entries are written before `end` moves past them, a reader reads `end` before
 the files, and the files are published as one `Layout` that appends extend in place and expiry
-replaces whole (fast.retired destroys the files it removed once no reader holds them).
+replaces whole (fast.retired destroys the files it left out once no reader holds a Layout that
+names them).
 """
 
 from __future__ import annotations
 
 import os
 import struct
+import weakref
 from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
+import attrs
 import numpy as np
 import numpy.typing as npt
 
@@ -42,12 +45,14 @@ __all__ = ["BLOCK", "Block", "ConsumeQueue", "Layout", "Window"]
 _FEW = 64
 
 
-class Layout(NamedTuple):
+@attrs.frozen(eq=False, weakref_slot=True)
+class Layout:
     """A queue's files as readers see them: each file, its entries view (which keeps the mapping
     alive while a reader holds it), the address of its first byte (for compiled loops,
     fast.numba_read) and `numbers`, each file's number by its start byte. Appending a file
     extends these in place; removing files publishes a new Layout, so a reader's numbers stay
-    valid for the Layout it took."""
+    valid for the Layout it took, and the files it names stay mapped while anything holds it:
+    expiry retires them with a weak reference to it (fast.retired)."""
 
     files: list[MappedFile]
     views: list[npt.NDArray[np.void]]
@@ -107,7 +112,7 @@ class ConsumeQueue(BlockCache):
         self.spares: Spares[MappedFile] | None = None
         #: On a RAM filesystem, where flushing protects nothing (fast.mapped.on_ram_filesystem).
         self.volatile = False
-        self._retired = Retired()
+        self._retired = Retired[MappedFile]()
 
     @property
     def directory(self) -> Path:
@@ -414,10 +419,11 @@ class ConsumeQueue(BlockCache):
                     {f.start: i for i, f in enumerate(files)},
                 )
             )
-            del lay, files
-            for start in [f.start for f in gone]:
-                self._forget(start)
-            self._retired.add(gone)
+            replaced = weakref.ref(lay)
+            del lay, files  # the writer's own references: the sweep must see only readers'
+            for f in gone:
+                self._forget(f.start)
+            self._retired.add(replaced, gone)
         else:
             self.correct_min_offset(commit_log_min)
         return drop

@@ -18,9 +18,8 @@ import zlib
 from typing import TYPE_CHECKING
 
 from pullspec.spec.errors import CorruptStoreError
-from pullspec.spec.layout import CQ_STORE_UNIT_SIZE, PRE_BLANK_ENTRY
+from pullspec.spec.layout import CQ_STORE_UNIT_SIZE, PRE_BLANK_ENTRY, LayoutRules
 from pullspec.spec.message import StoredMessage
-from pullspec.spec.profiles import Profile
 from pullspec.spec.record import decode_record
 
 if TYPE_CHECKING:
@@ -31,10 +30,11 @@ if TYPE_CHECKING:
 
 
 def decode_checked(
-    buf: Buffer, pos: int, profile: Profile, delay_levels: tuple[int, ...] | None
+    buf: Buffer, pos: int, rules: LayoutRules, delay_levels: tuple[int, ...] | None
 ) -> StoredMessage:
-    """spec.record.decode_record, refusing a record whose body does not match its BODYCRC."""
-    m = decode_record(buf, pos, profile, delay_levels)
+    """spec.record.decode_record (by the profile's `rules`), refusing a record whose body does
+    not match its BODYCRC."""
+    m = decode_record(buf, pos, rules, delay_levels)
     crc = zlib.crc32(m.body) & 0x7FFFFFFF
     if crc != m.body_crc:
         raise CorruptStoreError(

@@ -53,6 +53,7 @@ from pullspec.spec.layout import (
     PRE_BLANK_ENTRY,
     SYSFLAG_BORNHOST_V6,
     SYSFLAG_STOREHOST_V6,
+    LayoutRules,
     calc_msg_length,
     validate_topic,
 )
@@ -63,6 +64,7 @@ from pullspec.spec.record import (
     OFF_PHYSICAL_OFFSET,
     OFF_SYS_FLAG,
 )
+from pullspec.spec.ruleset import Ruleset
 
 #: The sysFlag bits RocketMQ 4.x defines: compressed, multi tags, the transaction type (two
 #: bits), IPv6 born and store hosts.
@@ -201,7 +203,7 @@ def verify_store(
             None,
             queues,
             cq_size,
-            profile,
+            Ruleset.of(profile),
             delay_levels if delay_levels is not None else _DEFAULT_DELAY_LEVELS,
             problems,
             notes,
@@ -267,17 +269,18 @@ def verify_files(
     log_end: int | None,
     queues: list[QueueFiles],
     queue_file_size: int,
-    profile: Profile,
+    rules: LayoutRules,
     delay_levels: tuple[int, ...],
     problems: list[Problem] | None = None,
     notes: list[str] | None = None,
 ) -> VerifyReport:
     """Verify mapped commit-log files (relative name, file) of `log_file_size` bytes, in order,
     whose max offset is `log_end` when known (else found: the bytes after the last record are
-    zeros), and consume queues of `queue_file_size`-byte files."""
+    zeros), and consume queues of `queue_file_size`-byte files; records are decoded by the
+    profile's `rules`."""
     problems = [] if problems is None else problems
     notes = [] if notes is None else notes
-    walk = _LogWalk(log_files, log_file_size, log_end, profile, delay_levels, problems, notes)
+    walk = _LogWalk(log_files, log_file_size, log_end, rules, delay_levels, problems, notes)
     records = walk.run()
     entries = 0
     named = np.zeros(len(records.phys), dtype=bool)
@@ -307,7 +310,7 @@ class _LogWalk:
         files: list[tuple[str, MappedFile]],
         file_size: int,
         end: int | None,
-        profile: Profile,
+        rules: LayoutRules,
         delay_levels: tuple[int, ...],
         problems: list[Problem],
         notes: list[str],
@@ -318,7 +321,7 @@ class _LogWalk:
         self.end = end if end is not None else (files[-1][1].end if files else 0)
         self.problems = problems
         self.notes = notes
-        self.dispatch = Dispatch(profile, delay_levels)
+        self.dispatch = Dispatch(rules, delay_levels)
         self._columns: list[tuple[I64, ...]] = []
 
     def file_of(self, phys: int) -> tuple[str, int]:

@@ -68,6 +68,8 @@ class FastProcessQueue:
             raise InvalidTypeError("clock", clock, "Clock")
         self._clock = clock
         self._profile = Profile.parse(profile)
+        #: The profile's rules, looked up once (PQ-18 changed in 4.9).
+        self._rules = Ruleset.of(self._profile)
         self._lock_max_live_time_ms = require_int("lock_max_live_time_ms", lock_max_live_time_ms)
         self._pull_max_idle_time_ms = require_int("pull_max_idle_time_ms", pull_max_idle_time_ms)
         start = pq.initial_state(clock.now_ms())
@@ -219,7 +221,7 @@ class FastProcessQueue:
         timeout = require_non_negative("consume_timeout_min", consume_timeout_min)
         if require_bool("consume_orderly", consume_orderly):
             return
-        expired_head = Ruleset.of(self._profile).expired_head
+        expired_head = self._rules.expired_head
         # Java reads the size without the lock; locked, it never sees half a batch. Same cost.
         with self._lock:
             loops = min(len(self._cached), pq.CLEAN_EXPIRED_LOOP_MAX)

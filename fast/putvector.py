@@ -25,10 +25,9 @@ from pullspec.spec.layout import (
     PROPERTY_SEPARATOR,
     SYSFLAG_BORNHOST_V6,
     SYSFLAG_STOREHOST_V6,
+    LayoutRules,
     calc_msg_length,
-    check_message_limits,
     is_dispatched_type,
-    message_properties_to_string,
     string_to_message_properties,
     validate_topic,
 )
@@ -90,6 +89,7 @@ class VectorPut:
         commit_log: CommitLog
         config: StoreConfig
         profile: Profile
+        rules: LayoutRules
         clock: Clock
         flush_mode: str
         _role: BrokerRole
@@ -158,13 +158,12 @@ class VectorPut:
             longest_topic = int(topic_lengths.max())
             for s in sets:
                 # LAYOUT-11 only grows stricter with longer records: check the longest possible.
-                status = check_message_limits(
+                status = self.rules.check_message_limits(
                     "",
                     s.text,
                     longest_body,
                     _FIXED + longest_body + longest_topic + len(s.data),
                     self.config.max_message_size,
-                    self.profile,
                 )
                 if status is not None:
                     return None
@@ -178,7 +177,7 @@ class VectorPut:
     def _encode_set(self, props: Properties) -> EncodedSet | None:
         if any(k == PROPERTY_DELAY for k, _ in props):
             return None
-        text = message_properties_to_string(props, self.profile)
+        text = self.rules.message_properties_to_string(props)
         return EncodedSet(
             text, text.encode("utf-8"), properties_tags_code(props, text, self.profile)
         )

@@ -216,7 +216,7 @@ class CompiledScanner:
         (the list the kernel's facts were read with, `views` their bytes then), decoded on
         access through leases of those files."""
         size = self._log.file_size
-        profile = self._planner.profile
+        profile = self._planner.rules
         if len(phys):
             base = files[0].start
             first = (int(phys[0]) - base) // size
@@ -301,6 +301,6 @@ class CompiledScanner:
         """What ScannedRows needs besides the rows to decode their records."""
         return {
             "log_file_size": self._log.file_size,
-            "profile": self._planner.profile,
+            "rules": self._planner.rules,
             "delay_levels": self._delay_levels,
         }

@@ -22,7 +22,6 @@ from pullspec.fast.scan import ScanOutcome, batch_full_mask, outcome, scan_chunk
 from pullspec.spec.layout import CQ_STORE_UNIT_SIZE
 from pullspec.spec.message import StoredMessage
 from pullspec.spec.protocols import MessageFilter
-from pullspec.spec.record import with_blank_leftovers
 from pullspec.spec.results import GetMessageResult
 from pullspec.spec.scan import (
     CQEntry,
@@ -192,8 +191,7 @@ class NumpyScanner:
         max_offset_py, files = log_view
         picked = phys[done.returned]
         size = self._log.file_size
-        profile = self._planner.profile
-        records = lazy_records(files, size, picked, profile, self._delay_levels)
+        records = lazy_records(files, size, picked, self._planner.rules, self._delay_levels)
         offset = plan.offset
         return FastGetMessageResult(
             done.status,
@@ -213,7 +211,7 @@ class NumpyScanner:
         if found is None:
             return None
         f, pos = found
-        return decode_checked(f.mm, pos, self._planner.profile, self._delay_levels)
+        return decode_checked(f.mm, pos, self._planner.rules, self._delay_levels)
 
     def scan_entries(
         self, plan: ScanPlan, log_view: LogView, message_filter: MessageFilter | None
@@ -282,7 +280,7 @@ class NumpyScanner:
             served = self._log.record_at(phys, size, log_view)
             assert served is not None  # the scan read it in this view
             f, pos = served
-            out.append(with_blank_leftovers(bytes(f.data[pos : pos + size]), self._planner.profile))
+            out.append(self._planner.rules.with_blank_leftovers(bytes(f.data[pos : pos + size])))
         return tuple(out)
 
     # -- get_messages without the compiled scan -------------------------------------------------

@@ -26,12 +26,7 @@ from pullspec.fast.validate import dispatch_fields, scan_file
 from pullspec.spec.delay import SCHEDULE_TOPIC
 from pullspec.spec.errors import CorruptStoreError
 from pullspec.spec.filter import tags_string_to_tags_code
-from pullspec.spec.layout import (
-    MESSAGE_MAGIC_CODE,
-    commit_log_file_start,
-    string_to_message_properties,
-)
-from pullspec.spec.profiles import Profile
+from pullspec.spec.layout import MESSAGE_MAGIC_CODE, LayoutRules, commit_log_file_start
 from pullspec.spec.record import (
     check_record,
     parse_record,
@@ -103,7 +98,7 @@ def recover(
     checkpoint_offset: int | None,
     check_crc: bool,
     repair: bool,
-    profile: Profile,
+    rules: LayoutRules,
     delay_levels: tuple[int, ...] = (),
 ) -> RecoveryReport:
     """Validate, truncate and rebuild; CorruptStoreError when intact records follow a bad one
@@ -146,9 +141,7 @@ def recover(
     # so an entry torn mid-write (right phys and size, half a tags code) cannot survive.
     cut = min(validate_from, end) if abnormal else end
     dropped = _truncate(log, queues, end, cut)
-    rebuilt = _rebuild(
-        log, queues, make_queue, positions, hints[hints < cut], profile, delay_levels
-    )
+    rebuilt = _rebuild(log, queues, make_queue, positions, hints[hints < cut], rules, delay_levels)
     n = sum(len(p) for _, p in positions)
     return RecoveryReport(abnormal, start, end, n, end - start, torn, dropped, rebuilt)
 
@@ -215,10 +208,10 @@ def _first_appearance(key: I64) -> tuple[I64, I64]:
 
 class Dispatch:
     """Queue numbers and tags codes of the records to dispatch, each distinct topic string and
-    each distinct properties string decoded once."""
+    each distinct properties string decoded once (by the profile's `rules`)."""
 
-    def __init__(self, profile: Profile, delay_levels: tuple[int, ...]) -> None:
-        self.profile = profile
+    def __init__(self, rules: LayoutRules, delay_levels: tuple[int, ...]) -> None:
+        self.rules = rules
         self.delay_levels = delay_levels
         self.numbers: dict[tuple[bytes, int], int] = {}  # (raw topic, queue id) → queue number
         self.names: list[tuple[str, int]] = []
@@ -249,7 +242,7 @@ class Dispatch:
             raw = bytes(f.mm[at : at + n])
             code = self.codes.get(raw)
             if code is None:
-                text = string_to_message_properties(raw.decode("utf-8", "replace"), self.profile)
+                text = self.rules.string_to_message_properties(raw.decode("utf-8", "replace"))
                 code = self.codes[raw] = tags_string_to_tags_code(dict(text).get("TAGS"))
             lut[g] = code
         tags = lut[props]
@@ -257,7 +250,7 @@ class Dispatch:
         if schedule:
             for k in np.flatnonzero(np.isin(numbers, schedule)).tolist():
                 stored = parse_record(f.mm, int(pos[k])).to_stored_message(
-                    self.profile, self.delay_levels
+                    self.rules, self.delay_levels
                 )
                 tags[k] = stored.tags_code
         return tags
@@ -269,11 +262,11 @@ def _rebuild(
     make_queue: Callable[[str, int], ConsumeQueue],
     positions: list[tuple[MappedFile, I64]],
     hints: I64,
-    profile: Profile,
+    rules: LayoutRules,
     delay_levels: tuple[int, ...],
 ) -> int:
     """Dispatch the validated records no consume-queue entry names (ReputMessageService)."""
-    dispatch = Dispatch(profile, delay_levels)
+    dispatch = Dispatch(rules, delay_levels)
     columns: list[tuple[I64, ...]] = []
     for f, pos in positions:
         missing = pos[_missing(pos + f.start, hints)]

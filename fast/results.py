@@ -17,8 +17,8 @@ import numpy.typing as npt
 from pullspec.fast.damage import decode_checked
 from pullspec.fast.gather import I64, U8
 from pullspec.fast.mapped import FileLease, MappedFile
+from pullspec.spec.layout import LayoutRules
 from pullspec.spec.message import StoredMessage
-from pullspec.spec.profiles import Profile
 from pullspec.spec.results import GetMessageResult
 from pullspec.spec.status import GetMessageStatus
 
@@ -27,13 +27,13 @@ class LazyMessages(Sequence[StoredMessage]):
     """The returned records of one pull: (file, position) pairs decoded into StoredMessage on
     first access. Compares equal to any sequence of equal messages (a tuple included)."""
 
-    __slots__ = ("_base", "_cache", "_delay_levels", "_files", "_positions", "_profile")
+    __slots__ = ("_base", "_cache", "_delay_levels", "_files", "_positions", "_rules")
 
     def __init__(
         self,
         files: list[FileLease] | FileLease,
         positions: list[int] | I64,
-        profile: Profile,
+        rules: LayoutRules,
         delay_levels: tuple[int, ...] | None = None,
         base: int = 0,
     ) -> None:
@@ -41,10 +41,11 @@ class LazyMessages(Sequence[StoredMessage]):
         # keeps the file from being reused (fast.spares) while this lives.
         # `files` is one lease for all positions, or one per position; a record's position
         # in its view is positions[i] − base (a pull passes commit-log offsets and its file's
-        # start, so nothing is subtracted for the records never read).
+        # start, so nothing is subtracted for the records never read). `rules` are the profile's
+        # (its LAYOUT-13 properties parser).
         self._files = files
         self._positions = positions
-        self._profile = profile
+        self._rules = rules
         self._delay_levels = delay_levels
         self._base = base
         self._cache: list[StoredMessage | None] = [None] * len(positions)
@@ -59,7 +60,7 @@ class LazyMessages(Sequence[StoredMessage]):
             m = self._cache[i] = decode_checked(
                 lease.data.data,
                 int(self._positions[i]) - self._base,
-                self._profile,
+                self._rules,
                 self._delay_levels,
             )
         return m
@@ -110,19 +111,19 @@ def lazy_records(
     files: Sequence[Any],
     file_size: int,
     phys: I64,
-    profile: Profile,
+    rules: LayoutRules,
     delay_levels: tuple[int, ...] | None,
 ) -> LazyMessages:
     """The records at commit-log offsets `phys`, decoded on access; `files` are the log's files
     in order (anything with `start` and `lend()`: MappedFile, FileView), each `file_size`
     long."""
     if not len(phys):
-        return LazyMessages([], [], profile, delay_levels)
+        return LazyMessages([], [], rules, delay_levels)
     base = files[0].start
     first = (int(phys[0]) - base) // file_size
     if first == (int(phys[-1]) - base) // file_size:
         f = files[first]
-        return LazyMessages(f.lend(), phys - f.start, profile, delay_levels)
+        return LazyMessages(f.lend(), phys - f.start, rules, delay_levels)
     datas: list[FileLease] = []
     positions: list[int] = []
     leases: dict[int, FileLease] = {}
@@ -132,7 +133,7 @@ def lazy_records(
             leases[f.start] = f.lend()
         datas.append(leases[f.start])
         positions.append(p - f.start)
-    return LazyMessages(datas, positions, profile, delay_levels)
+    return LazyMessages(datas, positions, rules, delay_levels)
 
 
 @attrs.frozen(eq=False)
@@ -218,10 +219,11 @@ class ScannedResult(FastGetMessageResult):
 
     >>> import numpy as np
     >>> from pullspec.spec import GetMessageStatus, Profile
+    >>> from pullspec.spec.ruleset import Ruleset
     >>> picked = np.array([[0, 1], [0, 94]])
     >>> class NoRecords:
     ...     def records(self, files, views, phys):
-    ...         return LazyMessages([], [], Profile.V4_9)
+    ...         return LazyMessages([], [], Ruleset.of(Profile.V4_9))
     >>> r = ScannedResult((GetMessageStatus.FOUND, 2, 0, 2, 2, 188, 0, picked, 188, 94, 1 << 30,
     ...                    NoRecords(), [], ()))
     >>> r.message_count, r.buffer_total_size, r.msg_offsets, r.suggest_pulling_from_slave
@@ -346,7 +348,8 @@ class ScannedRows:
     #: Every commit-log file when the scan ran: the views pin the mappings.
     log_files: tuple[FileView, ...]
     log_file_size: int
-    profile: Profile
+    #: The profile's rules (they decode the records).
+    rules: LayoutRules
     delay_levels: tuple[int, ...]
 
     def result(self, r: int) -> FastGetMessageResult:
@@ -354,7 +357,7 @@ class ScannedRows:
         lo = int(self.picked_start[r])
         phys = self.picked_phys[lo : lo + int(self.count[r])]
         records = lazy_records(
-            self.log_files, self.log_file_size, phys, self.profile, self.delay_levels
+            self.log_files, self.log_file_size, phys, self.rules, self.delay_levels
         )
         offset = int(self.offset[r])
         status = GetMessageStatus.FOUND if self.found[r] else GetMessageStatus.NO_MATCHED_MESSAGE

@@ -40,6 +40,7 @@ from pullspec.spec.message import BrokerInnerMessage, StoredMessage
 from pullspec.spec.profiles import Profile
 from pullspec.spec.protocols import MessageFilter, check_get_message_arguments
 from pullspec.spec.results import GetMessageResult, PutMessageResult
+from pullspec.spec.ruleset import Ruleset
 from pullspec.spec.store import RoleHolder, find_consume_queue, looked_up_record
 
 #: messageDelayLevel parsed once per distinct string.
@@ -109,6 +110,8 @@ class MmapMessageStore(PutPath, RoleHolder):
         self._root = os.fspath(self.store_dir)
         self.config = config
         self.profile = Profile.parse(profile)
+        #: The profile's rules, looked up once.
+        self.rules = Ruleset.of(self.profile)
         self.clock = clock
         self.read_only = read_only
         self.flush_mode: FlushMode = flush
@@ -133,7 +136,7 @@ class MmapMessageStore(PutPath, RoleHolder):
         self.commit_log = CommitLog(
             self.store_dir / "commitlog",
             config.mapped_file_size_commit_log,
-            self.profile,
+            self.rules,
             read_only,
         )
         self._volatile = on_ram_filesystem(self._root)
@@ -163,7 +166,7 @@ class MmapMessageStore(PutPath, RoleHolder):
                 checkpoint_offset=self.checkpoint.dispatched_offset,
                 check_crc=config.check_crc_on_recover,
                 repair=repair,
-                profile=self.profile,
+                rules=self.rules,
                 delay_levels=self._delay_levels,
             )
         except BaseException:
@@ -327,7 +330,7 @@ class MmapMessageStore(PutPath, RoleHolder):
         at = f.start + pos
         if looked_up_record(at, log.is_record_start(at, log_view) > 0) is None:
             return None
-        return decode_checked(f.mm, pos, self.profile, self._delay_levels)
+        return decode_checked(f.mm, pos, self.rules, self._delay_levels)
 
     def check_in_disk_by_consume_offset(
         self, topic: str, queue_id: int, consume_offset: int
@@ -369,7 +372,7 @@ class MmapMessageStore(PutPath, RoleHolder):
                 log.end,
                 queues,
                 self.config.consume_queue_file_size,
-                self.profile,
+                self.rules,
                 self._delay_levels,
             )
 

@@ -60,6 +60,7 @@ from pullspec.spec.profiles import Profile
 from pullspec.spec.protocols import MessageStore
 from pullspec.spec.results import PutMessageResult
 from pullspec.spec.retry import SendBackRequest, SendBackResponse
+from pullspec.spec.ruleset import Ruleset
 from pullspec.spec.status import BrokerRole, ResponseCode
 from pullspec.spec.store import commit_log_roll_next_file
 
@@ -107,6 +108,8 @@ class ReferenceBroker(ClientRequests):
     _next_request_id: int = attrs.field(init=False, default=1)
     _next_check: int = attrs.field(init=False, default=0)
     lock_manager: ReferenceLockManager = attrs.field(init=False)
+    #: The rules of the profile, looked up once.
+    rules: Ruleset = attrs.field(init=False)
     send_back_processor: ReferenceSendBack = attrs.field(init=False)
     #: The consumer clients of each group, as heartbeats registered them.
     consumer_manager: ConsumerManager = attrs.field(init=False)
@@ -116,6 +119,7 @@ class ReferenceBroker(ClientRequests):
     )
 
     def __attrs_post_init__(self) -> None:
+        self.rules = Ruleset.of(self.profile)
         self._next_check = self.clock.now_ms() + self.check_interval
         self.lock_manager = ReferenceLockManager(clock=self.clock)
         self.consumer_manager = ConsumerManager(self.clock, self.consumers)

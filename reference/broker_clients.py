@@ -185,6 +185,7 @@ class ClientRequests:
         topics: dict[str, TopicConfig]
         config: BrokerConfig
         profile: Profile
+        rules: Ruleset
         consumer_manager: ConsumerManager
 
         def group_config(self, group: str) -> SubscriptionGroupConfig | None:
@@ -234,11 +235,6 @@ class ClientRequests:
     def drain_notifications(self) -> list[tuple[str, str]]:
         """NOTIFY_CONSUMER_IDS_CHANGED messages to send: (client id, group), in order."""
         return self.consumer_manager.drain_notifications()
-
-    @property
-    def rules(self) -> Ruleset:
-        """The rules of this object's profile (a mutant swaps one)."""
-        return Ruleset.of(self.profile)
 
     def send_message_request(
         self,

@@ -113,8 +113,7 @@ class ReferenceClientInstance:
         self.clock = scheduler.clock
         if client_id is None:
             # REBAL-24; 4.9's nanoTime is the virtual time, so two starts at one ms collide
-            client_id = al.client_id(
-                self.profile,
+            client_id = al.AllocateRules.of(self.profile).client_id(
                 client_ip,
                 instance_name,
                 unit_name,

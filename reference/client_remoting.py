@@ -33,6 +33,7 @@ from pullspec.spec.message import (
     MessageQueue,
     StoredMessage,
 )
+from pullspec.spec.offset_store import OffsetStoreRules
 from pullspec.spec.profiles import Profile
 from pullspec.spec.retry import ClientMessage, SendBackRequest, client_msg_id
 from pullspec.spec.status import ResponseCode
@@ -306,12 +307,14 @@ class RemotingOffsetClient:
         self.remoting = remoting
         self.group = require_str("group", group)
         self.profile = Profile.parse(profile)
+        #: OFFSET-7 of the profile, looked up once.
+        self.rules = OffsetStoreRules.of(self.profile)
 
     def query_offset(self, mq: MessageQueue) -> int:
         """QUERY_CONSUMER_OFFSET: the stored offset; MQBrokerError on a non-SUCCESS code,
         MQClientError / RemotingConnectError when there is no reachable broker."""
         queue = _message_queue(mq)
-        addr = self.remoting.offset_broker_addr(queue.broker_name, self.profile)
+        addr = self.remoting.offset_broker_addr(queue.broker_name, self.rules)
         broker = self.remoting.connect(addr)
         code, offset = broker.query_consumer_offset(self.group, queue.topic, queue.queue_id)
         if code is not ResponseCode.SUCCESS or offset is None:
@@ -323,7 +326,7 @@ class RemotingOffsetClient:
         queue = _message_queue(mq)
         value = require_int("offset", offset)
         require_bool("oneway", oneway)
-        addr = self.remoting.offset_broker_addr(queue.broker_name, self.profile)
+        addr = self.remoting.offset_broker_addr(queue.broker_name, self.rules)
         code = self.remoting.connect(addr).update_consumer_offset(
             self.group, queue.topic, queue.queue_id, value
         )

@@ -136,6 +136,8 @@ class ReferenceConsumeConcurrentlyService:
         self.group = group
         self.config = config
         self.profile = Profile.parse(profile)
+        #: The rules of the profile, looked up once (a mutant swaps one).
+        self.rules = Ruleset.of(self.profile)
         self.listener = listener
         self.offset_store = offset_store
         self.send_back = send_back
@@ -162,11 +164,6 @@ class ReferenceConsumeConcurrentlyService:
         self._stopped = False
 
     # -- life cycle (CONC-1, CONC-13, CONC-14) ----------------------------------------------------
-
-    @property
-    def rules(self) -> Ruleset:
-        """The rules of this object's profile (a mutant swaps one)."""
-        return Ruleset.of(self.profile)
 
     def start(self) -> None:
         """Schedule the consume-timeout cleaner (CONC-13)."""

@@ -131,6 +131,8 @@ class ReferenceConsumeOrderlyService:
         self.group = group
         self.config = config
         self.profile = Profile.parse(profile)
+        #: The rules of the profile, looked up once (a mutant swaps one).
+        self.rules = Ruleset.of(self.profile)
         self.listener = listener
         self.offset_store = offset_store
         self.send_back = send_back
@@ -158,11 +160,6 @@ class ReferenceConsumeOrderlyService:
         self._pool_stopped = False
 
     # -- life cycle (ORDER-1, ORDER-17) -----------------------------------------------------------
-
-    @property
-    def rules(self) -> Ruleset:
-        """The rules of this object's profile (a mutant swaps one)."""
-        return Ruleset.of(self.profile)
 
     def start(self) -> None:
         """Start periodic lockAll in CLUSTERING (ORDER-1)."""

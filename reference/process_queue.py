@@ -39,6 +39,8 @@ class ReferenceProcessQueue:
             raise InvalidTypeError("clock", clock, "Clock")
         self._clock = clock
         self._profile = Profile.parse(profile)
+        #: The rules of the profile, looked up once (a mutant swaps one).
+        self.rules = Ruleset.of(self._profile)
         self._lock_max_live_time_ms = require_int("lock_max_live_time_ms", lock_max_live_time_ms)
         self._pull_max_idle_time_ms = require_int("pull_max_idle_time_ms", pull_max_idle_time_ms)
         self._state = pq.initial_state(clock.now_ms())
@@ -89,11 +91,6 @@ class ReferenceProcessQueue:
     def inc_try_unlock_times(self) -> None:
         """incTryUnlockTimes (PQ-20)."""
         self._state = pq.inc_try_unlock_times(self._state)
-
-    @property
-    def rules(self) -> Ruleset:
-        """The rules of this object's profile (a mutant swaps one)."""
-        return Ruleset.of(self._profile)
 
     def clean_expired_msg(
         self,

@@ -196,6 +196,8 @@ class ReferencePushConsumer:
             _require("pull_service", pull_service, PullMessageService)
         self.config = config
         self.profile = Profile.parse(profile)
+        #: The rules of the profile, looked up once (a mutant swaps one).
+        self.rules = Ruleset.of(self.profile)
         self.scheduler = scheduler
         self.remoting = remoting
         self.offset_store = offset_store
@@ -322,7 +324,7 @@ class ReferencePushConsumer:
             pr.next_offset,
             pr.previously_locked,
             self.config,
-            self.profile,
+            self.rules,
             self.counters,
             lambda: self.rebalance_hooks.compute_pull_from_where(mq),
         )
@@ -426,11 +428,6 @@ class ReferencePushConsumer:
         return target, header
 
     # -- RESULT ------------------------------------------------------------------------------
-
-    @property
-    def rules(self) -> Ruleset:
-        """The rules of this object's profile (a mutant swaps one)."""
-        return Ruleset.of(self.profile)
 
     def _on_response(
         self,

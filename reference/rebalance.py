@@ -97,6 +97,8 @@ class ReferenceRebalancePushImpl:
         #: The consumer's configuration; messageQueueChanged rewrites its per-queue thresholds.
         self.config = config
         self.profile = Profile.parse(profile)
+        #: The rules of the profile, looked up once (a mutant swaps one).
+        self.rules = Ruleset.of(self.profile)
         self.lock_client = lock_client
         self.offset_store = offset_store
         self.admin = admin
@@ -256,11 +258,6 @@ class ReferenceRebalancePushImpl:
         for request in rb.dispatch_pull_requests(requests):
             self.dispatch(request)
         return changed
-
-    @property
-    def rules(self) -> Ruleset:
-        """The rules of this object's profile (a mutant swaps one)."""
-        return Ruleset.of(self.profile)
 
     def _add(self, mq: MessageQueue) -> tuple[NewPullRequest | None, rb.NewQueue]:
         lock_ok = self.lock(mq) if self.orderly else True

@@ -47,8 +47,7 @@ from pullspec.spec.errors import (
     require_str,
 )
 from pullspec.spec.message import BrokerInnerMessage
-from pullspec.spec.offset_store import offset_broker_address
-from pullspec.spec.profiles import Profile
+from pullspec.spec.offset_store import OffsetStoreRules
 from pullspec.spec.pull_request import PullMessageRequestHeader
 from pullspec.spec.pull_route import V4_1_0_SNAPSHOT
 from pullspec.spec.results import PutMessageResult
@@ -441,11 +440,11 @@ class ReferenceRemoting:
 
     # -- offsets -----------------------------------------------------------------------------
 
-    def offset_broker_addr(self, broker_name: str, profile: Profile) -> str:
-        """OFFSET-7's address for `broker_name`, the route refresh giving the same route; raises
-        MQClientError("The broker[…] not exist") when there is none."""
+    def offset_broker_addr(self, broker_name: str, rules: OffsetStoreRules) -> str:
+        """OFFSET-7 of `rules` (the client's profile) for `broker_name`, the route refresh giving
+        the same route; raises MQClientError("The broker[…] not exist") when there is none."""
         addrs = self.broker_addrs(broker_name)
-        addr = offset_broker_address(addrs, addrs, profile)
+        addr = rules.offset_broker_address(addrs, addrs)
         if addr is None:
             raise MQClientError(f"The broker[{broker_name}] not exist")
         return addr

@@ -299,22 +299,6 @@ def client_id_v49(
     return f"{cid}@{STREAM_SUFFIX}" if enable_stream else cid
 
 
-def client_id(
-    profile: Profile,
-    client_ip: str,
-    instance_name: str,
-    unit_name: str | None,
-    message_model: MessageModel,
-    pid: int,
-    nano_time: int = 0,
-    enable_stream: bool = False,
-) -> str:
-    """REBAL-24 in `profile`."""
-    return AllocateRules.of(profile).client_id(
-        client_ip, instance_name, unit_name, message_model, pid, nano_time, enable_stream
-    )
-
-
 class AllocateRules(Rules):
     """The changed REBAL rule of the client id (see `spec.rules.Rules`)."""
 

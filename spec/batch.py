@@ -150,8 +150,3 @@ class BatchRules(Rules):
     is_the_batch_full = stated(is_the_batch_full)
     check_in_disk_by_commit_offset = stated(check_in_disk_by_commit_offset)
     check_result_capacity = stated(check_result_capacity_v47, check_result_capacity_v49)
-
-
-def check_result_capacity(max_msg_nums: int, profile: Profile) -> int:
-    """At most how many messages the window scan may return in `profile` (BATCH-4), or raise."""
-    return BatchRules.of(profile).check_result_capacity(max_msg_nums)

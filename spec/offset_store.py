@@ -278,20 +278,6 @@ def offset_broker_address_v49(
     return _address(found)
 
 
-def offset_broker_address(
-    broker_addrs: BrokerAddrs | None, after_refresh: BrokerAddrs | None, profile: Profile
-) -> str | None:
-    """OFFSET-7 in `profile`: `broker_addrs` is the client's map of the queue's broker before
-    the lookup (None: none), `after_refresh` what updateTopicRouteInfoFromNameServer leaves
-    (consulted only when the first lookup finds nothing; pass the same map when the refresh
-    changes nothing). The caller raises MQClientError("The broker[…] not exist") on None.
-
-    Example: ``offset_broker_address(slave_only, slave_only, Profile.V4_9)`` with
-    ``slave_only = BrokerAddrs([(1, "s:1")])`` is ``"s:1"``.
-    """
-    return OffsetStoreRules.of(profile).offset_broker_address(broker_addrs, after_refresh)
-
-
 @rule("OFFSET-8", source="MQClientInstance.persistAllConsumerOffset", seeds=_S24)
 def persist_consumer_offset_targets(
     running: bool, process_queue_mqs: Iterable[MessageQueue]
@@ -403,6 +389,16 @@ def memory_after_rebalance_read(stored: int) -> int | None:
 
 
 class OffsetStoreRules(Rules):
-    """The changed OFFSET rule (see `spec.rules.Rules`)."""
+    """The changed OFFSET rule (see `spec.rules.Rules`).
+
+    `offset_broker_address(broker_addrs, after_refresh)` is OFFSET-7: `broker_addrs` is the
+    client's map of the queue's broker before the lookup (None: none), `after_refresh` what
+    updateTopicRouteInfoFromNameServer leaves (consulted only when the first lookup finds
+    nothing; pass the same map when the refresh changes nothing). The caller raises
+    MQClientError("The broker[…] not exist") on None.
+
+    Example: ``OffsetStoreRules.of(Profile.V4_9).offset_broker_address(slave_only, slave_only)``
+    with ``slave_only = BrokerAddrs([(1, "s:1")])`` is ``"s:1"``.
+    """
 
     offset_broker_address = stated(offset_broker_address_v47, offset_broker_address_v49)

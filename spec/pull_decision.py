@@ -1,8 +1,8 @@
 """The pre-pull decision of `DefaultMQPushConsumerImpl.pullMessage` (FLOW-1 … FLOW-13, PULLQ-9).
 
 `decide_pull` is one pure function: it takes a snapshot of the process queue, the consumer's
-state, the request's cursor and first-lock flag, the configuration, the profile and the
-flow-control log counters, and returns what the attempt does: `Pull`, `Delay` or `Drop`,
+state, the request's cursor and first-lock flag, the configuration, the profile's rules (FLOW-12
+changed in 4.9) and the flow-control log counters, and returns what the attempt does: `Pull`, `Delay` or `Drop`,
 together with the request state and counters after the attempt (types in `spec.pull_actions`).
 """
 
@@ -315,7 +315,7 @@ def decide_pull(
     next_offset: int,
     previously_locked: bool,
     config: ConsumerConfig,
-    profile: Profile,
+    rules: PullDecisionRules,
     counters: FlowControlCounters = NO_FLOW_CONTROL,
     compute_first_lock_offset: Callable[[], int] | None = None,
 ) -> PullDecision:
@@ -359,7 +359,7 @@ def decide_pull(
             raise InvalidArgumentError(
                 "compute_first_lock_offset", None, "required on a locked orderly first pull"
             )
-        step = PullDecisionRules.of(profile).correct_first_lock_offset(
+        step = rules.correct_first_lock_offset(
             previously_locked, next_offset, compute_first_lock_offset or _unused, config
         )
         same = attrs.evolve(

@@ -114,26 +114,13 @@ def compute_pull_from_where_with_exception(
     return _compute(consume_from_where, mq, last_offset, admin, consume_timestamp_ms)
 
 
-def compute_pull_from_where_for(
-    profile: Profile,
-    consume_from_where: ConsumeFromWhere,
-    mq: MessageQueue,
-    last_offset: int,
-    admin: OffsetQueries,
-    consume_timestamp_ms: int,
-) -> int:
-    """REBAL-17 as rebalance and FLOW-12 call it in `profile` (4.9: may raise MQClientError).
-
-    4.9's deprecated `computePullFromWhere` wrapper catches the failure and returns −1, which is
-    exactly the 4.7 function.
-    """
-    return PullFromWhereRules.of(profile).compute_pull_from_where(
-        consume_from_where, mq, last_offset, admin, consume_timestamp_ms
-    )
-
-
 class PullFromWhereRules(Rules):
-    """The changed REBAL rule of the first offset (see `spec.rules.Rules`)."""
+    """The changed REBAL rule of the first offset (see `spec.rules.Rules`).
+
+    `compute_pull_from_where` is REBAL-17 as rebalance and FLOW-12 call it (4.9: may raise
+    MQClientError; 4.9's deprecated `computePullFromWhere` wrapper catches the failure and
+    returns −1, which is exactly the 4.7 function).
+    """
 
     compute_pull_from_where = stated(
         compute_pull_from_where, compute_pull_from_where_with_exception

@@ -219,13 +219,6 @@ def pull_message_request_header_v49(
     return attrs.evolve(header, bname=call.mq.broker_name)
 
 
-def pull_message_request_header(
-    consumer_group: str, call: PullKernelCall, broker: FindBrokerResult, profile: Profile
-) -> PullMessageRequestHeader:
-    """REQ-9 in `profile`."""
-    return PullRequestRules.of(profile).pull_message_request_header(consumer_group, call, broker)
-
-
 @rule("REQ-11", source=_SOURCE, seeds=("000_26b83a4251c26823.txt", *_SEEDS_2_4))
 def on_pull_kernel_exception(config: ConsumerConfig) -> Delay:
     """Any exception thrown synchronously by pullKernelImpl is logged and re-enqueues the

@@ -372,13 +372,6 @@ def on_exception_v49(
     return PullExceptionHandling(_e(config), _logs(topic))
 
 
-def on_exception(
-    error: BaseException, topic: str, config: ConsumerConfig, profile: Profile
-) -> PullExceptionHandling:
-    """RESULT-13 in `profile`."""
-    return PullResultRules.of(profile).on_exception(error, topic, config)
-
-
 @rule("RESULT-14", source="MQClientAPIImpl.pullMessageAsync")
 def copies_after_on_success_exception(reenqueued_before_throw: bool) -> int:
     """An exception thrown inside onSuccess goes to onException, which re-enqueues once more, so

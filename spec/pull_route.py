@@ -157,14 +157,6 @@ def find_broker_address_in_subscribe_v49(
     return None if only_this_broker else _first_entry(broker_addrs)
 
 
-def find_broker_address_in_subscribe(
-    broker_addrs: BrokerAddrs | None, broker_id: int, only_this_broker: bool, profile: Profile
-) -> FindBrokerResult | None:
-    """REQ-6 in `profile`."""
-    rules = PullRouteRules.of(profile)
-    return rules.find_broker_address_in_subscribe(broker_addrs, broker_id, only_this_broker)
-
-
 @rule("REQ-7", source="PullAPIWrapper.pullKernelImpl", seeds=_SEEDS_2_4)
 def check_filter_type_supported(
     expression_type: str, broker_version: int, broker_name: str

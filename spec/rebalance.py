@@ -233,11 +233,6 @@ def new_queue_v49(
     return _decide_offset(next_offset, present_at_put)
 
 
-def new_queue(profile: Profile, is_order: bool, lock_ok: bool, next_offset: int | None) -> NewQueue:
-    """REBAL-10 in `profile`."""
-    return RebalanceRules.of(profile).new_queue(is_order, lock_ok, next_offset)
-
-
 # [4.7]
 @rule("REBAL-11", source=_UPDATE, seeds=("004_60fc00b6c6a023ff.txt",), profiles=(Profile.V4_7,),
       versions="4.9.7 creates the new ProcessQueue locked; 4.7.1 leaves it unlocked")  # fmt: skip

@@ -24,9 +24,9 @@ from pullspec.spec.layout import (
     MESSAGE_MAGIC_CODE,
     SYSFLAG_BORNHOST_V6,
     SYSFLAG_STOREHOST_V6,
+    LayoutRules,
     body_crc,
     calc_msg_length,
-    string_to_message_properties,
 )
 from pullspec.spec.message import (
     PROPERTY_DELAY,
@@ -159,12 +159,12 @@ class RecordFields:
     properties_length: int
 
     def to_stored_message(
-        self, profile: Profile, delay_levels: tuple[int, ...] | None = None
+        self, rules: LayoutRules, delay_levels: tuple[int, ...] | None = None
     ) -> StoredMessage:
-        """The StoredMessage the broker decodes from this record in `profile` (LAYOUT-9 parser,
-        tags code per FILTER-1; with the store's `delay_levels`, a schedule-topic record's code
-        is its delivery time, RETRY-8)."""
-        properties = string_to_message_properties(self.properties_string, profile)
+        """The StoredMessage the broker decodes from this record under `rules` (a profile's
+        ruleset: its LAYOUT-13 parser; tags code per FILTER-1; with the store's
+        `delay_levels`, a schedule-topic record's code is its delivery time, RETRY-8)."""
+        properties = rules.string_to_message_properties(self.properties_string)
         return StoredMessage(
             topic=self.topic,
             queue_id=self.queue_id,
@@ -380,11 +380,6 @@ def _blank_header(remaining: int) -> bytes:
     return _SIZE_MAGIC.pack(remaining, BLANK_MAGIC_CODE)
 
 
-def encode_blank(remaining: int, profile: Profile) -> bytes:
-    """The end-of-file blank for `remaining` = F − w free bytes in `profile` (LAYOUT-7)."""
-    return RecordRules.of(profile).encode_blank(remaining)
-
-
 # [4.7]
 @rule("LAYOUT-7", source=_LAYOUT_7, profiles=(Profile.V4_7,))
 def with_blank_leftovers_v47(body: bytes) -> bytes:
@@ -421,12 +416,6 @@ def with_blank_leftovers_v49(body: bytes) -> bytes:
     post: __return__ == body
     """
     return body
-
-
-def with_blank_leftovers(body: bytes, profile: Profile) -> bytes:
-    """`body` (bytes read from a record start on) with an end-of-file blank in it as `profile`'s
-    RocketMQ leaves it (LAYOUT-7)."""
-    return RecordRules.of(profile).with_blank_leftovers(body)
 
 
 def read_size_and_magic(buf: Buffer, pos: int) -> tuple[int, int]:
@@ -511,11 +500,12 @@ def parse_record(buf: Buffer, pos: int = 0) -> RecordFields:
 
 
 def decode_record(
-    buf: Buffer, pos: int, profile: Profile, delay_levels: tuple[int, ...] | None = None
+    buf: Buffer, pos: int, rules: LayoutRules, delay_levels: tuple[int, ...] | None = None
 ) -> StoredMessage:
-    """The StoredMessage at `pos` as `profile`'s broker decodes it (CorruptStoreError if the bytes
-    there are not a message record); `delay_levels` as in `RecordFields.to_stored_message`."""
-    return parse_record(buf, pos).to_stored_message(profile, delay_levels)
+    """The StoredMessage at `pos` as the broker of `rules` (a profile's ruleset) decodes it
+    (CorruptStoreError if the bytes there are not a message record); `delay_levels` as in
+    `RecordFields.to_stored_message`."""
+    return parse_record(buf, pos).to_stored_message(rules, delay_levels)
 
 
 def check_record(buf: Buffer, pos: int, check_crc: bool) -> int:

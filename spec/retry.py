@@ -882,21 +882,6 @@ def send_back_plan_v49(
     )
 
 
-def send_back_plan(
-    profile: Profile,
-    msg: StoredMessage,
-    group: str,
-    delay_level: int,
-    broker_name: str | None,
-    max_reconsume_times: int,
-    namespace: str | None = None,
-) -> SendBackPlan:
-    """CONC-11 in `profile`."""
-    return RetryRules.of(profile).send_back_plan(
-        msg, group, delay_level, broker_name, max_reconsume_times, namespace
-    )
-
-
 def max_reconsume_times_orderly(configured: int) -> int:
     """ORDER-14: the orderly getMaxReconsumeTimes, −1 (the default) meaning Integer.MAX_VALUE,
     so by default an orderly message is retried locally forever."""
@@ -950,14 +935,6 @@ def orderly_dead_letter_message_v49(
     post: __return__.original_properties == __return__.message.properties
     """
     return _dead_letter(msg, group, max_reconsume_times_orderly(max_reconsume_times), True)
-
-
-def orderly_dead_letter_message(
-    profile: Profile, msg: StoredMessage, group: str, max_reconsume_times: int
-) -> SendBackBuild:
-    """ORDER-15 in `profile`."""
-    rules = RetryRules.of(profile)
-    return rules.orderly_dead_letter_message(msg, group, max_reconsume_times)
 
 
 class RetryRules(Rules):

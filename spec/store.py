@@ -173,12 +173,12 @@ def classify_offset(
     max_offset: int,
     broker_role: BrokerRole,
     offset_check_in_slave: bool,
-    profile: Profile | StoreRules,
+    rules: StoreRules,
 ) -> tuple[GetMessageStatus, int] | None:
     """The first matching case decides: an empty queue, an offset below min, equal to max, past
     max, or else (min ≤ offset < max) a window lookup, signalled by None.
 
-    `profile` is a profile or the rules of one (a ruleset: a swapped STORE-8 applies here).
+    `rules` are a profile's rules (a ruleset: a swapped STORE-8 applies here).
 
     post: __return__ is None or __return__[0] is not GetMessageStatus.FOUND
     post: (__return__ is None) == (max_offset != 0 and min_offset <= offset < max_offset)
@@ -198,7 +198,6 @@ def classify_offset(
         return (GetMessageStatus.OFFSET_OVERFLOW_ONE, corr(overflow_one_next_offset(offset)))
     # Check that the offset is not past max.
     if offset > max_offset:
-        rules = profile if isinstance(profile, StoreRules) else StoreRules.of(profile)
         target = rules.overflow_badly_target(min_offset, max_offset)
         return (GetMessageStatus.OFFSET_OVERFLOW_BADLY, corr(target))
     return None
@@ -338,7 +337,7 @@ def commit_log_read_position(
     the sizes differ — instead of skipping a removed record (MESSAGE_WAS_REMOVING, STORE-12).
     A file before the last is full (its end-of-file blank included): its read position is F;
     a read that runs into that blank returns what each release left there
-    (spec.record.with_blank_leftovers).
+    (RecordRules.with_blank_leftovers, spec.record).
 
     pre: phys >= 0 and 0 < size < 2**31 and file_size > 0 and last_file_read_position >= 0
     pre: (first_file_start is None) == (last_file_start is None)

@@ -72,6 +72,8 @@ class StaticAssignment:
                 raise InvalidTypeError(name, value, kind.__name__)
         self.offset_store, self.admin, self.config, self.clock = offset_store, admin, config, clock
         self.profile = Profile.parse(profile)
+        #: The rules of the profile, looked up once.
+        self.rules = Ruleset.of(self.profile)
         self._subscriptions: dict[str, SubscriptionData] = {}
         for topic, expression in subscriptions.items():
             self.subscribe(topic, expression)
@@ -110,11 +112,6 @@ class StaticAssignment:
             raise InvalidTypeError("dispatcher", dispatcher, "PullDispatcher")
         self._dispatcher = dispatcher
         self.do_rebalance()
-
-    @property
-    def rules(self) -> Ruleset:
-        """The rules of this object's profile (a mutant swaps one)."""
-        return Ruleset.of(self.profile)
 
     def do_rebalance(self) -> None:
         """REBAL-3 (queues of unsubscribed topics are dropped), REBAL-9 (pull-expired queues are

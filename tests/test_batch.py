@@ -10,7 +10,6 @@ from pullspec.reference.store import ReferenceMessageStore
 from pullspec.spec.batch import (
     BatchLimits,
     check_in_disk_by_commit_offset,
-    check_result_capacity,
     check_result_capacity_v47,
     check_result_capacity_v49,
     is_the_batch_full,
@@ -23,6 +22,7 @@ from pullspec.spec.errors import IllegalCapacityError
 from pullspec.spec.filter import tag_filter
 from pullspec.spec.message import BrokerInnerMessage
 from pullspec.spec.profiles import Profile
+from pullspec.spec.ruleset import Ruleset
 from pullspec.spec.status import GetMessageStatus
 
 LIMITS = BatchLimits()  # 256 KiB / 32 in memory, 64 KiB / 8 on disk
@@ -178,9 +178,9 @@ def test_batch_4_result_capacity_per_profile() -> None:
         check_result_capacity_v49(-5)
     assert -5 == info.value.max_msg_nums
     assert "-5" in str(info.value)
-    assert 1 == check_result_capacity(-5, V47)
+    assert 1 == Ruleset.of(V47).check_result_capacity(-5)
     with pytest.raises(IllegalCapacityError):
-        check_result_capacity(-1, V49)
+        Ruleset.of(V49).check_result_capacity(-1)
 
 
 @given(st.integers(-(2**31), 2**31 - 1))

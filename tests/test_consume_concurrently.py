@@ -23,6 +23,7 @@ from pullspec.spec.errors import IndexOutOfBoundsError, InvalidTypeError
 from pullspec.spec.message import MessageQueue, StoredMessage, with_namespace, without_namespace
 from pullspec.spec.offset_store import OffsetUpdate
 from pullspec.spec.profiles import Profile
+from pullspec.spec.ruleset import Ruleset
 
 OK = ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 LATER = ConsumeConcurrentlyStatus.RECONSUME_LATER
@@ -162,8 +163,8 @@ def test_conc_10_service_send_back_call() -> None:
 
 def test_conc_11_header_and_fallback_per_profile() -> None:
     m = msg(4, reconsume=2, props={"UNIQ_KEY": "U1", "TRAN_MSG": "true", "K": "v"})
-    p47 = sb.send_back_plan(Profile.V4_7, m, GROUP, 0, "broker-a", -1)
-    p49 = sb.send_back_plan(Profile.V4_9, m, GROUP, 0, "broker-a", -1)
+    p47 = Ruleset.of(Profile.V4_7).send_back_plan(m, GROUP, 0, "broker-a", -1)
+    p49 = Ruleset.of(Profile.V4_9).send_back_plan(m, GROUP, 0, "broker-a", -1)
     header = sb.SendBackHeader(GROUP, "T", 1004, 0, "U1", 16, None)
     assert header == p47.header
     assert "broker-a" == p49.header.bname

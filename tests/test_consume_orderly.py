@@ -23,6 +23,7 @@ from pullspec.spec.contracts import check_call
 from pullspec.spec.message import MessageQueue, StoredMessage
 from pullspec.spec.offset_store import OffsetUpdate
 from pullspec.spec.profiles import Profile
+from pullspec.spec.ruleset import Ruleset
 
 CLUSTERING = MessageModel.CLUSTERING
 BROADCASTING = MessageModel.BROADCASTING
@@ -173,8 +174,8 @@ def test_order_15_dead_letter_message_per_profile() -> None:
     m = msg(0, 5, {"UNIQ_KEY": "U", "TRAN_MSG": "true"})
     base = {"UNIQ_KEY": "U", "RETRY_TOPIC": "T", "RECONSUME_TIME": "5"}
     base |= {"MAX_RECONSUME_TIMES": "5", "DELAY": "8"}
-    v47 = sb.orderly_dead_letter_message(Profile.V4_7, m, "G", 5)
-    v49 = sb.orderly_dead_letter_message(Profile.V4_9, m, "G", 5)
+    v47 = Ruleset.of(Profile.V4_7).orderly_dead_letter_message(m, "G", 5)
+    v49 = Ruleset.of(Profile.V4_9).orderly_dead_letter_message(m, "G", 5)
     assert sb.ClientMessage("%RETRY%G", b"b", 0, base) == v47.message
     assert sb.ClientMessage("%RETRY%G", b"b", 0, base | {"ORIGIN_MESSAGE_ID": "U"}) == v49.message
     assert v49.message.properties == v49.original_properties

@@ -17,21 +17,18 @@ from pullspec.spec.layout import (
     MESSAGE_MAGIC_CODE,
     body_crc,
     calc_msg_length,
-    check_message_limits,
     check_message_limits_v47,
     check_message_limits_v49,
     commit_log_file_start,
     consume_queue_units_per_file,
     is_dispatched_type,
     is_record_magic,
-    message_properties_to_string,
     message_properties_to_string_v47,
     message_properties_to_string_v49,
     needs_end_of_file_blank,
     offset_to_file_name,
     pack_cq_entry,
     pre_blank_entries,
-    string_to_message_properties,
     string_to_message_properties_v47,
     string_to_message_properties_v49,
     transaction_type,
@@ -40,6 +37,7 @@ from pullspec.spec.layout import (
 )
 from pullspec.spec.message import BrokerInnerMessage, HostAddress, Properties, create_message_id
 from pullspec.spec.profiles import ALL_PROFILES, Profile
+from pullspec.spec.ruleset import Ruleset
 from pullspec.spec.status import PutMessageStatus
 
 V47, V49 = Profile.V4_7, Profile.V4_9
@@ -237,15 +235,17 @@ def test_layout_9_encoding_per_profile() -> None:
     props = (("TAGS", "A"), ("KEYS", "k"))
     assert "TAGS\x01A\x02KEYS\x01k\x02" == message_properties_to_string_v47(props)
     assert "TAGS\x01A\x02KEYS\x01k" == message_properties_to_string_v49(props)
-    assert "TAGS\x01A\x02KEYS\x01k\x02" == message_properties_to_string(props, V47)
-    assert "TAGS\x01A\x02KEYS\x01k" == message_properties_to_string(props, V49)
-    assert ["", ""] == [message_properties_to_string((), p) for p in ALL_PROFILES]
+    assert "TAGS\x01A\x02KEYS\x01k\x02" == Ruleset.of(V47).message_properties_to_string(props)
+    assert "TAGS\x01A\x02KEYS\x01k" == Ruleset.of(V49).message_properties_to_string(props)
+    assert ["", ""] == [Ruleset.of(p).message_properties_to_string(()) for p in ALL_PROFILES]
 
 
 @pytest.mark.parametrize("decoder", ALL_PROFILES)
 def test_layout_9_both_decoders_read_both_encodings(decoder: Profile) -> None:
     for text in ("TAGS\x01A\x02KEYS\x01k\x02", "TAGS\x01A\x02KEYS\x01k"):
-        assert {"TAGS": "A", "KEYS": "k"} == dict(string_to_message_properties(text, decoder))
+        assert {"TAGS": "A", "KEYS": "k"} == dict(
+            Ruleset.of(decoder).string_to_message_properties(text)
+        )
 
 
 @pytest.mark.parametrize(
@@ -260,8 +260,8 @@ def test_layout_9_both_decoders_read_both_encodings(decoder: Profile) -> None:
     ],
 )
 def test_layout_9_decoder_edge_cases(text: str, v47: dict[str, str], v49: dict[str, str]) -> None:
-    assert v47 == dict(string_to_message_properties(text, V47))
-    assert v49 == dict(string_to_message_properties(text, V49))
+    assert v47 == dict(Ruleset.of(V47).string_to_message_properties(text))
+    assert v49 == dict(Ruleset.of(V49).string_to_message_properties(text))
 
 
 @given(properties_maps)
@@ -272,7 +272,7 @@ def test_layout_9_round_trip_in_both_profiles(props: dict[str, str]) -> None:
     }
     for writer in ALL_PROFILES:
         for reader in ALL_PROFILES:
-            assert props == dict(string_to_message_properties(encoded[writer], reader))
+            assert props == dict(Ruleset.of(reader).string_to_message_properties(encoded[writer]))
     assert encoded[V47] == (encoded[V49] + "\x02" if props else "")
 
 
@@ -296,15 +296,17 @@ def test_layout_13_a_property_with_an_empty_value_reads_back_absent(
     assert v47 == check_call(string_to_message_properties_v47, text)
     assert v49 == check_call(string_to_message_properties_v49, text)
     assert (v47, v49) == (
-        string_to_message_properties(text, V47),
-        string_to_message_properties(text, V49),
+        Ruleset.of(V47).string_to_message_properties(text),
+        Ruleset.of(V49).string_to_message_properties(text),
     )
 
 
 @pytest.mark.parametrize("profile", ALL_PROFILES)
 def test_layout_13_every_stored_empty_value_is_gone_after_a_round_trip(profile: Profile) -> None:
-    written = message_properties_to_string((("TAGS", ""), ("KEYS", "k"), ("X", "")), profile)
-    assert (("KEYS", "k"),) == string_to_message_properties(written, profile)
+    written = Ruleset.of(profile).message_properties_to_string(
+        (("TAGS", ""), ("KEYS", "k"), ("X", ""))
+    )
+    assert (("KEYS", "k"),) == Ruleset.of(profile).string_to_message_properties(written)
 
 
 # --- LAYOUT-10 --------------------------------------------------------------------------------
@@ -355,8 +357,13 @@ def test_layout_11_message_size_4_9_limits_body_and_record() -> None:
     record = MAX_MESSAGE_SIZE + 65_536
     assert check_message_limits_v49("T", "", 10, record, MAX_MESSAGE_SIZE) is None
     assert ILLEGAL == check_message_limits_v49("T", "", 10, record + 1, MAX_MESSAGE_SIZE)
-    assert ILLEGAL == check_message_limits("T", "", body + 1, body + 93, MAX_MESSAGE_SIZE, V49)
-    assert check_message_limits("T", "", body + 1, body + 93, MAX_MESSAGE_SIZE * 2, V47) is None
+    assert ILLEGAL == Ruleset.of(V49).check_message_limits(
+        "T", "", body + 1, body + 93, MAX_MESSAGE_SIZE
+    )
+    assert (
+        Ruleset.of(V47).check_message_limits("T", "", body + 1, body + 93, MAX_MESSAGE_SIZE * 2)
+        is None
+    )
 
 
 @given(

@@ -34,7 +34,6 @@ from pullspec.spec.offset_store import (
     local_offset_store_path,
     local_persist_steps,
     memory_after_rebalance_read,
-    offset_broker_address,
     offset_broker_address_v47,
     offset_broker_address_v49,
     offset_store_kind,
@@ -48,9 +47,9 @@ from pullspec.spec.offset_store import (
 from pullspec.spec.profiles import Profile
 from pullspec.spec.pull_from_where import (
     compute_pull_from_where,
-    compute_pull_from_where_for,
     compute_pull_from_where_with_exception,
 )
+from pullspec.spec.ruleset import Ruleset
 
 MEM = ReadOffsetType.READ_FROM_MEMORY
 STORE = ReadOffsetType.READ_FROM_STORE
@@ -141,24 +140,25 @@ def test_offset_6_to_8_remote_persistence_rules() -> None:
     assert remote_persist_all_plan((Q0,), None) == ((), ())
     # The route lists the slave first, but the HashMap iterates id 0 first.
     slave_first = BrokerAddrs([(1, "slave"), (0, "master")])
-    assert offset_broker_address(slave_first, slave_first, Profile.V4_7) == "master"
-    assert offset_broker_address(slave_first, slave_first, Profile.V4_9) == "master"
+    assert Ruleset.of(Profile.V4_7).offset_broker_address(slave_first, slave_first) == "master"
+    assert Ruleset.of(Profile.V4_9).offset_broker_address(slave_first, slave_first) == "master"
     # No master: the lookup after the refresh takes any broker, even when the refresh changed
     # nothing (4.9 asks with onlyThisBroker = false the second time).
     slave = BrokerAddrs([(1, "slave")])
-    assert offset_broker_address(slave, slave, Profile.V4_9) == "slave"
-    assert offset_broker_address(None, slave, Profile.V4_9) == "slave"
-    assert offset_broker_address(slave, slave, Profile.V4_7) == "slave"
+    assert Ruleset.of(Profile.V4_9).offset_broker_address(slave, slave) == "slave"
+    assert Ruleset.of(Profile.V4_9).offset_broker_address(None, slave) == "slave"
+    assert Ruleset.of(Profile.V4_7).offset_broker_address(slave, slave) == "slave"
     # The refresh is asked only when the first lookup finds nothing.
-    assert offset_broker_address(slave_first, slave, Profile.V4_9) == "master"
-    assert offset_broker_address(slave, None, Profile.V4_7) == "slave"
-    assert offset_broker_address(BrokerAddrs(), BrokerAddrs(), Profile.V4_9) is None
-    assert offset_broker_address(None, None, Profile.V4_7) is None
+    assert Ruleset.of(Profile.V4_9).offset_broker_address(slave_first, slave) == "master"
+    assert Ruleset.of(Profile.V4_7).offset_broker_address(slave, None) == "slave"
+    assert Ruleset.of(Profile.V4_9).offset_broker_address(BrokerAddrs(), BrokerAddrs()) is None
+    assert Ruleset.of(Profile.V4_7).offset_broker_address(None, None) is None
     # Bucket 0 (id 16) iterates before bucket 1 (ids 1 and 17): 4.7's first entry, and 4.9's
     # once no master answers.
     no_master = BrokerAddrs([(1, "s1"), (17, "s17"), (16, "s16")])
     assert ["s16", "s16"] == [
-        offset_broker_address(no_master, no_master, p) for p in (Profile.V4_7, Profile.V4_9)
+        Ruleset.of(p).offset_broker_address(no_master, no_master)
+        for p in (Profile.V4_7, Profile.V4_9)
     ]
     assert persist_consumer_offset_targets(False, [Q0]) is None
     assert persist_consumer_offset_targets(True, [Q0, Q1]) == frozenset({Q0, Q1})
@@ -216,7 +216,9 @@ def test_rebal_17_compute_pull_from_where(
     where: ConsumeFromWhere, mq: MessageQueue, last: int, expected: int
 ) -> None:
     for profile in Profile:
-        assert compute_pull_from_where_for(profile, where, mq, last, FakeAdmin(), 0) == expected
+        assert (
+            Ruleset.of(profile).compute_pull_from_where(where, mq, last, FakeAdmin(), 0) == expected
+        )
 
 
 def test_rebal_17_failure_per_profile() -> None:

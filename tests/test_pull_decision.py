@@ -55,6 +55,7 @@ from pullspec.spec.pull_decision import (
     flow_control_log_suppressed,
     touches_last_pull_timestamp,
 )
+from pullspec.spec.ruleset import Ruleset
 
 MIB = 1 << 20
 DEFAULT = ConsumerConfig()
@@ -223,47 +224,63 @@ def test_flow_12_first_lock_both_profiles() -> None:
 def test_pullq_9_order_of_checks() -> None:
     over = ProcessQueueSnapshot(msg_count=5000, msg_size=500 * MIB, max_span=9000)
     stopped_paused = ConsumerState(running=False, paused=True)
-    d = decide_pull(over, stopped_paused, 7, False, DEFAULT, Profile.V4_9)
+    d = decide_pull(over, stopped_paused, 7, False, DEFAULT, Ruleset.of(Profile.V4_9))
     assert d.action == Delay(1000, DelayReason.CONSUMER_NOT_RUNNING)
     assert d.touch_last_pull_timestamp and d.counters == FlowControlCounters()
-    d = decide_pull(over, ConsumerState(paused=True), 7, False, DEFAULT, Profile.V4_9)
+    d = decide_pull(over, ConsumerState(paused=True), 7, False, DEFAULT, Ruleset.of(Profile.V4_9))
     assert d.action == Delay(1000, DelayReason.PAUSED)
-    d = decide_pull(over, RUNNING, 7, False, DEFAULT, Profile.V4_9)
+    d = decide_pull(over, RUNNING, 7, False, DEFAULT, Ruleset.of(Profile.V4_9))
     assert d.action == Delay(50, DelayReason.CACHED_MESSAGE_COUNT)
     assert d.counters == FlowControlCounters(1, 0)
     assert d.flow_control_log == FlowControlLog(DelayReason.CACHED_MESSAGE_COUNT, 1, False)
     size_only = ProcessQueueSnapshot(msg_size=500 * MIB, max_span=9000)
-    d = decide_pull(size_only, RUNNING, 7, False, DEFAULT, Profile.V4_9, d.counters)
+    d = decide_pull(size_only, RUNNING, 7, False, DEFAULT, Ruleset.of(Profile.V4_9), d.counters)
     assert d.action == Delay(50, DelayReason.CACHED_MESSAGE_SIZE)
     assert d.counters == FlowControlCounters(2, 0) and d.flow_control_log is None
     span_only = ProcessQueueSnapshot(max_span=9000)
-    d = decide_pull(span_only, RUNNING, 7, False, DEFAULT, Profile.V4_9, FlowControlCounters(2, 0))
+    d = decide_pull(
+        span_only, RUNNING, 7, False, DEFAULT, Ruleset.of(Profile.V4_9), FlowControlCounters(2, 0)
+    )
     assert d.action == Delay(50, DelayReason.MAX_SPAN)
     assert d.counters == FlowControlCounters(2, 1)
-    d = decide_pull(ProcessQueueSnapshot(), RUNNING, 7, False, DEFAULT, Profile.V4_7)
+    d = decide_pull(ProcessQueueSnapshot(), RUNNING, 7, False, DEFAULT, Ruleset.of(Profile.V4_7))
     assert d.action == Pull(7) and d.next_offset == 7
 
 
 def test_pullq_9_dropped_and_orderly() -> None:
-    d = decide_pull(ProcessQueueSnapshot(dropped=True), RUNNING, 7, False, DEFAULT, Profile.V4_9)
+    d = decide_pull(
+        ProcessQueueSnapshot(dropped=True), RUNNING, 7, False, DEFAULT, Ruleset.of(Profile.V4_9)
+    )
     assert isinstance(d.action, Drop) and not d.touch_last_pull_timestamp
     locked = ProcessQueueSnapshot(locked=True, max_span=9000)
     # FLOW-12 moves the cursor and sets the flag even though FLOW-13 then delays.
     no_sub = ConsumerState(has_subscription=False)
     d = decide_pull(
-        locked, no_sub, 100, False, ORDERLY, Profile.V4_7, compute_first_lock_offset=lambda: 40
+        locked,
+        no_sub,
+        100,
+        False,
+        ORDERLY,
+        Ruleset.of(Profile.V4_7),
+        compute_first_lock_offset=lambda: 40,
     )
     assert d.action == Delay(1000, DelayReason.NO_SUBSCRIPTION)
     assert (d.next_offset, d.previously_locked) == (40, True)
-    d = decide_pull(locked, RUNNING, 40, True, ORDERLY, Profile.V4_9)
+    d = decide_pull(locked, RUNNING, 40, True, ORDERLY, Ruleset.of(Profile.V4_9))
     assert d.action == Pull(40)
     d = decide_pull(
-        locked, RUNNING, 100, False, ORDERLY, Profile.V4_9, compute_first_lock_offset=_boom
+        locked,
+        RUNNING,
+        100,
+        False,
+        ORDERLY,
+        Ruleset.of(Profile.V4_9),
+        compute_first_lock_offset=_boom,
     )
     assert d.action == Delay(1000, DelayReason.FIRST_LOCK_OFFSET_FAILED)
     assert (d.next_offset, d.previously_locked) == (100, False)
     with pytest.raises(InvalidArgumentError):
-        decide_pull(locked, RUNNING, 100, False, ORDERLY, Profile.V4_9)
+        decide_pull(locked, RUNNING, 100, False, ORDERLY, Ruleset.of(Profile.V4_9))
 
 
 def test_pullq_4_6_8_circulation() -> None:
@@ -344,7 +361,7 @@ def test_pull_exactly_when_every_gate_is_open(
             raise RuntimeError("query failed")
         return first_lock
 
-    args = (pq, cs, next_offset, previously_locked, c, profile, ctr, compute)
+    args = (pq, cs, next_offset, previously_locked, c, Ruleset.of(profile), ctr, compute)
     try:
         d = check_call(decide_pull, *args)
     except RuntimeError:

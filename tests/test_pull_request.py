@@ -24,7 +24,6 @@ from pullspec.spec.pull_request import (
     commit_offset_for_pull,
     on_pull_kernel_exception,
     pull_kernel_call,
-    pull_message_request_header,
     pull_message_request_header_v47,
     pull_message_request_header_v49,
     pull_status_for_response_code_v47,
@@ -38,7 +37,6 @@ from pullspec.spec.pull_route import (
     build_sys_flag,
     check_filter_type_supported,
     clear_commit_offset_flag,
-    find_broker_address_in_subscribe,
     find_broker_address_in_subscribe_v47,
     find_broker_address_in_subscribe_v49,
     has_flag,
@@ -112,8 +110,10 @@ def test_req_6_broker_address() -> None:
     assert find_broker_address_in_subscribe_v49(addrs, 1, True) == FindBrokerResult("s2", True)
     slave = BrokerAddrs([(1, "s1")])
     assert find_broker_address_in_subscribe_v47(slave, 0, False) == FindBrokerResult("s1", True)
-    assert find_broker_address_in_subscribe(None, 0, False, Profile.V4_9) is None
-    assert find_broker_address_in_subscribe(BrokerAddrs(), 0, False, Profile.V4_7) is None
+    assert Ruleset.of(Profile.V4_9).find_broker_address_in_subscribe(None, 0, False) is None
+    assert (
+        Ruleset.of(Profile.V4_7).find_broker_address_in_subscribe(BrokerAddrs(), 0, False) is None
+    )
 
 
 @pytest.mark.parametrize("profile", list(Profile))
@@ -121,13 +121,13 @@ def test_req_6_first_entry_is_the_hash_maps_not_the_routes(profile: Profile) -> 
     # The route lists the slave first; HashMap<Long, String> iterates id 0 first, so a missing
     # id 3 (4.9: and 4) falls back to the master (the recorded edge-req6-missing-slave-id).
     listed = BrokerAddrs([(2, "s2:1"), (0, "m:1")])
-    assert FindBrokerResult("m:1", False) == find_broker_address_in_subscribe(
-        listed, 3, False, profile
+    assert FindBrokerResult("m:1", False) == Ruleset.of(profile).find_broker_address_in_subscribe(
+        listed, 3, False
     )
     # 16 sits in bucket 0 of 16, 17 and 33 in bucket 1: 16 iterates first whatever the put order.
     shared = BrokerAddrs([(17, "a:1"), (16, "b:1"), (33, "c:1")])
-    assert FindBrokerResult("b:1", True) == find_broker_address_in_subscribe(
-        shared, 5, False, profile
+    assert FindBrokerResult("b:1", True) == Ruleset.of(profile).find_broker_address_in_subscribe(
+        shared, 5, False
     )
 
 
@@ -163,7 +163,7 @@ def test_req_9_header_both_profiles() -> None:
     assert pull_message_request_header_v47("G", call, SLAVE) == expected
     v49 = pull_message_request_header_v49("G", call, MASTER)
     assert v49.bname == "broker-a" and v49.sys_flag == 3
-    assert pull_message_request_header("G", call, MASTER, Profile.V4_7).bname is None
+    assert Ruleset.of(Profile.V4_7).pull_message_request_header("G", call, MASTER).bname is None
 
 
 def test_req_10_filter_server() -> None:
@@ -225,11 +225,11 @@ def test_commit_never_sent_when_not_positive_or_through_slave(
     config = ConsumerConfig(message_model=model, post_subscription_when_pull=post_subscription)
     commit = check_call(commit_offset_for_pull, model, memory_offset)
     call = check_call(pull_kernel_call, MQ, 5, sd, sd, commit, config)
-    broker = find_broker_address_in_subscribe(addrs, broker_id, False, profile)
+    broker = Ruleset.of(profile).find_broker_address_in_subscribe(addrs, broker_id, False)
     if broker is None:
         assert not addrs
         return
-    header = pull_message_request_header("G", call, broker, profile)
+    header = Ruleset.of(profile).pull_message_request_header("G", call, broker)
     committed = has_flag(header.sys_flag, PullSysFlag.COMMIT_OFFSET)
     if committed:
         assert model is MessageModel.CLUSTERING and header.commit_offset > 0 and not broker.slave

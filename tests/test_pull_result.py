@@ -24,7 +24,6 @@ from pullspec.spec.pull_result import (
     correct_tags_offset,
     filter_by_tags,
     fix_up_reaches_storage,
-    on_exception,
     on_success,
     process_pull_result,
     pull_from_which_node,
@@ -32,6 +31,7 @@ from pullspec.spec.pull_result import (
     stores_despite_drop,
     transaction_id,
 )
+from pullspec.spec.ruleset import Ruleset
 from pullspec.spec.status import PullStatus
 
 CONFIG = ConsumerConfig()
@@ -126,14 +126,14 @@ def test_result_10_and_11_offset_illegal() -> None:
 
 def test_result_13_on_exception_both_profiles() -> None:
     flow = MQBrokerError(215, "flow control")
-    assert on_exception(flow, "T", CONFIG, Profile.V4_7).delay == Delay(
+    assert Ruleset.of(Profile.V4_7).on_exception(flow, "T", CONFIG).delay == Delay(
         1000, DelayReason.PULL_EXCEPTION
     )
-    h = on_exception(flow, "T", CONFIG, Profile.V4_9)
+    h = Ruleset.of(Profile.V4_9).on_exception(flow, "T", CONFIG)
     assert h.delay == Delay(20, DelayReason.BROKER_FLOW_CONTROL) and h.log_warning
-    stale = on_exception(MQBrokerError(25), "T", CONFIG, Profile.V4_9)
+    stale = Ruleset.of(Profile.V4_9).on_exception(MQBrokerError(25), "T", CONFIG)
     assert stale.delay == Delay(1000, DelayReason.PULL_EXCEPTION)
-    quiet = on_exception(MQClientError("timeout"), "%RETRY%G", CONFIG, Profile.V4_9)
+    quiet = Ruleset.of(Profile.V4_9).on_exception(MQClientError("timeout"), "%RETRY%G", CONFIG)
     assert quiet.log_warning is False and quiet.delay.ms == 1000
 
 
@@ -211,7 +211,7 @@ def test_on_exception_short_backoff_only_for_broker_flow_control_in_4_9(
     code: int, topic: str, profile: Profile, broker: bool
 ) -> None:
     error: Exception = MQBrokerError(code) if broker else MQClientError("x")
-    h = on_exception(error, topic, CONFIG, profile)
+    h = Ruleset.of(profile).on_exception(error, topic, CONFIG)
     short = profile is Profile.V4_9 and broker and code == 215
     assert h.delay.ms == (20 if short else 1000)
     assert h.log_warning == (not topic.startswith("%RETRY%"))

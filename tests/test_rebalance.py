@@ -23,6 +23,7 @@ from pullspec.spec.rebalance import (
     Removal,
     RemovalReason,
 )
+from pullspec.spec.ruleset import Ruleset
 
 CLUSTERING = MessageModel.CLUSTERING
 BROADCASTING = MessageModel.BROADCASTING
@@ -116,11 +117,11 @@ def test_rebal_8_by_circle_examples() -> None:
 
 
 def test_rebal_24_client_id_per_profile() -> None:
-    assert "10.0.0.1@1234" == al.client_id(
-        Profile.V4_7, "10.0.0.1", "DEFAULT", None, CLUSTERING, 1234
+    assert "10.0.0.1@1234" == Ruleset.of(Profile.V4_7).client_id(
+        "10.0.0.1", "DEFAULT", None, CLUSTERING, 1234
     )
-    assert "10.0.0.1@1234#99@u" == al.client_id(
-        Profile.V4_9, "10.0.0.1", "DEFAULT", "u", CLUSTERING, 1234, 99
+    assert "10.0.0.1@1234#99@u" == Ruleset.of(Profile.V4_9).client_id(
+        "10.0.0.1", "DEFAULT", "u", CLUSTERING, 1234, 99
     )
     assert "10.0.0.1@DEFAULT" == al.client_id_v47("10.0.0.1", "DEFAULT", " ", BROADCASTING, 1)
     assert "h@app@STREAM" == al.client_id_v49("h", "app", None, CLUSTERING, 1, 2, True)
@@ -156,11 +157,11 @@ def test_rebal_10_new_queue_per_profile() -> None:
     assert NewQueue(NewQueueOutcome.LOCK_FAILED, False) == rb.new_queue_v47(True, False, 5)
     assert NewQueue(NewQueueOutcome.ADDED, True, 5) == rb.new_queue_v47(True, True, 5)
     assert NewQueue(NewQueueOutcome.ADDED, True, 0) == rb.new_queue_v49(False, False, 0)
-    assert NewQueue(NewQueueOutcome.OFFSET_NEGATIVE, True) == rb.new_queue(
-        Profile.V4_7, False, True, None
+    assert NewQueue(NewQueueOutcome.OFFSET_NEGATIVE, True) == Ruleset.of(Profile.V4_7).new_queue(
+        False, True, None
     )
-    assert NewQueue(NewQueueOutcome.OFFSET_FAILED, True) == rb.new_queue(
-        Profile.V4_9, False, True, None
+    assert NewQueue(NewQueueOutcome.OFFSET_FAILED, True) == Ruleset.of(Profile.V4_9).new_queue(
+        False, True, None
     )
     assert NewQueue(NewQueueOutcome.ALREADY_EXISTS, True) == rb.new_queue_v49(False, True, 3, True)
     assert tuple(qs(3)[1:]) == rb.pass2_candidates({qs(1)[0]}, reversed(qs(3)))

@@ -23,20 +23,18 @@ from pullspec.spec.layout import (
     BLANK_MAGIC_CODE,
     MESSAGE_MAGIC_CODE,
     calc_msg_length,
-    message_properties_to_string,
 )
 from pullspec.spec.message import BrokerInnerMessage, HostAddress
 from pullspec.spec.profiles import ALL_PROFILES, Profile
 from pullspec.spec.record import (
     check_record,
     decode_record,
-    encode_blank,
     encode_record,
     host_sys_flag,
     parse_record,
     queue_offsets_in,
-    with_blank_leftovers,
 )
+from pullspec.spec.ruleset import Ruleset
 
 V4 = HostAddress(b"\x7f\x00\x00\x01", 52000)
 V6 = HostAddress(bytes(range(16)), 8080)
@@ -105,7 +103,7 @@ def _encode(msg: BrokerInnerMessage, profile: Profile, phys: int, qoff: int, ts:
         topic=msg.topic,
         queue_id=msg.queue_id,
         body=msg.body,
-        properties_string=message_properties_to_string(msg.properties, profile),
+        properties_string=Ruleset.of(profile).message_properties_to_string(msg.properties),
         flag=msg.flag,
         sys_flag=host_sys_flag(msg.sys_flag, msg.born_host, msg.store_host),
         queue_offset=qoff,
@@ -127,7 +125,7 @@ def test_round_trip_field_by_field(
 ) -> None:
     raw = _encode(msg, profile, phys, qoff, 1_700_000_000_000)
     ind = independent_decode(raw, 0)
-    props = message_properties_to_string(msg.properties, profile)
+    props = Ruleset.of(profile).message_properties_to_string(msg.properties)
     assert ind["end"] == ind["total_size"] == len(raw)
     assert ind["total_size"] == calc_msg_length(
         host_sys_flag(msg.sys_flag, msg.born_host, msg.store_host),
@@ -145,7 +143,7 @@ def test_round_trip_field_by_field(
     assert ind["sys_flag"] & 0x20 == (0x20 if msg.store_host.is_ipv6 else 0)
     assert ind["store_timestamp"] == 1_700_000_000_000
     assert ind["body"] == msg.body and ind["topic"] == msg.topic and ind["properties"] == props
-    stored = decode_record(raw, 0, profile)
+    stored = decode_record(raw, 0, Ruleset.of(profile))
     assert stored.body == msg.body and dict(stored.properties) == dict(msg.properties)
     assert stored.tags_code == tags_string_to_tags_code(msg.tags)
     assert stored.size == len(raw) and stored.commitlog_offset == phys
@@ -161,13 +159,13 @@ def test_properties_string_per_profile() -> None:
 
 
 def test_blank_per_profile() -> None:
-    b49 = encode_blank(300, Profile.V4_9)
-    b47 = encode_blank(300, Profile.V4_7)
+    b49 = Ruleset.of(Profile.V4_9).encode_blank(300)
+    b47 = Ruleset.of(Profile.V4_7).encode_blank(300)
     assert b49 == struct.pack(">ii", 300, BLANK_MAGIC_CODE)
     assert len(b47) == 300 and b47[:8] == b49 and b47[8:] == bytes(292)
     assert check_record(b49, 0, True) == 0
     with pytest.raises(InvalidArgumentError):
-        encode_blank(7, Profile.V4_9)
+        Ruleset.of(Profile.V4_9).encode_blank(7)
 
 
 def test_corrupt_records() -> None:
@@ -217,7 +215,7 @@ def test_records_written_by_fast(tmp_path: Path, profile: Profile) -> None:
         assert ind["physical_offset"] == res.wrote_offset
         assert ind["queue_offset"] == res.queue_offset
         assert ind["body"] == msg.body and ind["topic"] == msg.topic
-        assert ind["properties"] == message_properties_to_string(msg.properties, profile)
+        assert ind["properties"] == Ruleset.of(profile).message_properties_to_string(msg.properties)
         assert ind["born_ip"] == msg.born_host.ip and ind["born_timestamp"] == msg.born_timestamp
         assert ind["store_timestamp"] == 1_000 and ind["reconsume_times"] == msg.reconsume_times
         assert ind["body_crc"] == zlib.crc32(msg.body) & 0x7FFFFFFF
@@ -233,7 +231,7 @@ def test_decode_broker_records(stores_dir: Path, name: str) -> None:
             continue
         phys = row["commitlog_offset"]
         raw = (root / "commitlog" / f"{phys - phys % 16384:020d}").read_bytes()
-        m = decode_record(raw, phys % 16384, Profile.V4_9)
+        m = decode_record(raw, phys % 16384, Ruleset.of(Profile.V4_9))
         fields = parse_record(raw, phys % 16384)
         assert (m.topic, m.queue_id, m.queue_offset) == (
             row["topic"],
@@ -292,9 +290,9 @@ def test_store_21_msg_offsets_walk_the_bytes_record_by_record() -> None:
 
 
 def test_store_21_a_4_7_blank_repeats_the_record_appended_before_it() -> None:
-    five, blank = _record(5, 10), encode_blank(60, Profile.V4_7)  # 102 bytes, then 60
+    five, blank = _record(5, 10), Ruleset.of(Profile.V4_7).encode_blank(60)  # 102 bytes, then 60
     body = five + blank
-    assert body == with_blank_leftovers(body, Profile.V4_9)  # 4.9.7: header, then zeros
-    left = with_blank_leftovers(body, Profile.V4_7)
+    assert body == Ruleset.of(Profile.V4_9).with_blank_leftovers(body)  # 4.9.7: header, then zeros
+    left = Ruleset.of(Profile.V4_7).with_blank_leftovers(body)
     assert body[:110] + five[8:60] == left
     assert ([5, 0], [5, 5]) == (queue_offsets_in(body), queue_offsets_in(left))

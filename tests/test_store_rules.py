@@ -20,6 +20,7 @@ from pullspec.spec.clock import ManualClock
 from pullspec.spec.config import StoreConfig
 from pullspec.spec.contracts import check_call
 from pullspec.spec.profiles import ALL_PROFILES, Profile
+from pullspec.spec.ruleset import Ruleset
 from pullspec.spec.status import BrokerRole, GetMessageStatus
 from pullspec.spec.store import (
     CQ_EXT_MAX_ADDRESS,
@@ -145,7 +146,9 @@ def test_store_5_decision_chain_on_a_master(
     expected: tuple[GetMessageStatus, int] | None,
     profile: Profile,
 ) -> None:
-    assert expected == classify_offset(offset, min_offset, max_offset, MASTER, False, profile)
+    assert expected == classify_offset(
+        offset, min_offset, max_offset, MASTER, False, Ruleset.of(profile)
+    )
 
 
 @pytest.mark.parametrize(
@@ -155,7 +158,7 @@ def test_store_5_decision_chain_on_a_master(
 def test_store_5_row_d_with_min_zero_per_profile(
     profile: Profile, expected: tuple[GetMessageStatus, int]
 ) -> None:
-    assert expected == classify_offset(9, 0, 6, MASTER, False, profile)
+    assert expected == classify_offset(9, 0, 6, MASTER, False, Ruleset.of(profile))
 
 
 @pytest.mark.parametrize(
@@ -172,7 +175,7 @@ def test_store_5_slave_without_offset_check_keeps_the_offset(
 ) -> None:
     for profile in ALL_PROFILES:
         assert (status, offset) == classify_offset(
-            offset, min_offset, max_offset, SLAVE, False, profile
+            offset, min_offset, max_offset, SLAVE, False, Ruleset.of(profile)
         )
 
 
@@ -194,7 +197,9 @@ def test_store_5_contracts_and_model(
         expected = None
     if expected is not None and not corrects:
         expected = (expected[0], offset)
-    actual = check_call(classify_offset, offset, min_offset, max_offset, role, check, profile)
+    actual = check_call(
+        classify_offset, offset, min_offset, max_offset, role, check, Ruleset.of(profile)
+    )
     assert expected == actual
     # None exactly for min <= offset < max on a non-empty queue
     assert (actual is None) == (max_offset != 0 and min_offset <= offset < max_offset)

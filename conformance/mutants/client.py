@@ -79,17 +79,18 @@ def _swapped(
     module: str, cls: str, name: str, change: Callable[[Callable[..., Any]], Callable[..., Any]]
 ) -> Callable[[], type]:
     """A copy of reference class `module.cls` whose ruleset has its function `name` swapped for
-    `change(original)` (the class reads its rules through its `rules` property)."""
+    `change(original)` (the class looks its rules up once, into its `rules` attribute)."""
 
     def make() -> type:
         base: type = getattr(importlib.import_module(module), cls)
-        rules_of = base.rules.fget  # type: ignore[attr-defined]
+        base_init: Callable[..., None] = vars(base)["__init__"]
 
-        def rules(self: Any) -> Ruleset:
-            original: Ruleset = rules_of(self)
-            return original.swapped(name, change(getattr(original, name)))
+        def init(self: Any, *args: Any, **kwargs: Any) -> None:
+            base_init(self, *args, **kwargs)
+            original: Ruleset = self.rules
+            self.rules = original.swapped(name, change(getattr(original, name)))
 
-        return mutate(base, {}, rules=property(rules))
+        return mutate(base, {}, __init__=init)
 
     return make
 

@@ -19,6 +19,7 @@ from pullspec.spec.config import BrokerConfig, StoreConfig
 from pullspec.spec.errors import ErrorKind, PullspecError, UnsupportedError
 from pullspec.spec.profiles import Profile
 from pullspec.spec.retry import MQ_VERSION_ORDINALS
+from pullspec.spec.ruleset import Ruleset
 
 
 class RemoteError(PullspecError):
@@ -76,6 +77,8 @@ class RemoteSession:
 
     def __init__(self, peer: Peer, area: str, config: dict[str, Any], profile: Profile) -> None:
         self.peer, self.area, self.config, self.profile = peer, area, config, profile
+        #: The rules of the profile, looked up once.
+        self.rules = Ruleset.of(profile)
         self._instance: int | None = None
         self._history: list[tuple[str, dict[str, Any], dict[str, Any]]] = []
 

@@ -18,7 +18,6 @@ from pullspec.spec.filter import ExpressionMessageFilter
 from pullspec.spec.message import BrokerInnerMessage, StoredMessage
 from pullspec.spec.results import GetMessageResult, PutMessageResult
 from pullspec.spec.retry import SendBackRequest, SendBackResponse
-from pullspec.spec.ruleset import Ruleset
 from pullspec.spec.status import BrokerRole, GetMessageStatus, PutMessageStatus, ResponseCode
 
 
@@ -275,9 +274,7 @@ class RemoteSendBack:
         if request.origin_msg_id is not None or request.unit_mode:
             raise UnsupportedError("a send-back beyond the vectors' header fields")
         version = (
-            Ruleset.of(self._s.profile).client_request_version()
-            if request_version is None
-            else request_version
+            self._s.rules.client_request_version() if request_version is None else request_version
         )
         if version not in VERSION_NAMES:
             raise UnsupportedError(f"request version {version} has no name")

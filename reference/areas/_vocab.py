@@ -32,6 +32,7 @@ from pullspec.spec.filter import SubscriptionData, build_subscription_data, java
 from pullspec.spec.message import PROPERTY_TAGS, MessageQueue, StoredMessage
 from pullspec.spec.profiles import Profile
 from pullspec.spec.pull_actions import Delay, Drop, Immediately, Pull
+from pullspec.spec.ruleset import Ruleset
 
 E = TypeVar("E", bound=enum.Enum)
 
@@ -83,6 +84,8 @@ class DriverBase:
     def __init__(self, config: Mapping[str, Any], profile: Profile) -> None:
         self.config = dict(config)
         self.profile = profile
+        #: The profile's rules, looked up once.
+        self.rules = Ruleset.of(profile)
 
     def apply(self, op: str, args: dict[str, Any]) -> dict[str, Any]:
         """Dispatch `op` to its method; an op without one is UNSUPPORTED."""

@@ -131,8 +131,7 @@ class Driver(_client.DriverBase):
 
     def op_client_id(self, args: _client.Args) -> dict[str, Any]:
         """buildMQClientId (REBAL-24)."""
-        cid = allocate.client_id(
-            self.profile,
+        cid = self.rules.client_id(
             str(args.req("clientIp")),
             str(args.req("instanceName")),
             args.get("unitName"),

@@ -205,4 +205,4 @@ class Driver(_client.DriverBase):
         """Which broker the offset RPCs go to (OFFSET-7)."""
         addrs = _client.broker_addrs(args.req("brokerAddrs"))
         before = None if args.bool("refreshed") else addrs
-        return {"address": spec_os.offset_broker_address(before, addrs, self.profile)}
+        return {"address": self.rules.offset_broker_address(before, addrs)}

@@ -12,7 +12,6 @@ from pullspec.spec import pull_result
 from pullspec.spec.client_errors import MQBrokerError
 from pullspec.spec.message import MessageQueue
 from pullspec.spec.profiles import Profile
-from pullspec.spec.ruleset import Ruleset
 from pullspec.spec.status import PullStatus, ResponseCode
 
 #: The vector area this module serves.
@@ -118,7 +117,7 @@ class Driver(_client.DriverBase):
         """processPullResponse's code mapping (REQ-12, CODE-13)."""
         number = args.int("code")
         try:
-            status = Ruleset.of(self.profile).pull_status_for_response_code(number, None, "")
+            status = self.rules.pull_status_for_response_code(number, None, "")
         except MQBrokerError as exc:
             return {"exception": MQBrokerError.java_exception, "code": exc.code}
         # CODE-13 states the same table from the broker's side; both must agree.
