@@ -25,11 +25,10 @@ from pullspec.spec.layout import (
     END_FILE_MIN_BLANK_LENGTH,
     MAX_PROPERTIES_LENGTH,
     MESSAGE_MAGIC_CODE,
+    LayoutRules,
     body_crc,
     calc_msg_length,
-    check_message_limits,
     is_dispatched_type,
-    message_properties_to_string,
     validate_topic,
 )
 from pullspec.spec.message import PROPERTY_DELAY, BrokerInnerMessage
@@ -120,10 +119,10 @@ class Prepared(NamedTuple):
     dispatched: bool
 
 
-def stored_tags_code(msg: BrokerInnerMessage, properties_string: str, profile: Profile) -> int:
+def stored_tags_code(msg: BrokerInnerMessage, properties_string: str, rules: LayoutRules) -> int:
     """FILTER-1 on a message's properties as the dispatcher will parse them back from the
     record (`properties_tags_code`)."""
-    return properties_tags_code(msg.properties, properties_string, profile)
+    return properties_tags_code(msg.properties, properties_string, rules)
 
 
 def _require_java(name: str, value: int, bounds: tuple[int, int]) -> None:
@@ -138,6 +137,7 @@ class SmallPut:
         commit_log: CommitLog
         config: StoreConfig
         profile: Profile
+        rules: LayoutRules
         clock: Clock
         flush_mode: str
         queues: dict[tuple[str, int], ConsumeQueue]
@@ -236,7 +236,7 @@ class SmallPut:
             why = validate_topic(msg.topic)
             if why:
                 raise IllegalTopicError("topic", msg.topic, why)
-            text = message_properties_to_string(msg.properties, self.profile)
+            text = self.rules.message_properties_to_string(msg.properties)
             topic, properties = msg.topic.encode("utf-8"), text.encode("utf-8")
             tail = b"".join(
                 (bytes((len(topic),)), topic, len(properties).to_bytes(2, "big"), properties)
@@ -247,7 +247,7 @@ class SmallPut:
                 topic,
                 properties,
                 text,
-                stored_tags_code(msg, text, self.profile),
+                stored_tags_code(msg, text, self.rules),
                 tail,
                 any(k == PROPERTY_DELAY for k, _ in msg.properties),
             )
@@ -325,13 +325,8 @@ class SmallPut:
             sys_flag = host_sys_flag(sys_flag, born, store)
         body = msg.body
         length = calc_msg_length(sys_flag, len(body), len(enc.topic), len(enc.properties))
-        status = check_message_limits(
-            msg.topic,
-            enc.properties_string,
-            len(body),
-            length,
-            self.config.max_message_size,
-            self.profile,
+        status = self.rules.check_message_limits(
+            msg.topic, enc.properties_string, len(body), length, self.config.max_message_size
         )
         if status is not None:
             raise MessageIllegalError("msg", msg.topic, f"{length}-byte record", status.value)

@@ -28,7 +28,6 @@ from pullspec.spec.layout import (
     LayoutRules,
     calc_msg_length,
     is_dispatched_type,
-    string_to_message_properties,
     validate_topic,
 )
 from pullspec.spec.message import PROPERTY_DELAY, PROPERTY_TAGS, Properties
@@ -48,7 +47,7 @@ _FIXED = calc_msg_length(0, 0, 0, 0)
 _CACHE_LIMIT = 4096
 
 
-def properties_tags_code(properties: Properties, properties_string: str, profile: Profile) -> int:
+def properties_tags_code(properties: Properties, properties_string: str, rules: LayoutRules) -> int:
     """FILTER-1 on the properties as the dispatcher will parse them back from the record: TAGS
     as given unless a name or value holds a separator or is empty, when the stored string must
     be parsed."""
@@ -58,7 +57,7 @@ def properties_tags_code(properties: Properties, properties_string: str, profile
     )
     if plain:
         return tags_string_to_tags_code(dict(properties).get(PROPERTY_TAGS))
-    parsed = string_to_message_properties(properties_string, profile)
+    parsed = rules.string_to_message_properties(properties_string)
     return tags_string_to_tags_code(dict(parsed).get(PROPERTY_TAGS))
 
 
@@ -178,9 +177,7 @@ class VectorPut:
         if any(k == PROPERTY_DELAY for k, _ in props):
             return None
         text = self.rules.message_properties_to_string(props)
-        return EncodedSet(
-            text, text.encode("utf-8"), properties_tags_code(props, text, self.profile)
-        )
+        return EncodedSet(text, text.encode("utf-8"), properties_tags_code(props, text, self.rules))
 
     def _store_times(self, n: int) -> I64:
         """The store timestamp of each of n records: one clock reading per record, as the

@@ -216,19 +216,17 @@ class CompiledScanner:
         (the list the kernel's facts were read with, `views` their bytes then), decoded on
         access through leases of those files."""
         size = self._log.file_size
-        profile = self._planner.rules
+        rules = self._planner.rules
         if len(phys):
             base = files[0].start
             first = (int(phys[0]) - base) // size
             if first == (int(phys[-1]) - base) // size:  # the usual case: all in one file
                 f = files[first]
-                return LazyMessages(
-                    f.lend(views[first]), phys, profile, self._delay_levels, f.start
-                )
+                return LazyMessages(f.lend(views[first]), phys, rules, self._delay_levels, f.start)
         # The live list may have grown since (appends extend it in place): the records lie in
         # the files the views were taken of, its first len(views).
         leased = [FileView(f.start, f.lend(v)) for f, v in zip(files, views, strict=False)]
-        return lazy_records(leased, size, phys, profile, self._delay_levels)
+        return lazy_records(leased, size, phys, rules, self._delay_levels)
 
     # -- get_messages ------------------------------------------------------------------------
 

@@ -381,34 +381,3 @@ class LayoutRules(Rules):
     )
     transaction_type = stated(transaction_type)
     check_message_limits = stated(check_message_limits_v47, check_message_limits_v49)
-
-
-def message_properties_to_string(properties: Properties, profile: Profile) -> str:
-    """The properties string of `profile` (LAYOUT-9): a lookup of the profile's rules per call,
-    kept for fast.putsmall; code holding a ruleset calls `rules.message_properties_to_string`."""
-    return LayoutRules.of(profile).message_properties_to_string(properties)
-
-
-def string_to_message_properties(text: str, profile: Profile) -> Properties:
-    """Decode a properties string the way `profile`'s MessageDecoder does (LAYOUT-13): a lookup
-    of the profile's rules per call, kept for fast.putvector.properties_tags_code (which
-    fast.putsmall calls with its profile); code holding a ruleset calls
-    `rules.string_to_message_properties`."""
-    return LayoutRules.of(profile).string_to_message_properties(text)
-
-
-def check_message_limits(
-    topic: str,
-    properties_string: str,
-    body_length: int,
-    msg_length: int,
-    max_message_size: int,
-    profile: Profile,
-) -> PutMessageStatus | None:
-    """The put status LAYOUT-11 gives in `profile`, or None when the message is accepted: a
-    lookup of the profile's rules per call, kept for fast.putsmall; code holding a ruleset calls
-    `rules.check_message_limits`."""
-    rules = LayoutRules.of(profile)
-    return rules.check_message_limits(
-        topic, properties_string, body_length, msg_length, max_message_size
-    )
