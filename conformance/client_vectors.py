@@ -233,17 +233,49 @@ def measure_op_rules() -> dict[str, dict[str, set[str]]]:
     return table
 
 
+#: An op with at least this many rules is a large op; the rules all the large ops of an area run
+#: (when they are this many or more) are written once, as the area's shared rules.
+SHARED_RULES = 8
+
+
 def op_rules_source(table: Mapping[str, Mapping[str, Collection[str]]]) -> str:
-    """The Python source of conformance.ops_client.CLIENT_OP_RULES for a measured `table`."""
-    lines = ["CLIENT_OP_RULES: Mapping[str, Mapping[str, tuple[str, ...]]] = {"]
+    """The Python source of conformance.ops_client's tables for a measured `table` (what follows
+    its `_ids` helper): per area, the rules all its large ops run as one constant, and each op's
+    rules as that constant and what it runs besides."""
+    constants: list[str] = []
+    lines = ["CLIENT_OP_RULES: Mapping[str, Mapping[str, frozenset[str]]] = {"]
     for area, ops in table.items():
+        large = [set(found) for found in ops.values() if len(found) >= SHARED_RULES]
+        shared = set.intersection(*large) if len(large) > 1 else set()
+        name = f"_{area.upper()}" if len(shared) >= SHARED_RULES else None
+        if name is not None:
+            runs = ", ".join(op for op, found in ops.items() if len(found) >= SHARED_RULES)
+            constants += [f"#: {area}: the rules {runs} all run.", f"{name} = {_ids(shared)}", ""]
         lines.append(f'    "{area}": {{')
         for op, found in sorted(ops.items()):
-            ids = ", ".join(f'"{r}"' for r in sorted(found, key=rule_sort_key))
-            lines.append(f'        "{op}": ({ids}{"," if len(found) == 1 else ""}),')
+            if name is not None and shared <= set(found):
+                rest = set(found) - shared
+                value = f"{name} | {_ids(rest)}" if rest else name
+            else:
+                value = _ids(set(found))
+            lines.append(f'        "{op}": {value},')
         lines.append("    },")
     lines.append("}")
-    return "\n".join(lines)
+    return "\n".join([*constants, "", *lines])
+
+
+def _ids(rules: Collection[str], width: int = 72) -> str:
+    """`_ids("A-1 A-2 …")`, the rules in catalogue order, a long list cut into strings of about
+    `width` characters on lines of their own (ruff format indents them)."""
+    parts: list[str] = []
+    for rule in sorted(rules, key=rule_sort_key):
+        if parts and len(parts[-1]) + len(rule) < width:
+            parts[-1] += f" {rule}"
+        else:
+            parts.append(rule if not parts else f" {rule}")
+    if len(parts) <= 1:
+        return f'_ids("{"".join(parts)}")'
+    return "_ids(\n" + "\n".join(f'"{part}"' for part in parts) + "\n)"
 
 
 @click.command()

@@ -154,7 +154,12 @@ OP_RULES: Mapping[str, Mapping[str, tuple[str, ...]]] = {
         "load": ("OFFSET-10",),
         "broker_address": ("OFFSET-7",),
     },
-    **{a: ops for a, ops in CLIENT_OP_RULES.items() if a != "offset_store"},
+    # The measured sets, in catalogue order.
+    **{
+        area: {op: tuple(sorted(ids, key=rule_sort_key)) for op, ids in ops.items()}
+        for area, ops in CLIENT_OP_RULES.items()
+        if area != "offset_store"
+    },
 }
 
 _STORE_FIELDS: dict[str, tuple[str, ...]] = {
