@@ -36,16 +36,25 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TypeVar
 
 import attrs
 import numpy as np
 
 from pullspec.spec.clock import ManualClock
 from pullspec.spec.config import StoreConfig
-from pullspec.spec.filter import tag_filter
+from pullspec.spec.errors import UnsupportedError
+from pullspec.spec.filter import ExpressionMessageFilter, tag_filter
 from pullspec.spec.message import BrokerInnerMessage, HostAddress
 from pullspec.spec.profiles import Profile
+from pullspec.spec.protocols import MessageFilter, MessageStore
+
+if TYPE_CHECKING:
+    from pullspec.fast.batch import MessageBatch
+    from pullspec.fast.store import MmapMessageStore
+    from pullspec.reference.store import ReferenceMessageStore
+
+T = TypeVar("T")
 
 MIB = 1 << 20
 BORN_HOST = HostAddress(b"\x7f\x00\x00\x01", 8123)
@@ -155,7 +164,7 @@ def w1(n: int, born: int) -> list[BrokerInnerMessage]:
 BATCH = 20_000
 
 
-def w1_batch(lo: int, hi: int, born: int) -> Any:
+def w1_batch(lo: int, hi: int, born: int) -> MessageBatch:
     """W1 messages lo … hi − 1 as a fast.MessageBatch: the same messages as w1's."""
     from pullspec.fast.batch import MessageBatch
 
@@ -173,7 +182,7 @@ def w1_batch(lo: int, hi: int, born: int) -> Any:
     )
 
 
-def w2_batch(lo: int, hi: int, queues: int, born: int) -> Any:
+def w2_batch(lo: int, hi: int, queues: int, born: int) -> MessageBatch:
     """W2 messages lo … hi − 1 as a fast.MessageBatch: the same messages as w2's."""
     from pullspec.fast.batch import MessageBatch
 
@@ -196,23 +205,34 @@ def w2(queues: int, per_queue: int, born: int) -> list[BrokerInnerMessage]:
     return [w_message(k, k % queues, (k // queues) % 10, born) for k in range(queues * per_queue)]
 
 
-def _median_time(fn: Callable[[], Any], passes: int) -> tuple[float, Any]:
-    """The fastest of `passes` runs of `fn` in CPU seconds of this process (the machine is
-    shared: other processes' load must not count), and its last result."""
-    times, out = [], None
-    for _ in range(passes):
+def _median_time(fn: Callable[[], T], passes: int) -> tuple[float, T]:
+    """The fastest of `passes` (at least one) runs of `fn` in CPU seconds of this process (the
+    machine is shared: other processes' load must not count), and its last result."""
+    times = []
+    for _ in range(passes - 1):
         gc.collect()
         t = time.process_time()
-        out = fn()
+        fn()
         times.append(time.process_time() - t)
+    gc.collect()
+    t = time.process_time()
+    out = fn()
+    times.append(time.process_time() - t)
     return min(times), out
 
 
-def pull_loop(store: Any, queues: Sequence[int], filt: Any, batched: bool = False) -> list[int]:
+def pull_loop(
+    store: MessageStore, queues: Sequence[int], filt: MessageFilter | None, batched: bool = False
+) -> list[int]:
     """The bench driver: from offset 0, pull 32 at a time until nextBeginOffset ≥ maxOffset,
     round robin over `queues`; returns [calls, messages, bytes, entries scanned]. Batched, each
-    round is one get_messages call whose columns are read without building result objects."""
+    round is one get_messages call (the fast store's) whose columns are read without building
+    result objects."""
     if batched:
+        from pullspec.fast.store import MmapMessageStore
+
+        if not isinstance(store, MmapMessageStore):
+            raise UnsupportedError("only the fast store pulls batched (get_messages)")
         return _pull_loop_batched(store, queues, filt)
     offsets = dict.fromkeys(queues, 0)
     maxima = {q: store.get_max_offset_in_queue("T", q) for q in queues}
@@ -230,7 +250,9 @@ def pull_loop(store: Any, queues: Sequence[int], filt: Any, batched: bool = Fals
     return [calls, msgs, size, scanned]
 
 
-def _pull_loop_batched(store: Any, queues: Sequence[int], filt: Any) -> list[int]:
+def _pull_loop_batched(
+    store: MmapMessageStore, queues: Sequence[int], filt: MessageFilter | None
+) -> list[int]:
     qs = np.array(queues, dtype=np.int64)
     offsets = np.zeros(len(qs), dtype=np.int64)
     maxima = np.array([store.get_max_offset_in_queue("T", q) for q in queues], dtype=np.int64)
@@ -280,22 +302,34 @@ def _copy_rate(nbytes: int) -> float:
     return nbytes / elapsed
 
 
-def _fast(directory: Path, config: StoreConfig, clock: ManualClock, **kw: Any) -> Any:
+def _fast(
+    directory: Path,
+    config: StoreConfig,
+    clock: ManualClock,
+    *,
+    warm_mapped_files: bool = True,
+    transient_store_pool: bool = True,
+) -> MmapMessageStore:
     from pullspec.fast.store import MmapMessageStore
 
     # Tuned as a broker for throughput is: warmMapedFileEnable.
-    kw.setdefault("warm_mapped_files", True)
-    kw.setdefault("transient_store_pool", True)
-    return MmapMessageStore(directory, config, Profile.V4_9, clock, **kw)
+    return MmapMessageStore(
+        directory,
+        config,
+        Profile.V4_9,
+        clock,
+        warm_mapped_files=warm_mapped_files,
+        transient_store_pool=transient_store_pool,
+    )
 
 
-def _reference(config: StoreConfig, clock: ManualClock) -> Any:
+def _reference(config: StoreConfig, clock: ManualClock) -> ReferenceMessageStore:
     from pullspec.reference.store import ReferenceMessageStore
 
     return ReferenceMessageStore(config, Profile.V4_9, clock=clock)
 
 
-def _put(store: Any, msgs: list[BrokerInnerMessage], batch: int) -> None:
+def _put(store: MessageStore, msgs: list[BrokerInnerMessage], batch: int) -> None:
     for i in range(0, len(msgs), batch):
         store.put_messages(msgs[i : i + batch])
 
@@ -504,7 +538,7 @@ def _memory(out: dict[str, float], prefix: str, *args: str) -> None:
         out[f"{prefix}_{key}"] = float(value)
 
 
-def _bulk_mask_rate(store: Any, filt: Any) -> float:
+def _bulk_mask_rate(store: MmapMessageStore, filt: MessageFilter | None) -> float:
     """Entries per second of the consume-queue stage alone: the tag mask of every entry of
     queue T/0, read file by file from the mapped big-endian entries."""
     from pullspec.fast.scan import tag_mask
@@ -536,7 +570,7 @@ def _versus_reference(
     config: StoreConfig,
     clock: ManualClock,
     n_ref: int,
-    tag3: Any,
+    tag3: ExpressionMessageFilter | None,
     passes: int,
 ) -> None:
     per_queue = max(n_ref // 64, 100)

@@ -41,8 +41,9 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
-from typing import Any, Literal, Protocol, overload, runtime_checkable
+from typing import Literal, Protocol, overload, runtime_checkable
 
+from pullspec.conformance.jsontypes import JSONObject, JSONValue
 from pullspec.spec.clock import Clock
 from pullspec.spec.code import PullMessageRequest, PullResponse
 from pullspec.spec.config import BrokerConfig, StoreConfig, SubscriptionGroupConfig
@@ -192,7 +193,7 @@ class AreaDriver(Protocol):
     RocketMQ failure raises a typed `spec.errors` error, an op it does not implement
     `UnsupportedError`."""
 
-    def apply(self, op: str, args: dict[str, Any]) -> dict[str, Any]:
+    def apply(self, op: str, args: JSONObject) -> JSONObject:
         """Run `op` with `args`; answer its observation."""
         ...
 
@@ -200,7 +201,7 @@ class AreaDriver(Protocol):
 class AreaDriverFactory(Protocol):
     """``candidate.<area>``: a fresh AreaDriver from a case's config and the profile."""
 
-    def __call__(self, config: Mapping[str, Any], profile: Profile) -> AreaDriver:
+    def __call__(self, config: Mapping[str, JSONValue], profile: Profile) -> AreaDriver:
         """A fresh instance of the area."""
         ...
 
@@ -209,15 +210,15 @@ class AreaDriverFactory(Protocol):
 class Peer(Protocol):
     """A candidate in another process (`cmd:`, `conformance.remote`): every area by name."""
 
-    def create(self, area: str, config: dict[str, Any], profile: Profile) -> int:
+    def create(self, area: str, config: JSONObject, profile: Profile) -> int:
         """Open a fresh instance of `area`; answer its id."""
         ...
 
-    def call(self, instance: int, area: str, op: str, args: dict[str, Any]) -> dict[str, Any]:
+    def call(self, instance: int, area: str, op: str, args: JSONObject) -> JSONObject:
         """Run one op on `instance`; answer the raw reply."""
         ...
 
-    def check(self, reply: dict[str, Any]) -> dict[str, Any]:
+    def check(self, reply: JSONObject) -> JSONObject:
         """The observation of an `ok` reply; an `error` reply raises its typed error."""
         ...
 

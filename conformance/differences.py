@@ -12,12 +12,16 @@ difference it is rather than as a bug of the candidate or of the spec.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
 
 import attrs
 
+from pullspec.conformance.jsontypes import JSONValue
+
+#: A step's arguments, expect or observation.
+Step = Mapping[str, JSONValue]
+
 #: (area, op, args, expect, observed) of a diverging step → whether the difference applies.
-Matcher = Callable[[str, str, Mapping[str, Any], Mapping[str, Any], Mapping[str, Any]], bool]
+Matcher = Callable[[str, str, Step, Step, Step], bool]
 
 LOOKUP_FAILED = "look message by offset failed"
 
@@ -39,9 +43,9 @@ class KnownDifference:
 def _lookup_inside_a_record(
     area: str,
     op: str,
-    args: Mapping[str, Any],
-    expect: Mapping[str, Any],
-    observed: Mapping[str, Any],
+    args: Step,
+    expect: Step,
+    observed: Step,
 ) -> bool:
     """A send-back the spec answered as a failed lookup where RocketMQ answered otherwise."""
     remark = observed.get("remark")
@@ -73,9 +77,9 @@ KNOWN_DIFFERENCES: tuple[KnownDifference, ...] = (
 def explain(
     area: str,
     op: str,
-    args: Mapping[str, Any],
-    expect: Mapping[str, Any],
-    observed: Mapping[str, Any],
+    args: Step,
+    expect: Step,
+    observed: Step,
 ) -> str | None:
     """The known difference a diverging step shows, described, or None."""
     for difference in KNOWN_DIFFERENCES:

@@ -18,11 +18,13 @@ import json
 import sys
 from collections.abc import Iterable
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 from pullspec.conformance.candidates import Candidate
+from pullspec.conformance.jsontypes import JSONObject, as_object, is_object, to_int
 from pullspec.conformance.observe import Session
 from pullspec.conformance.ops import Op
+from pullspec.conformance.remote.channel import Reply
 from pullspec.conformance.resolve import resolve
 from pullspec.spec.errors import ErrorKind, PullspecError
 from pullspec.spec.profiles import Profile
@@ -31,9 +33,7 @@ from pullspec.spec.profiles import Profile
 LIVE_INSTANCES = 16
 
 
-def _reply(
-    request: dict[str, Any], sessions: dict[int, Session], candidate: Candidate
-) -> dict[str, Any]:
+def _reply(request: JSONObject, sessions: dict[int, Session], candidate: Candidate) -> Reply:
     rid = request.get("id")
     if request.get("op") == "create":
         # The suite interleaves at most a few instances (the simulation's master and slave
@@ -41,17 +41,18 @@ def _reply(
         while len(sessions) >= LIVE_INSTANCES:
             del sessions[next(iter(sessions))]
         profile = Profile.parse(str(request.get("profile", "4.9")))
-        sessions[int(rid or 0)] = Session(
-            candidate, str(request.get("area")), request.get("config") or {}, profile, Path(".")
+        config = as_object(request.get("config") or {})
+        sessions[to_int(rid or 0)] = Session(
+            candidate, str(request.get("area")), config, profile, Path(".")
         )
         return {"id": rid, "ok": {}}
-    session = sessions.get(int(request.get("instance") or 0))
+    session = sessions.get(to_int(request.get("instance") or 0))
     if session is None:
         return {
             "id": rid,
             "error": {"kind": ErrorKind.INVALID_ARGUMENT.value, "message": "no such instance"},
         }
-    observation = session.apply(Op(str(request.get("op")), request.get("args") or {}))
+    observation = session.apply(Op(str(request.get("op")), as_object(request.get("args") or {})))
     return {"id": rid, "ok": observation.to_json()}
 
 
@@ -61,7 +62,10 @@ def serve(candidate: Candidate, lines: Iterable[str], out: IO[str]) -> None:
     for line in lines:
         if not line.strip():
             continue
-        request = json.loads(line)
+        request: object = json.loads(line)
+        if not is_object(request):
+            raise TypeError(f"a request must be a JSON object, not {line.strip()[:80]!r}")
+        reply: Reply
         try:
             reply = _reply(request, sessions, candidate)
         except PullspecError as exc:  # UnsupportedError included: its kind is UNSUPPORTED

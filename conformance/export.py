@@ -14,13 +14,15 @@ import random
 from collections.abc import Iterator
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any
 
+from pullspec.conformance import vectors
+from pullspec.conformance.jsontypes import JSONObject
 from pullspec.conformance.machines import gen
 from pullspec.conformance.machines.draw import Context, RandomDraw
 from pullspec.conformance.machines.edges import EDGE_CASES, Wrote
 from pullspec.conformance.observe import Session, case_rules
 from pullspec.conformance.ops import AREAS, Op, rule_sort_key
+from pullspec.conformance.vectors import Case, ManifestCase, Step
 from pullspec.spec.profiles import Profile
 
 FORMAT = "pullspec-vectors/1"
@@ -29,16 +31,24 @@ RANDOM_CASES = 12
 RANDOM_STEPS = 24
 
 
+class Manifest(vectors.Manifest):
+    """manifest.json of an exported folder: also the spec version the vectors come from."""
+
+    specVersion: str  # noqa: N815 - a JSON key
+
+
 def _case(
-    cid: str, area: str, config: dict[str, Any], ops: list[Op], profile: Profile, seed: int
-) -> dict[str, Any]:
+    cid: str, area: str, config: JSONObject, ops: list[Op], profile: Profile, seed: int
+) -> Case:
     """A vector case: `ops` run on a fresh reference instance, its observations as expects."""
     import pullspec.reference.factories as reference
 
     session, ctx = Session(reference, area, config, profile), Context.start(area, config)
-    steps = []
+    steps: list[Step] = []
     for op in ops:
-        args = {k: ctx.wrote[v] if isinstance(v, Wrote) else v for k, v in op.args.items()}
+        args: JSONObject = {
+            k: ctx.wrote[v] if isinstance(v, Wrote) else v for k, v in op.args.items()
+        }
         seen = session.apply(Op(op.name, args))
         ctx.note(op, seen)
         steps.append({"op": op.name, "args": args, "expect": seen.to_json()})
@@ -46,7 +56,7 @@ def _case(
     return {"id": cid, "area": area, "version": tag, "seed": seed, "config": config, "steps": steps}
 
 
-def edge_cases(profile: Profile) -> Iterator[dict[str, Any]]:
+def edge_cases(profile: Profile) -> Iterator[Case]:
     """The hand-chosen edge cases, with the reference's expects for `profile`."""
     for name, area, overrides, ops in EDGE_CASES:
         config = {**gen.config(area, RandomDraw(random.Random(0))), **overrides}
@@ -55,7 +65,7 @@ def edge_cases(profile: Profile) -> Iterator[dict[str, Any]]:
 
 def random_cases(
     profile: Profile, seed: int, cases: int = RANDOM_CASES, steps: int = RANDOM_STEPS
-) -> Iterator[dict[str, Any]]:
+) -> Iterator[Case]:
     """Seeded random traces per area (the machines' generators, a RandomDraw per case)."""
     import pullspec.reference.factories as reference
 
@@ -75,7 +85,7 @@ def random_cases(
             yield _case(f"random-{area}-{seed}-{i}", area, config, ops, profile, seed)
 
 
-def generate(profile: Profile, seed: int = 0, cases: int = RANDOM_CASES) -> list[dict[str, Any]]:
+def generate(profile: Profile, seed: int = 0, cases: int = RANDOM_CASES) -> list[Case]:
     """Every exported case: edge cases first, then the random traces."""
     return [*edge_cases(profile), *random_cases(profile, seed, cases)]
 
@@ -88,15 +98,16 @@ def spec_version() -> str:
         return "unknown"
 
 
-def manifest(profile: Profile, seed: int, cases: list[dict[str, Any]]) -> dict[str, Any]:
+def manifest(profile: Profile, seed: int, cases: list[Case]) -> Manifest:
     """The manifest: spec version, profile, files and the rule IDs each case covers."""
     covered: set[str] = set()
-    entries = []
+    entries: list[ManifestCase] = []
     for case in cases:
         rules = case_rules(case)
         covered.update(rules)
-        kind = "edge" if case["id"].startswith("edge-") else "random"
-        entries.append({"id": case["id"], "area": case["area"], "kind": kind, "rules": list(rules)})
+        cid = str(case.get("id"))
+        kind = "edge" if cid.startswith("edge-") else "random"
+        entries.append({"id": cid, "area": case["area"], "kind": kind, "rules": list(rules)})
     return {
         "format": FORMAT,
         "specVersion": spec_version(),
@@ -109,9 +120,7 @@ def manifest(profile: Profile, seed: int, cases: list[dict[str, Any]]) -> dict[s
     }
 
 
-def export(
-    directory: Path, profile: Profile, seed: int = 0, cases: int = RANDOM_CASES
-) -> dict[str, Any]:
+def export(directory: Path, profile: Profile, seed: int = 0, cases: int = RANDOM_CASES) -> Manifest:
     """Write `<area>.jsonl` files and manifest.json into `directory`; answer the manifest."""
     directory.mkdir(parents=True, exist_ok=True)
     generated = generate(profile, seed, cases)

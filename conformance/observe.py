@@ -11,12 +11,12 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 import attrs
 
 from pullspec.conformance import vectors
 from pullspec.conformance.candidates import Candidate
+from pullspec.conformance.jsontypes import JSONValue
 from pullspec.conformance.ops import (
     Observation,
     Op,
@@ -46,8 +46,8 @@ class Divergence:
 
     kind: DivergenceKind
     field: str
-    expected: Any
-    actual: Any
+    expected: JSONValue
+    actual: JSONValue
 
 
 def compare(expected: Observation, actual: Observation) -> Divergence | None:
@@ -78,7 +78,7 @@ class Session:
         self,
         candidate: Candidate,
         area: str,
-        config: Mapping[str, Any],
+        config: Mapping[str, JSONValue],
         profile: Profile,
         base: Path = Path("."),
     ) -> None:
@@ -104,7 +104,7 @@ class Session:
         return state_fields(self.area, self.config)
 
 
-def case_rules(case: Mapping[str, Any]) -> tuple[str, ...]:
+def case_rules(case: vectors.Case) -> tuple[str, ...]:
     """Every rule ID the ops of a vector case exercise, sorted."""
     area = check_area(case.get("area"))
     found = set(rules_for(area, "create"))

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
 
 import attrs
 
+from pullspec.conformance.jsontypes import JSONObject, JSONValue, is_array
 from pullspec.conformance.ops_client import CLIENT_OP_RULES
 from pullspec.spec.errors import (
     JAVA_EXCEPTION_KINDS,
@@ -78,13 +78,13 @@ DEFAULT_STATE_FIELDS: tuple[str, ...] = (
 )
 
 
-def state_fields(area: str, config: Mapping[str, Any]) -> tuple[str, ...]:
+def state_fields(area: str, config: Mapping[str, JSONValue]) -> tuple[str, ...]:
     """The positional state field names of a case's `config`: its `stateFields`, or for
     process_queue DEFAULT_STATE_FIELDS; () for areas whose state is named."""
     fields = config.get("stateFields")
     if fields is None and area == "process_queue":
         return DEFAULT_STATE_FIELDS
-    return tuple(fields or ())
+    return tuple(str(f) for f in fields) if is_array(fields) else ()
 
 
 def rule_sort_key(rule_id: str) -> tuple[str, int]:
@@ -154,7 +154,12 @@ OP_RULES: Mapping[str, Mapping[str, tuple[str, ...]]] = {
         "load": ("OFFSET-10",),
         "broker_address": ("OFFSET-7",),
     },
-    **{a: ops for a, ops in CLIENT_OP_RULES.items() if a != "offset_store"},
+    # The measured sets, in catalogue order.
+    **{
+        area: {op: tuple(sorted(ids, key=rule_sort_key)) for op, ids in ops.items()}
+        for area, ops in CLIENT_OP_RULES.items()
+        if area != "offset_store"
+    },
 }
 
 _STORE_FIELDS: dict[str, tuple[str, ...]] = {
@@ -279,14 +284,14 @@ class Op:
     """One operation: its vector name and its arguments (camelCase, JSON values only)."""
 
     name: str
-    args: Mapping[str, Any] = attrs.field(factory=dict)
+    args: Mapping[str, JSONValue] = attrs.field(factory=dict)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         """The `{"op", "args"}` part of a vector step."""
         return {"op": self.name, "args": dict(self.args)}
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Op:
+    def from_json(cls, data: Mapping[str, object]) -> Op:
         """An Op from a vector step (its `expect`, if any, is ignored)."""
         args = data.get("args") or {}
         if not isinstance(args, Mapping):
@@ -298,19 +303,19 @@ class Op:
 class Observation:
     """What one op observed: result fields, or an error kind, plus the state fields after it."""
 
-    fields: Mapping[str, Any] = attrs.field(factory=dict)
+    fields: Mapping[str, JSONValue] = attrs.field(factory=dict)
     error: ErrorKind | None = None
-    state: Mapping[str, Any] = attrs.field(factory=dict)
+    state: Mapping[str, JSONValue] = attrs.field(factory=dict)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         """The flat JSON object a vector step's `expect` holds (error as its ErrorKind name)."""
-        out: dict[str, Any] = {**self.fields, **self.state}
+        out: JSONObject = {**self.fields, **self.state}
         if self.error is not None:
             out["error"] = self.error.value
         return out
 
     @classmethod
-    def from_json(cls, area: str, data: Mapping[str, Any]) -> Observation:
+    def from_json(cls, area: str, data: Mapping[str, JSONValue]) -> Observation:
         """Split a flat observation of `area` into result, error kind and state."""
         state_keys = STATE_FIELDS[check_area(area)]
         error = error_kind(data["error"]) if data.get("error") is not None else None
@@ -346,7 +351,7 @@ def rules_for(
     op: str,
     path: str | None = None,
     state_fields: tuple[str, ...] = (),
-    expected: Mapping[str, Any] | None = None,
+    expected: Mapping[str, JSONValue] | None = None,
 ) -> tuple[str, ...]:
     """The rule IDs a divergence of `op` at field `path` involves: the field's rules that the op
     exercises (narrowed to the expected store status's rules when one is known), else the

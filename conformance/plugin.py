@@ -23,14 +23,20 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from pullspec.spec.errors import PullspecError
 from pullspec.spec.profiles import Profile
 
-_CANDIDATE = pytest.StashKey[Any]()
+if TYPE_CHECKING:
+    from _pytest._code.code import TracebackStyle
+
+    from pullspec.conformance.candidates import Candidate
+    from pullspec.conformance.vectors import Case
+
+_CANDIDATE = pytest.StashKey["Candidate"]()
 #: The machines' default budget (conformance.machines.run.DEFAULT_EXAMPLES / DEFAULT_STEPS), repeated
 #: here so that registering the options imports nothing of the suite.
 DEFAULT_EXAMPLES, DEFAULT_STEPS = 40, 25
@@ -80,12 +86,12 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"--pullspec-impl {impl}: {message}") from None
 
 
-def _candidate(config: pytest.Config) -> Any:
+def _candidate(config: pytest.Config) -> Candidate:
     return config.stash[_CANDIDATE]
 
 
 @functools.cache
-def _exported(profile: Profile, seed: int) -> tuple[dict[str, Any], ...]:
+def _exported(profile: Profile, seed: int) -> tuple[Case, ...]:
     from pullspec.conformance import client_vectors, export
     from pullspec.conformance.ops import CLIENT_AREAS
 
@@ -95,6 +101,7 @@ def _exported(profile: Profile, seed: int) -> tuple[dict[str, Any], ...]:
 class ConformanceItem(pytest.Item):
     """One area's vectors or machine, run against the --pullspec-impl candidate."""
 
+    # pytest's Node keywords (name, parent, ...), which pytest itself leaves untyped.
     def __init__(self, *, kind: str, area: str, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.kind, self.area = kind, area
@@ -134,7 +141,9 @@ class ConformanceItem(pytest.Item):
         if results and all(r.verdict is Verdict.UNSUPPORTED for r in results):
             pytest.skip(f"{impl}: {results[0].detail}")
 
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
+    def repr_failure(
+        self, excinfo: pytest.ExceptionInfo[BaseException], style: TracebackStyle | None = None
+    ) -> str:
         """The divergence report itself, without a traceback into the suite."""
         if isinstance(excinfo.value, ConformanceFailure):
             return str(excinfo.value)
@@ -172,7 +181,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
 
 @pytest.fixture
-def pullspec_candidate(request: pytest.FixtureRequest) -> Iterator[Any]:
+def pullspec_candidate(request: pytest.FixtureRequest) -> Iterator[Candidate]:
     """The candidate --pullspec-impl names (skips the test when the option is absent)."""
     if not request.config.getoption("pullspec_impl"):
         pytest.skip("no --pullspec-impl given")

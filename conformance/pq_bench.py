@@ -18,7 +18,6 @@ import functools
 import gc
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from pullspec.conformance.candidates import factory
 from pullspec.conformance.resolve import resolve
@@ -26,9 +25,10 @@ from pullspec.fast.process_queue import FastProcessQueue
 from pullspec.spec.clock import Clock, ManualClock
 from pullspec.spec.message import StoredMessage
 from pullspec.spec.profiles import Profile
+from pullspec.spec.protocols import ProcessQueue
 
 #: A ProcessQueue factory, as candidates provide it: `process_queue(clock, profile)`.
-ProcessQueueFactory = Callable[[Clock, Profile], Any]
+ProcessQueueFactory = Callable[[Clock, Profile], ProcessQueue]
 
 BATCH = 32  #: messages per put / remove / take (a pull's default batch size)
 DEPTH = 1000  #: cached messages throughout (pullThresholdForQueue's default)
@@ -43,7 +43,7 @@ def _batches(msgs: Sequence[StoredMessage], start: int, rounds: int) -> list[lis
     return [list(msgs[start + r * BATCH : start + (r + 1) * BATCH]) for r in range(rounds)]
 
 
-def _filled(factory: ProcessQueueFactory, msgs: Sequence[StoredMessage]) -> Any:
+def _filled(factory: ProcessQueueFactory, msgs: Sequence[StoredMessage]) -> ProcessQueue:
     """A queue holding the first DEPTH messages (put in batches, untimed)."""
     q = factory(ManualClock(0), Profile.V4_9)
     for b in _batches(msgs, 0, DEPTH // BATCH):

@@ -16,14 +16,15 @@ from __future__ import annotations
 import enum
 import importlib
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, Protocol
+from typing import NotRequired, Protocol, TypedDict, TypeVar, cast
 
 import attrs
 
 from pullspec.conformance import differences
 from pullspec.conformance.candidates import Candidate
+from pullspec.conformance.jsontypes import JSONObject, JSONValue, is_array, is_object
 from pullspec.conformance.ops import OP_RULES, rules_for
 from pullspec.spec.errors import InvalidArgumentError, PullspecError, UnsupportedError
 from pullspec.spec.profiles import Profile
@@ -47,6 +48,23 @@ class Verdict(enum.Enum):
     UNSUPPORTED = "UNSUPPORTED"
 
 
+class CaseResultJSON(TypedDict):
+    """A CaseResult as `pullspec vectors check --json` prints it: where a case that did not pass
+    stopped, and why."""
+
+    id: str
+    area: str
+    verdict: str
+    step: NotRequired[int | None]
+    op: NotRequired[str | None]
+    args: NotRequired[JSONObject | None]
+    field: NotRequired[str | None]
+    expected: NotRequired[JSONValue]
+    actual: NotRequired[JSONValue]
+    rules: NotRequired[list[str]]
+    detail: NotRequired[str | None]
+
+
 @attrs.frozen
 class CaseResult:
     """What happened to one vector case: for a case that did not pass, the step (1-based) and op
@@ -58,25 +76,27 @@ class CaseResult:
     step: int | None = None
     op: str | None = None
     field: str | None = None
-    expected: Any = None
-    actual: Any = None
+    expected: JSONValue = None
+    actual: JSONValue = None
     detail: str | None = None
-    args: dict[str, Any] | None = None
+    args: JSONObject | None = None
     rules: tuple[str, ...] = ()
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> CaseResultJSON:
         """The JSON form printed by `pullspec vectors check --json`."""
-        out: dict[str, Any] = {"id": self.id, "area": self.area, "verdict": self.verdict.value}
+        out: CaseResultJSON = {"id": self.id, "area": self.area, "verdict": self.verdict.value}
         if self.verdict is not Verdict.PASS:
             out.update(
-                step=self.step,
-                op=self.op,
-                args=self.args,
-                field=self.field,
-                expected=self.expected,
-                actual=self.actual,
-                rules=list(self.rules),
-                detail=self.detail,
+                {
+                    "step": self.step,
+                    "op": self.op,
+                    "args": self.args,
+                    "field": self.field,
+                    "expected": self.expected,
+                    "actual": self.actual,
+                    "rules": list(self.rules),
+                    "detail": self.detail,
+                }
             )
         return out
 
@@ -95,7 +115,7 @@ class CaseResult:
 ARGS_SHOWN = 160
 
 
-def _args_text(args: dict[str, Any] | None) -> str:
+def _args_text(args: JSONObject | None) -> str:
     text = json.dumps(args or {}, separators=(", ", "="), default=str)[1:-1].replace('"', "")
     return text if len(text) <= ARGS_SHOWN else text[: ARGS_SHOWN - 1] + "…"
 
@@ -110,31 +130,79 @@ class VectorFormatError(InvalidArgumentError):
         return f"{self.name}: {self.reason}"
 
 
-class AreaAdapter(Protocol):
+class Step(TypedDict):
+    """One step of a case: an op, its arguments and what RocketMQ answered (absent fields of
+    `expect` are not compared)."""
+
+    op: str
+    args: NotRequired[JSONObject]
+    expect: NotRequired[JSONObject]
+
+
+class Case(TypedDict):
+    """One vector case (../shared/vectors/README.md, "Format"), as `parse_case` checked it."""
+
+    area: str
+    steps: list[Step]
+    id: NotRequired[str | int]
+    config: NotRequired[JSONObject]
+    version: NotRequired[str]
+    seed: NotRequired[int]
+
+
+class ManifestCase(TypedDict):
+    """One case of a generated folder's manifest.json: its id, area, kind (``edge`` or
+    ``random``) and the rule IDs it covers."""
+
+    id: str
+    area: str
+    kind: str
+    rules: list[str]
+
+
+class Manifest(TypedDict):
+    """What the manifest.json of every generated vector folder holds: its format, profile and
+    seed, the file of each area, and the rule IDs the folder and each case cover."""
+
+    format: str
+    profile: str
+    rocketmqVersion: str
+    seed: int
+    files: dict[str, str]
+    rules: list[str]
+    cases: list[ManifestCase]
+
+
+#: What an adapter's `create` answers and its `apply` is given back: opaque to the runner.
+Instance = TypeVar("Instance")
+
+
+class AreaAdapter(Protocol[Instance]):
     """Runs one area's vector steps on a candidate (one module per area in conformance.adapters)."""
 
     def create(
-        self, candidate: Candidate, config: dict[str, Any], profile: Profile, base: Path
-    ) -> Any:
+        self, candidate: Candidate, config: JSONObject, profile: Profile, base: Path
+    ) -> Instance:
         """A fresh instance for one case, or raise UnsupportedError."""
         ...
 
-    def apply(self, instance: Any, op: str, args: dict[str, Any]) -> dict[str, Any]:
+    def apply(self, instance: Instance, op: str, args: JSONObject) -> JSONObject:
         """Run one step and return the observation in the vectors' camelCase vocabulary."""
         ...
 
 
-def adapter(area: str) -> AreaAdapter:
-    """The adapter module of `area`."""
+def adapter(area: str) -> AreaAdapter[object]:
+    """The adapter module of `area` (the runner only hands `create`'s answer back to `apply`)."""
     if area not in AREAS:
         raise InvalidArgumentError("area", area, f"expected one of {', '.join(AREAS)}")
     try:
-        module: Any = importlib.import_module(f"pullspec.conformance.adapters.{area}")
+        module = importlib.import_module(f"pullspec.conformance.adapters.{area}")
     except ModuleNotFoundError as exc:
         if exc.name != f"pullspec.conformance.adapters.{area}":
             raise
         raise UnsupportedError(f"area {area} has no adapter yet") from None
-    return module  # type: ignore[no-any-return]
+    # A module found by name: tests/test_vectors_generated.py checks each one is an AreaAdapter.
+    return cast("AreaAdapter[object]", module)
 
 
 def profile_folder(profile: Profile) -> str:
@@ -170,7 +238,7 @@ def vector_files(path: Path) -> list[Path]:
     return files
 
 
-def load_cases(path: Path, areas: Iterable[str] | None = None) -> Iterator[dict[str, Any]]:
+def load_cases(path: Path, areas: Iterable[str] | None = None) -> Iterator[Case]:
     """Every case in the vector files of `path` (a file, a folder or a store directory), in
     file order, each checked against the vector format."""
     wanted = set(areas) if areas else None
@@ -194,23 +262,23 @@ def base_of(path: Path) -> Path:
 
 def load_cases_with_base(
     paths: Iterable[Path], areas: Iterable[str] | None = None
-) -> list[tuple[dict[str, Any], Path]]:
+) -> list[tuple[Case, Path]]:
     """Every case of every path, each with the folder `run_case` must be given for it."""
     wanted = list(areas) if areas is not None else None
     return [(case, base_of(path)) for path in paths for case in load_cases(path, wanted)]
 
 
-def parse_case(raw: bytes, where: str) -> dict[str, Any]:
+def parse_case(raw: bytes, where: str) -> Case:
     """One line of a vector file as a case, or VectorFormatError naming `where`."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise VectorFormatError(where, f"not UTF-8 (byte {exc.start})") from None
     try:
-        case = json.loads(text)
+        case: object = json.loads(text)
     except json.JSONDecodeError as exc:
         raise VectorFormatError(where, f"not JSON: {exc.msg} at column {exc.colno}") from None
-    if not isinstance(case, dict):
+    if not is_object(case):
         raise VectorFormatError(where, f"a case must be a JSON object, not {_json_type(case)}")
     _require(case, "area", str, where)
     if case["area"] not in AREAS:
@@ -219,40 +287,46 @@ def parse_case(raw: bytes, where: str) -> dict[str, Any]:
         raise VectorFormatError(where, f"id must be a string, not {_json_type(case['id'])}")
     if "config" in case:
         _require(case, "config", dict, where)
-    _require(case, "steps", list, where)
-    for i, step in enumerate(case["steps"], 1):
+    steps = _require(case, "steps", list, where)
+    for i, step in enumerate(steps if is_array(steps) else (), 1):
         at = f"{where} step {i}"
-        if not isinstance(step, dict):
+        if not is_object(step):
             raise VectorFormatError(at, f"a step must be a JSON object, not {_json_type(step)}")
         _require(step, "op", str, at)
         for key in ("args", "expect"):
             if key in step:
                 _require(step, key, dict, at)
-    return case
+    # Checked above: every key the runner reads has its type (the others are informational).
+    return cast(Case, case)
 
 
-def _require(obj: dict[str, Any], key: str, kind: type, where: str) -> None:
+def _require(obj: Mapping[str, JSONValue], key: str, kind: type, where: str) -> JSONValue:
     if key not in obj:
         raise VectorFormatError(where, f"{key} is missing")
     if not isinstance(obj[key], kind) or isinstance(obj[key], bool):
         expected = {"str": "a string", "dict": "an object", "list": "a list"}[kind.__name__]
         raise VectorFormatError(where, f"{key} must be {expected}, not {_json_type(obj[key])}")
+    return obj[key]
 
 
-def _json_type(value: Any) -> str:
+def _json_type(value: object) -> str:
     names = {dict: "an object", list: "a list", str: "a string", bool: "a boolean"}
     if value is None:
         return "null"
     return names.get(type(value), "a number")
 
 
-def first_difference(expect: Any, actual: Any) -> tuple[str, Any, Any] | None:
+#: Where a step's observation first differs from its expect: (field path, expected, actual).
+Difference = tuple[str, JSONValue, JSONValue]
+
+
+def first_difference(expect: JSONValue, actual: JSONValue) -> Difference | None:
     """The first field where `actual` differs from `expect`.
 
     Only top-level fields absent from `expect` are skipped (the vectors' rule); nested values
     (a property map, a lock table, a state array) must be equal as a whole.
     """
-    if not isinstance(expect, dict) or not isinstance(actual, dict):
+    if not is_object(expect) or not is_object(actual):
         return _nested_difference(expect, actual, "")
     for key, value in expect.items():
         if key not in actual:
@@ -263,8 +337,8 @@ def first_difference(expect: Any, actual: Any) -> tuple[str, Any, Any] | None:
     return None
 
 
-def _nested_difference(expect: Any, actual: Any, path: str) -> tuple[str, Any, Any] | None:
-    if isinstance(expect, dict) and isinstance(actual, dict):
+def _nested_difference(expect: JSONValue, actual: JSONValue, path: str) -> Difference | None:
+    if is_object(expect) and is_object(actual):
         for key in sorted(set(expect) | set(actual), key=str):
             if key not in actual or key not in expect:
                 return (f"{path}.{key}", expect.get(key, "<absent>"), actual.get(key, "<absent>"))
@@ -272,6 +346,7 @@ def _nested_difference(expect: Any, actual: Any, path: str) -> tuple[str, Any, A
             if diff:
                 return diff
         return None
+    # An expected tuple (a Python side's observation) is compared as a whole, as ever.
     if isinstance(expect, list) and isinstance(actual, list | tuple):
         if len(expect) != len(actual):
             return (path or "<root>", expect, list(actual))
@@ -285,7 +360,7 @@ def _nested_difference(expect: Any, actual: Any, path: str) -> tuple[str, Any, A
     return None
 
 
-def step_rules(case: dict[str, Any], op: str, field: str | None, expect: Any) -> tuple[str, ...]:
+def step_rules(case: Case, op: str, field: str | None, expect: JSONValue) -> tuple[str, ...]:
     """The rule IDs a step of `case` involves: those of the differing field when known, else
     every rule the op exercises (empty for areas whose ops carry no rule table)."""
     area = case["area"]
@@ -296,22 +371,20 @@ def step_rules(case: dict[str, Any], op: str, field: str | None, expect: Any) ->
         area,
         op,
         field,
-        tuple(fields) if isinstance(fields, list) else (),
-        expect if isinstance(expect, dict) else None,
+        tuple(str(f) for f in fields) if is_array(fields) else (),
+        expect if is_object(expect) else None,
     )
 
 
-def missing_field(exc: KeyError, given: tuple[Any, ...], where: str, what: str) -> None:
+def missing_field(exc: KeyError, given: tuple[JSONObject, ...], where: str, what: str) -> None:
     """Raise VectorFormatError when the adapter looked up a key that none of the vector's
     dictionaries `given` has (the vector's fault); any other KeyError is the candidate's crash."""
     key = exc.args[0] if exc.args else None
-    if isinstance(key, str) and not any(isinstance(d, dict) and key in d for d in given):
+    if isinstance(key, str) and not any(is_object(d) and key in d for d in given):
         raise VectorFormatError(where, f"{key} is missing from {what}") from None
 
 
-def run_case(
-    candidate: Candidate, case: dict[str, Any], profile: Profile, base: Path
-) -> CaseResult:
+def run_case(candidate: Candidate, case: Case, profile: Profile, base: Path) -> CaseResult:
     """Run one case on a fresh instance of `candidate`."""
     cid, area = str(case.get("id", "?")), case.get("area", "?")
     config = case.get("config", {})

@@ -14,6 +14,7 @@ from pullspec.conformance import vectors
 from pullspec.conformance.adapters import process_queue as pq_adapter
 from pullspec.conformance.adapters import store as store_adapter
 from pullspec.conformance.campaign import run as campaign
+from pullspec.conformance.jsontypes import JSONObject
 from pullspec.conformance.machines import gen
 from pullspec.conformance.machines.draw import Context, RandomDraw
 from pullspec.conformance.observe import Session, compare
@@ -73,7 +74,7 @@ def test_equal_answers_of_other_types_are_left_to_compare(
 
 
 def test_identical_answers_are_the_same() -> None:
-    raw = {"status": "FOUND", "msgOffsets": [1, 2], "queues": {"0": {"minOffset": 0}}}
+    raw: JSONObject = {"status": "FOUND", "msgOffsets": [1, 2], "queues": {"0": {"minOffset": 0}}}
     assert campaign._same(
         raw, {"status": "FOUND", "msgOffsets": [1, 2], "queues": {"0": {"minOffset": 0}}}
     )
@@ -87,7 +88,7 @@ def test_a_type_divergence_equal_by_value_is_still_found() -> None:
 
 
 def test_shared_messages_are_equal_frozen_and_only_for_exact_types() -> None:
-    spec = {"queueId": 1, "tags": "A", "bodySize": 12}
+    spec: JSONObject = {"queueId": 1, "tags": "A", "bodySize": 12}
     first, second = store_adapter.message("T", spec), store_adapter.message("T", dict(spec))
     assert first == second and first is second
     assert store_adapter._message("T", 1, "A", 12, 0) == first

@@ -21,6 +21,7 @@ from pullspec.conformance.campaign import shrink as campaign_shrink
 from pullspec.conformance.campaign import spark as campaign_spark
 from pullspec.conformance.campaign import summary as campaign_summary
 from pullspec.conformance.campaign import svg as campaign_svg
+from pullspec.conformance.campaign.rows import RowJSON
 from pullspec.conformance.cli.campaign import (
     known_areas,
     local_path,
@@ -99,19 +100,17 @@ def test_run_seeds_uses_and_removes_its_scratch_folder(tmp_path: Path) -> None:
 
 
 def test_pick_failures_takes_distinct_failures_first() -> None:
-    def failing(seed: int, step: int, field: str) -> dict[str, Any]:
-        return {
-            "seed": seed,
-            "area": "store",
-            "profile": "4.9",
-            "verdict": "DIVERGED",
-            "divergence_kind": "RESULT",
-            "divergent_op": "get_message",
-            "divergent_field": field,
-            "first_divergent_step": step,
-        }
+    def row(seed: int, verdict: str, step: int | None, field: str | None) -> RowJSON:
+        kind, op = ("RESULT", "get_message") if step is not None else (None, None)
+        failed = (kind, step, op, field)
+        return campaign_rows.as_json(
+            (seed, "store", "4.9", "fast", 9, verdict, *failed, [], [], [], None, 0.0, 0.0)
+        )
 
-    rows = [failing(1, 5, "a"), failing(2, 3, "a"), failing(3, 9, "b"), {"verdict": "PASS"}]
+    rows = [
+        *(row(1, "DIVERGED", 5, "a"), row(2, "DIVERGED", 3, "a"), row(3, "DIVERGED", 9, "b")),
+        row(4, "PASS", None, None),
+    ]
     assert [2, 3] == [r["seed"] for r in campaign_shrink.pick_failures(rows, 2)]
     assert [2, 3, 1] == [r["seed"] for r in campaign_shrink.pick_failures(rows, 5)]
 
@@ -281,6 +280,8 @@ def test_task_counts_seeds_ops_and_failures() -> None:
 def test_the_documented_schema_is_the_campaign_schema() -> None:
     table = re.findall(r"^\| `(\w+)` \| `([A-Z<>]+)` \|", DOC.read_text(encoding="utf-8"), re.M)
     assert [(name, kind) for name, kind, _ in campaign_rows.COLUMNS] == table
+    # A row read back by name (campaign_rows.as_json) has the columns as its typed keys.
+    assert list(campaign_rows.COLUMN_NAMES) == list(RowJSON.__annotations__)
 
 
 def test_default_scratch_is_shared_memory_when_writable() -> None:
@@ -293,9 +294,7 @@ def test_simulation_rows_diff_the_candidates_parts_in_the_simulator() -> None:
     from pullspec.conformance.campaign import sim as campaign_sim
 
     plan = campaign.Plan("fast", (campaign_rows.SIMULATION,), sim_steps=300)
-    [row] = [
-        dict(zip(campaign_rows.COLUMN_NAMES, r, strict=True)) for r in campaign.run_seeds(plan, [2])
-    ]
+    [row] = [campaign_rows.as_json(r) for r in campaign.run_seeds(plan, [2])]
     assert (2, "simulation", "fast", "PASS", None) == (
         row["seed"],
         row["area"],
@@ -320,15 +319,15 @@ def test_a_simulation_divergence_names_the_event_and_its_replay_command() -> Non
 
     mutant = "pullspec.conformance.mutants.impl:remove_emptied_returns_offset_max"
     plan = campaign.Plan(mutant, (campaign_rows.SIMULATION,), sim_steps=500)
-    [row] = [
-        dict(zip(campaign_rows.COLUMN_NAMES, r, strict=True)) for r in campaign.run_seeds(plan, [1])
-    ]
+    [row] = [campaign_rows.as_json(r) for r in campaign.run_seeds(plan, [1])]
     assert ("DIVERGED", row["ops"], f"history[{row['ops'] - 1}]") == (
         row["verdict"],
         row["first_divergent_step"],
         row["divergent_field"],
     )
-    assert row["detail"].startswith("python -m pullspec.conformance.machines.simulation --impl ")
+    assert (row["detail"] or "").startswith(
+        "python -m pullspec.conformance.machines.simulation --impl "
+    )
     replay = campaign_sim.replay(row)
     assert (row["detail"], tuple(row["divergence_rules"])) == (replay.command, replay.rules)
 

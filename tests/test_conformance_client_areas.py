@@ -22,6 +22,7 @@ from pullspec.conformance.adapters import lock_manager
 from pullspec.conformance.candidates import close
 from pullspec.conformance.cli import main
 from pullspec.conformance.client_cases import factories
+from pullspec.conformance.jsontypes import JSONObject
 from pullspec.conformance.machines.run import run_machine
 from pullspec.conformance.ops import CLIENT_AREAS, OP_RULES
 from pullspec.conformance.remote.session import store_config_json
@@ -135,10 +136,12 @@ def test_a_client_area_adapter_holds_no_client_behaviour(area: str) -> None:
         for node in ast.walk(ast.parse(source))
         if isinstance(node, ast.ImportFrom) and node.module
     }
-    # the candidates module holds the seam's protocols only (the types an adapter is written in)
+    # the candidates module holds the seam's protocols only and jsontypes the JSON they speak
+    # (the types an adapter is written in)
     assert set() == {m for m in imported if m.startswith("pullspec.") and "profiles" not in m} - {
         "pullspec.conformance.adapters",
         "pullspec.conformance.candidates",
+        "pullspec.conformance.jsontypes",
     }
 
 
@@ -204,7 +207,12 @@ def _recording(tmp_path: Path) -> tuple[str, Path]:
 def test_lock_managers_are_created_with_the_run_s_profile(tmp_path: Path) -> None:
     impl, log = _recording(tmp_path)
     candidate = resolve(impl)
-    config = {"clockStart": 0, "lockMaxLiveTimeMs": 60_000, "topic": "T", "brokerName": "b"}
+    config: JSONObject = {
+        "clockStart": 0,
+        "lockMaxLiveTimeMs": 60_000,
+        "topic": "T",
+        "brokerName": "b",
+    }
     try:
         harness = lock_manager.create(candidate, config, Profile.V4_7, Path("."))
         lock_manager.apply(harness, "try_lock_batch", {"group": "G", "clientId": "c", "mqs": [0]})

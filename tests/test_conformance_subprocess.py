@@ -73,7 +73,7 @@ def test_an_unsupported_area_is_unsupported_not_failed() -> None:
     assert Verdict.UNSUPPORTED == report.verdict
 
 
-def _case(vectors_dir: Path) -> dict[str, object]:
+def _case(vectors_dir: Path) -> vectors.Case:
     return next(vectors.load_cases(vectors_dir / "rocketmq-4.9.7", ["lock_manager"]))
 
 

@@ -13,6 +13,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 import pullspec.reference.factories
 from pullspec.conformance.adapters import lock_manager as adapter
+from pullspec.conformance.jsontypes import JSONObject
 from pullspec.conformance.vectors import Verdict, load_cases, run_case
 from pullspec.reference.lock_manager import ReferenceLockManager
 from pullspec.spec import lease
@@ -190,7 +191,12 @@ def test_bad_live_time_and_clock() -> None:
 
 
 def test_adapter_without_factory_or_with_unknown_op() -> None:
-    config = {"clockStart": 0, "lockMaxLiveTimeMs": LIVE, "topic": "T", "brokerName": "b"}
+    config: JSONObject = {
+        "clockStart": 0,
+        "lockMaxLiveTimeMs": LIVE,
+        "topic": "T",
+        "brokerName": "b",
+    }
     with pytest.raises(UnsupportedError):
         adapter.create(object(), config, Profile.V4_9, VECTORS)
     h = adapter.create(pullspec.reference.factories, config, Profile.V4_9, VECTORS)

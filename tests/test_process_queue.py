@@ -14,6 +14,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 import pullspec.reference.factories
 from pullspec.conformance.adapters import process_queue as adapter
+from pullspec.conformance.jsontypes import JSONObject
 from pullspec.conformance.vectors import Verdict, load_cases, run_case
 from pullspec.reference.process_queue import ReferenceProcessQueue
 from pullspec.spec import process_queue as pq
@@ -558,7 +559,7 @@ def test_vectors_pass(folder: str) -> None:
 
 
 def test_adapter_reports_error_with_state() -> None:
-    config = {"clockStart": 5, "stateFields": ["msgCount", "consumingOffsets"]}
+    config: JSONObject = {"clockStart": 5, "stateFields": ["msgCount", "consumingOffsets"]}
     inst = adapter.create(pullspec.reference.factories, config, Profile.V4_9, VECTORS)
     assert {"error": "NoSuchElementException", "state": [0, []]} == adapter.apply(
         inst, "commit", {}

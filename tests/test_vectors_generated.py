@@ -13,7 +13,8 @@ import pytest
 import pullspec.fast.factories
 import pullspec.reference.factories
 from pullspec.conformance.differences import KNOWN_DIFFERENCES
-from pullspec.conformance.vectors import Verdict, load_cases, run_case
+from pullspec.conformance.jsontypes import JSONObject
+from pullspec.conformance.vectors import Case, Verdict, load_cases, run_case
 from pullspec.spec.profiles import Profile
 
 FOLDERS = {"generated-4.9.7": Profile.V4_9, "generated-4.7.1": Profile.V4_7}
@@ -42,10 +43,20 @@ def test_every_generated_case_of_its_areas_passes_on_fast(vectors_dir: Path, fol
     assert [] == [r.to_json() for r in results if r.verdict is not Verdict.PASS]
 
 
-def _send_back_case(expect: dict[str, object]) -> dict[str, object]:
-    config = {"group": "G", "groupRetryMaxTimes": 16, "retryQueueNums": 1, "maxDelayLevel": 18}
-    put = {"msgs": [{"queueId": 0, "tags": "A", "bodySize": 16}]}
-    sent = {"originalCommitLogOffset": 1, "group": "G", "delayLevel": 1, "maxReconsumeTimes": 16}
+def _send_back_case(expect: JSONObject) -> Case:
+    config: JSONObject = {
+        "group": "G",
+        "groupRetryMaxTimes": 16,
+        "retryQueueNums": 1,
+        "maxDelayLevel": 18,
+    }
+    put: JSONObject = {"msgs": [{"queueId": 0, "tags": "A", "bodySize": 16}]}
+    sent: JSONObject = {
+        "originalCommitLogOffset": 1,
+        "group": "G",
+        "delayLevel": 1,
+        "maxReconsumeTimes": 16,
+    }
     return {
         "id": "sb-inside-a-record",
         "area": "send_back",

@@ -18,9 +18,9 @@ Anything else is UNSUPPORTED. The JSON ↔ spec helpers the drivers share live w
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from pullspec.conformance.candidates import AreaDriver, Candidate, Peer, driver_factory, name_of
+from pullspec.conformance.jsontypes import JSONObject
 from pullspec.reference.areas._vocab import (
     Args,
     DriverBase,
@@ -71,7 +71,7 @@ __all__ = [
 class Forwarding:
     """A driver for a `cmd:` candidate: every op travels over the subprocess protocol."""
 
-    def __init__(self, peer: Peer, area: str, config: dict[str, Any], profile: Profile) -> None:
+    def __init__(self, peer: Peer, area: str, config: JSONObject, profile: Profile) -> None:
         self.peer, self.area = peer, area
         try:
             self.instance = peer.create(area, config, profile)
@@ -82,7 +82,7 @@ class Forwarding:
             # runner that is an area it does not implement, not a failed case.
             raise UnsupportedError(f"the adapter refused area {area}: {exc}") from exc
 
-    def apply(self, op: str, args: dict[str, Any]) -> dict[str, Any]:
+    def apply(self, op: str, args: JSONObject) -> JSONObject:
         """Send one op; a typed error reply raises its spec error, as the runner expects."""
         return self.peer.check(self.peer.call(self.instance, self.area, op, args))
 
@@ -90,9 +90,9 @@ class Forwarding:
 def open_driver(
     candidate: Candidate,
     area: str,
-    config: dict[str, Any],
+    config: JSONObject,
     profile: Profile,
-    reference: Callable[[dict[str, Any], Profile], AreaDriver] | None = None,
+    reference: Callable[[JSONObject, Profile], AreaDriver] | None = None,
 ) -> AreaDriver:
     """The driver of one case (see the module docstring for the order)."""
     if isinstance(candidate, Peer):

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
+from pullspec.conformance.jsontypes import JSONValue, as_given
 from pullspec.spec.config import BrokerConfig, StoreConfig
 from pullspec.spec.status import BrokerRole
 
@@ -24,17 +26,19 @@ STORE_KEYS = {
 }
 
 
-def store_config(config: dict[str, Any]) -> StoreConfig:
-    """The StoreConfig a vector case's config describes (unknown keys are informational)."""
+def store_config(config: Mapping[str, JSONValue]) -> StoreConfig:
+    """The StoreConfig a vector case's config describes (unknown keys are informational). The
+    values go to StoreConfig as the vector gives them: its validators refuse a wrong one."""
+    # Keyword arguments named through STORE_KEYS: no static type states which field a key
+    # names, so they are Any; StoreConfig's validators check each value.
     kwargs: dict[str, Any] = {STORE_KEYS[k]: v for k, v in config.items() if k in STORE_KEYS}
     if "brokerRole" in config:
         kwargs["broker_role"] = BrokerRole(config["brokerRole"])
     return StoreConfig(**kwargs)
 
 
-def broker_config(config: dict[str, Any]) -> BrokerConfig:
+def broker_config(config: Mapping[str, JSONValue]) -> BrokerConfig:
     """The BrokerConfig a vector case's config describes."""
-    kwargs: dict[str, Any] = {}
     if "slaveReadEnable" in config:
-        kwargs["slave_read_enable"] = config["slaveReadEnable"]
-    return BrokerConfig(**kwargs)
+        return BrokerConfig(slave_read_enable=as_given(bool, config["slaveReadEnable"]))
+    return BrokerConfig()

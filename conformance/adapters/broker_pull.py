@@ -28,7 +28,6 @@ lastUpdateTimestamp, expired].
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import attrs
 
@@ -36,6 +35,7 @@ from pullspec.conformance.adapters import _client
 from pullspec.conformance.adapters._config import store_config
 from pullspec.conformance.adapters.store import message
 from pullspec.conformance.candidates import AreaDriver, Candidate
+from pullspec.conformance.jsontypes import JSONObject, as_given, to_int
 from pullspec.reference.broker import ReferenceBroker
 from pullspec.reference.lock_manager import ReferenceLockManager
 from pullspec.reference.store import ReferenceMessageStore
@@ -61,7 +61,7 @@ AREA = "broker_pull"
 LOCK_BATCH_MQ, UNLOCK_BATCH_MQ = 41, 42
 
 
-def response_json(response: PullResponse) -> dict[str, Any]:
+def response_json(response: PullResponse) -> JSONObject:
     """The observed fields of a pull response."""
     return {
         "code": response.code.name,
@@ -79,17 +79,19 @@ class Reference(_client.ReferenceDriver):
 
     area = AREA
 
-    def __init__(self, config: dict[str, Any], profile: Profile) -> None:
+    def __init__(self, config: JSONObject, profile: Profile) -> None:
         super().__init__(config, profile)
         self.clock = ManualClock(0)
         self.topic, self.group = "T", "G"
         scfg = attrs.evolve(store_config(config), broker_role=BrokerRole.ASYNC_MASTER)
         self.broker_config = BrokerConfig(
-            long_polling_enable=config.get("longPollingEnable", True),
-            short_polling_time_mills=config.get("shortPollingTimeMills", 1000),
-            slave_read_enable=config.get("slaveReadEnable", False),
-            filter_support_retry=config.get("filterSupportRetry", False),
-            flush_consumer_offset_interval=config.get("flushConsumerOffsetInterval", 5000),
+            long_polling_enable=as_given(bool, config.get("longPollingEnable", True)),
+            short_polling_time_mills=as_given(int, config.get("shortPollingTimeMills", 1000)),
+            slave_read_enable=as_given(bool, config.get("slaveReadEnable", False)),
+            filter_support_retry=as_given(bool, config.get("filterSupportRetry", False)),
+            flush_consumer_offset_interval=as_given(
+                int, config.get("flushConsumerOffsetInterval", 5000)
+            ),
         )
         self.broker = ReferenceBroker(
             store=ReferenceMessageStore(config=scfg, profile=profile, clock=self.clock),
@@ -97,14 +99,14 @@ class Reference(_client.ReferenceDriver):
             profile=profile,
             clock=self.clock,
         )
-        self.broker.create_topic(self.topic, int(config.get("topicQueueNums", 4)))
+        self.broker.create_topic(self.topic, to_int(config.get("topicQueueNums", 4)))
 
     # -- observations ---------------------------------------------------------------------
 
     def _held(self) -> list[int]:
         return sorted(h.request_id for h in self.broker.held_requests)
 
-    def _answered(self, at: int) -> list[dict[str, Any]]:
+    def _answered(self, at: int) -> list[JSONObject]:
         return [
             {
                 "requestId": rid,
@@ -116,7 +118,7 @@ class Reference(_client.ReferenceDriver):
             for rid, r in self.broker.drain_responses()
         ]
 
-    def _locks(self, table: lease.LockTable) -> dict[str, Any]:
+    def _locks(self, table: lease.LockTable) -> JSONObject:
         now, live = self.clock.now_ms(), self.broker.lock_manager.lock_max_live_time_ms
         return {
             str(q.queue_id): [e.client_id, e.last_update_timestamp, lease.is_expired(now, e, live)]
@@ -130,10 +132,10 @@ class Reference(_client.ReferenceDriver):
 
     # -- ops --------------------------------------------------------------------------------
 
-    def op_put(self, args: _client.Args) -> dict[str, Any]:
+    def op_put(self, args: _client.Args) -> JSONObject:
         """SEND_MESSAGE: store, dispatch and notify held pulls (HOLD-5, HOLD-8, HOLD-9)."""
         results = []
-        answered: list[dict[str, Any]] = []
+        answered: list[JSONObject] = []
         for m in args.req("msgs"):
             r = self.broker.send_message(message(self.topic, m))
             results.append(
@@ -149,21 +151,21 @@ class Reference(_client.ReferenceDriver):
             "held": self._held(),
         }
 
-    def op_set_role(self, args: _client.Args) -> dict[str, Any]:
+    def op_set_role(self, args: _client.Args) -> JSONObject:
         """Switch the broker role (a slave sends no arrival notifications)."""
         self.broker.store.set_role(
             args.enum("brokerRole", BrokerRole), args.bool("offsetCheckInSlave", False)
         )
         return {"held": self._held()}
 
-    def op_register_consumer(self, args: _client.Args) -> dict[str, Any]:
+    def op_register_consumer(self, args: _client.Args) -> JSONObject:
         """A heartbeat's subscriptions (used by pulls without a subscription, CODE-3)."""
         self.broker.register_consumer(
             self.group, dict(args.req("subscriptions")), args.bool("broadcasting", False)
         )
         return {}
 
-    def op_pull(self, args: _client.Args) -> dict[str, Any]:
+    def op_pull(self, args: _client.Args) -> JSONObject:
         """PULL_MESSAGE (CODE-1 … CODE-14, COMMIT-2, HOLD-1, HOLD-7, HOLD-10)."""
         queue_id, offset = args.int("queueId"), args.int("offset")
         subscription = args.get("subscription")
@@ -185,7 +187,7 @@ class Reference(_client.ReferenceDriver):
         )
         sub = spec_filter.build_subscription_data(self.topic, subscription)
         retry = spec_filter.retry_filter_selected(self.broker_config.filter_support_retry)
-        out: dict[str, Any] = {
+        out: JSONObject = {
             "filter": {
                 "kind": "ExpressionForRetryMessageFilter" if retry else "ExpressionMessageFilter",
                 # Both filters pass every TAG subscription at the commit-log stage (FILTER-9).
@@ -218,11 +220,11 @@ class Reference(_client.ReferenceDriver):
         out["committedOffset"] = self._committed(queue_id)
         return out
 
-    def op_advance_clock(self, args: _client.Args) -> dict[str, Any]:
+    def op_advance_clock(self, args: _client.Args) -> JSONObject:
         """Let time pass, running every hold check on its due time (HOLD-2 … HOLD-4, HOLD-7)."""
         start = self.clock.now_ms()
         until = start + args.int("ms")
-        answered: list[dict[str, Any]] = []
+        answered: list[JSONObject] = []
         while self.broker.next_hold_check_at <= until:
             self.clock.jump_to(max(self.clock.now_ms(), self.broker.next_hold_check_at))
             self.broker.run_hold_checks()
@@ -243,14 +245,14 @@ class Reference(_client.ReferenceDriver):
             "offsetPersistAt": flushes,
         }
 
-    def op_query_offset(self, args: _client.Args) -> dict[str, Any]:
+    def op_query_offset(self, args: _client.Args) -> JSONObject:
         """QUERY_CONSUMER_OFFSET (COMMIT-4)."""
         code, offset = self.broker.query_consumer_offset(
             self.group, self.topic, args.int("queueId")
         )
         return {"code": code.name, "offset": offset}
 
-    def op_update_offset(self, args: _client.Args) -> dict[str, Any]:
+    def op_update_offset(self, args: _client.Args) -> JSONObject:
         """UPDATE_CONSUMER_OFFSET (COMMIT-1, COMMIT-3)."""
         queue_id = args.int("queueId")
         self.broker.update_consumer_offset(self.group, self.topic, queue_id, args.int("offset"))
@@ -259,7 +261,7 @@ class Reference(_client.ReferenceDriver):
             "committedOffset": self._committed(queue_id),
         }
 
-    def op_set_lock_max_live_time_property(self, args: _client.Args) -> dict[str, Any]:
+    def op_set_lock_max_live_time_property(self, args: _client.Args) -> JSONObject:
         """The broker's lease length from rocketmq.broker.rebalance.lockMaxLiveTime (LEASE-1)."""
         try:
             live = lease.lock_max_live_time(args.get("value"))
@@ -271,7 +273,7 @@ class Reference(_client.ReferenceDriver):
     def _mqs(self, args: _client.Args) -> list[MessageQueue]:
         return [MessageQueue(self.topic, "broker-a", q) for q in args.req("queueIds")]
 
-    def op_lock_batch(self, args: _client.Args) -> dict[str, Any]:
+    def op_lock_batch(self, args: _client.Args) -> JSONObject:
         """LOCK_BATCH_MQ (LEASE-8)."""
         locked = self.broker.lock_batch_mq(self.group, str(args.req("clientId")), self._mqs(args))
         slave = self.broker.store.broker_role is BrokerRole.SLAVE
@@ -281,7 +283,7 @@ class Reference(_client.ReferenceDriver):
             "locks": self._locks(self.broker.lock_manager.state),
         }
 
-    def op_unlock_batch(self, args: _client.Args) -> dict[str, Any]:
+    def op_unlock_batch(self, args: _client.Args) -> JSONObject:
         """UNLOCK_BATCH_MQ (LEASE-8)."""
         self.broker.unlock_batch_mq(self.group, str(args.req("clientId")), self._mqs(args))
         slave = self.broker.store.broker_role is BrokerRole.SLAVE
@@ -290,20 +292,18 @@ class Reference(_client.ReferenceDriver):
             "locks": self._locks(self.broker.lock_manager.state),
         }
 
-    def op_client_gone(self, args: _client.Args) -> dict[str, Any]:
+    def op_client_gone(self, args: _client.Args) -> JSONObject:
         """A client's channel closes (LEASE-9)."""
         client = str(args.req("clientId"))
         self.broker.client_channel_closed(client)
         return {"locks": self._locks(lease.on_client_gone(self.broker.lock_manager.state, client))}
 
 
-def create(
-    candidate: Candidate, config: dict[str, Any], profile: Profile, base: Path
-) -> AreaDriver:
+def create(candidate: Candidate, config: JSONObject, profile: Profile, base: Path) -> AreaDriver:
     """A fresh broker on a clock at 0."""
     return _client.open_driver(candidate, AREA, config, profile, Reference)
 
 
-def apply(instance: AreaDriver, op: str, args: dict[str, Any]) -> dict[str, Any]:
+def apply(instance: AreaDriver, op: str, args: JSONObject) -> JSONObject:
     """Run one step."""
     return instance.apply(op, args)

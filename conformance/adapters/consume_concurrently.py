@@ -35,23 +35,21 @@ finds it not yet expired).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from pullspec.conformance.adapters import _client
 from pullspec.conformance.candidates import AreaDriver, Candidate
+from pullspec.conformance.jsontypes import JSONObject
 from pullspec.spec.profiles import Profile
 
 #: The vector area this module serves.
 AREA = "consume_concurrently"
 
 
-def create(
-    candidate: Candidate, config: dict[str, Any], profile: Profile, base: Path
-) -> AreaDriver:
+def create(candidate: Candidate, config: JSONObject, profile: Profile, base: Path) -> AreaDriver:
     """A fresh driver of the candidate's (`candidate.consume_concurrently(config, profile)`, or a cmd: peer)."""
     return _client.open_driver(candidate, AREA, config, profile)
 
 
-def apply(instance: AreaDriver, op: str, args: dict[str, Any]) -> dict[str, Any]:
+def apply(instance: AreaDriver, op: str, args: JSONObject) -> JSONObject:
     """Run one step."""
     return instance.apply(op, args)

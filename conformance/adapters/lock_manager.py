@@ -8,9 +8,9 @@ way the recorder evaluated it, so a candidate only has to expose its raw table.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, cast
+from typing import cast
 
 import attrs
 
@@ -20,6 +20,7 @@ from pullspec.conformance.candidates import (
     LockManagerFactory,
     factory,
 )
+from pullspec.conformance.jsontypes import JSONObject, JSONValue, as_array, as_given
 from pullspec.spec import lease
 from pullspec.spec.clock import ManualClock
 from pullspec.spec.errors import UnsupportedError, require_int, require_str
@@ -35,7 +36,7 @@ class LockManagerHarness:
 
     manager: LockManager
     clock: ManualClock
-    config: dict[str, Any]
+    config: Mapping[str, JSONValue]
 
     @property
     def max_live(self) -> int:
@@ -45,12 +46,14 @@ class LockManagerHarness:
     def queue(self, queue_id: object) -> MessageQueue:
         """The MessageQueue a vector names by its id."""
         return MessageQueue(
-            self.config["topic"], self.config["brokerName"], require_int("queueId", queue_id)
+            as_given(str, self.config["topic"]),
+            as_given(str, self.config["brokerName"]),
+            require_int("queueId", queue_id),
         )
 
 
 def create(
-    candidate: Candidate, config: dict[str, Any], profile: Profile, base: Path
+    candidate: Candidate, config: Mapping[str, JSONValue], profile: Profile, base: Path
 ) -> LockManagerHarness:
     """A fresh harness around `candidate.lock_manager(clock, lockMaxLiveTimeMs, profile=…)`
     (a factory without a `profile` parameter is called without it: the lock manager behaves the
@@ -73,12 +76,12 @@ def _takes_profile(new_manager: LockManagerFactory) -> bool:
     return any(p.name == "profile" or p.kind is p.VAR_KEYWORD for p in params)
 
 
-def observe_table(h: LockManagerHarness) -> dict[str, dict[str, list[Any]]]:
+def observe_table(h: LockManagerHarness) -> dict[str, dict[str, list[str | int | bool]]]:
     """The candidate's table as the vectors write it, `expired` evaluated at the current clock."""
     now = h.clock.now_ms()
-    out: dict[str, dict[str, list[Any]]] = {}
+    out: dict[str, dict[str, list[str | int | bool]]] = {}
     for group, locks in h.manager.table().items():
-        row: dict[str, list[Any]] = {}
+        row: dict[str, list[str | int | bool]] = {}
         for mq, (client_id, ts) in sorted(locks.items()):
             expired = lease.is_expired(now, lease.LockEntry(client_id, ts), h.max_live)
             row[str(mq.queue_id)] = [client_id, ts, expired]
@@ -86,10 +89,10 @@ def observe_table(h: LockManagerHarness) -> dict[str, dict[str, list[Any]]]:
     return out
 
 
-def apply(h: LockManagerHarness, op: str, args: dict[str, Any]) -> dict[str, Any]:
+def apply(h: LockManagerHarness, op: str, args: JSONObject) -> JSONObject:
     """Run one vector step on the harness and return the observation (`result`, `now`, `table`)."""
     if op == "advance_clock":
-        return {"now": h.clock.advance(args["ms"]), "table": observe_table(h)}
+        return {"now": h.clock.advance(as_given(int, args["ms"])), "table": observe_table(h)}
     if op not in OPS:
         raise UnsupportedError(f"lock_manager op {op!r}")
     group = require_str("group", args["group"])
@@ -97,7 +100,7 @@ def apply(h: LockManagerHarness, op: str, args: dict[str, Any]) -> dict[str, Any
     if op == "is_locked":
         locked = h.manager.is_locked(group, h.queue(args["mq"]), client_id)
         return {"result": locked, "table": observe_table(h)}
-    mqs = [h.queue(q) for q in args["mqs"]]
+    mqs = [h.queue(q) for q in as_array(args["mqs"])]
     if op == "unlock_batch":
         h.manager.unlock_batch(group, mqs, client_id)
         return {"table": observe_table(h)}

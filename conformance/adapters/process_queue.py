@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import functools
 import operator
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
 
 import attrs
 
 from pullspec.conformance.candidates import Candidate, factory
+from pullspec.conformance.jsontypes import JSONObject, JSONValue, as_given, is_array
 from pullspec.conformance.ops import DEFAULT_STATE_FIELDS
 from pullspec.spec.clock import ManualClock
 from pullspec.spec.errors import InvalidArgumentError, PullspecError, UnsupportedError, require_int
@@ -24,7 +24,7 @@ from pullspec.spec.process_queue import LOCK_MAX_LIVE_TIME_MS, PULL_MAX_IDLE_TIM
 from pullspec.spec.profiles import Profile
 from pullspec.spec.protocols import ProcessQueue
 
-_STATE_READERS: dict[str, Callable[[ProcessQueue], Any]] = {
+_STATE_READERS: dict[str, Callable[[ProcessQueue], JSONValue]] = {
     "msgCount": lambda q: q.msg_count,
     "msgSize": lambda q: q.msg_size,
     "maxSpan": lambda q: q.max_span,
@@ -54,7 +54,7 @@ _DEFAULT_PROPERTIES = operator.attrgetter(
 )
 
 
-def _default_state(q: ProcessQueue) -> list[Any]:
+def _default_state(q: ProcessQueue) -> list[JSONValue]:
     """The DEFAULT_STATE_FIELDS readers' values, read in the same order in one C-level pass
     (every campaign trace reads these after every op, on both sides)."""
     *plain, cached, consuming = _DEFAULT_PROPERTIES(q)
@@ -78,16 +78,16 @@ class Instance:
     clock: ManualClock
     state_fields: tuple[str, ...]
     #: Reads `state_fields`, built once: `state()` runs after every op.
-    reader: Callable[[ProcessQueue], list[Any]] = attrs.field(init=False)
+    reader: Callable[[ProcessQueue], list[JSONValue]] = attrs.field(init=False)
 
     @reader.default
-    def _reader(self) -> Callable[[ProcessQueue], list[Any]]:
+    def _reader(self) -> Callable[[ProcessQueue], list[JSONValue]]:
         if self.state_fields == DEFAULT_STATE_FIELDS:
             return _default_state
         readers = tuple(_STATE_READERS[f] for f in self.state_fields)
         return lambda q: [read(q) for read in readers]
 
-    def state(self) -> list[Any]:
+    def state(self) -> list[JSONValue]:
         """The positional state observation."""
         return self.reader(self.queue)
 
@@ -133,7 +133,9 @@ def to_messages(specs: object) -> list[StoredMessage]:
     return [to_message(s) for s in specs]
 
 
-def create(candidate: Candidate, config: dict[str, Any], profile: Profile, base: Path) -> Instance:
+def create(
+    candidate: Candidate, config: Mapping[str, JSONValue], profile: Profile, base: Path
+) -> Instance:
     """A fresh process queue of `candidate` on a ManualClock at `config["clockStart"]`."""
     new_queue = factory(candidate, "process_queue")
     # The factory takes no timing knobs, so only RocketMQ's defaults can be replayed.
@@ -143,7 +145,8 @@ def create(candidate: Candidate, config: dict[str, Any], profile: Profile, base:
     ):
         if config.get(key, default) != default:
             raise UnsupportedError(f"{key}={config[key]} (the factory uses {default})")
-    fields = tuple(config.get("stateFields", DEFAULT_STATE_FIELDS))
+    given = config.get("stateFields")
+    fields = tuple(str(f) for f in given) if is_array(given) else DEFAULT_STATE_FIELDS
     unknown = [f for f in fields if f not in _STATE_READERS]
     if unknown:
         raise UnsupportedError(f"state fields {unknown}")
@@ -151,14 +154,14 @@ def create(candidate: Candidate, config: dict[str, Any], profile: Profile, base:
     return Instance(queue=new_queue(clock, profile), clock=clock, state_fields=fields)
 
 
-def _run(instance: Instance, op: str, args: dict[str, Any]) -> dict[str, Any]:
+def _run(instance: Instance, op: str, args: JSONObject) -> JSONObject:
     q = instance.queue
     if op == "put_messages":
         return {"result": q.put_messages(to_messages(args.get("msgs")))}
     if op == "remove_messages":
         return {"result": q.remove_messages(to_messages(args.get("msgs")))}
     if op == "take_messages":
-        return {"result": [m.queue_offset for m in q.take_messages(args["n"])]}
+        return {"result": [m.queue_offset for m in q.take_messages(as_given(int, args["n"]))]}
     if op == "make_messages_to_consume_again":
         q.make_messages_to_consume_again(to_messages(args.get("msgs")))
         return {}
@@ -174,11 +177,11 @@ def _run(instance: Instance, op: str, args: dict[str, Any]) -> dict[str, Any]:
             setattr(q, _SETTABLE[key], value)
         return {}
     if op == "advance_clock":
-        return {"now": instance.clock.advance(args["ms"])}
+        return {"now": instance.clock.advance(as_given(int, args["ms"]))}
     raise UnsupportedError(f"process_queue op {op!r}")
 
 
-def apply(instance: Instance, op: str, args: dict[str, Any]) -> dict[str, Any]:
+def apply(instance: Instance, op: str, args: JSONObject) -> JSONObject:
     """Run one step and return its observation: `result` / `now` / `error`, and `state`."""
     try:
         observed = _run(instance, op, args)

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 import attrs
 
 from pullspec.conformance.adapters import store as store_adapter
 from pullspec.conformance.adapters._config import broker_config, store_config
 from pullspec.conformance.candidates import Broker, Candidate, factory
+from pullspec.conformance.jsontypes import JSONObject, JSONValue, as_given
 from pullspec.spec.clock import ManualClock
 from pullspec.spec.code import FLAG_SUBSCRIPTION, PullMessageRequest
 from pullspec.spec.errors import UnsupportedError
@@ -27,20 +28,23 @@ class PullCase:
     topic: str
 
 
-def create(candidate: Candidate, config: dict[str, Any], profile: Profile, base: Path) -> PullCase:
+def create(
+    candidate: Candidate, config: Mapping[str, JSONValue], profile: Profile, base: Path
+) -> PullCase:
     """A fresh broker whose store starts as a master; the case's set_role steps switch it."""
     new_broker = factory(candidate, "broker")
     clock = ManualClock(0)
     scfg = attrs.evolve(store_config(config), broker_role=BrokerRole.ASYNC_MASTER)
     broker = new_broker(scfg, broker_config(config), profile, clock)
-    topic, group = config.get("topic", "T"), config.get("group", "G")
-    broker.create_topic(topic, config.get("topicQueueNums", 4))
+    topic = as_given(str, config.get("topic", "T"))
+    group = as_given(str, config.get("group", "G"))
+    broker.create_topic(topic, as_given(int, config.get("topicQueueNums", 4)))
     return PullCase(
         broker, store_adapter.StoreCase(broker.store, clock, topic, group), group, topic
     )
 
 
-def apply(case: PullCase, op: str, args: dict[str, Any]) -> dict[str, Any]:
+def apply(case: PullCase, op: str, args: JSONObject) -> JSONObject:
     """Run one step: setup steps as in `store`, then `pull` through the processor."""
     if op != "pull":
         return store_adapter.apply(case.store, op, args)
@@ -49,11 +53,11 @@ def apply(case: PullCase, op: str, args: dict[str, Any]) -> dict[str, Any]:
         PullMessageRequest(
             consumer_group=case.group,
             topic=case.topic,
-            queue_id=args["queueId"],
-            queue_offset=args["offset"],
-            max_msg_nums=args["maxMsgNums"],
+            queue_id=as_given(int, args["queueId"]),
+            queue_offset=as_given(int, args["offset"]),
+            max_msg_nums=as_given(int, args["maxMsgNums"]),
             sys_flag=FLAG_SUBSCRIPTION if subscription is not None else 0,
-            subscription=subscription,
+            subscription=None if subscription is None else as_given(str, subscription),
         )
     )
     if response is None:

@@ -22,7 +22,6 @@ because a message id embeds the commit-log offset and host of one implementation
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import attrs
 
@@ -30,6 +29,7 @@ from pullspec.conformance.adapters import _client
 from pullspec.conformance.adapters._config import store_config
 from pullspec.conformance.adapters.store import message
 from pullspec.conformance.candidates import AreaDriver, Candidate
+from pullspec.conformance.jsontypes import JSONObject, as_given, to_int
 from pullspec.reference.broker import ReferenceBroker
 from pullspec.reference.store import ReferenceMessageStore
 from pullspec.spec import delay, retry
@@ -45,7 +45,7 @@ AREA = "schedule"
 OPAQUE = frozenset({"ORIGIN_MESSAGE_ID", "UNIQ_KEY"})
 
 
-def record_json(record: StoredMessage) -> dict[str, Any]:
+def record_json(record: StoredMessage) -> JSONObject:
     """A stored record as the area observes it."""
     return {
         "topic": record.topic,
@@ -62,17 +62,18 @@ class Reference(_client.ReferenceDriver):
 
     area = AREA
 
-    def __init__(self, config: dict[str, Any], profile: Profile) -> None:
+    def __init__(self, config: JSONObject, profile: Profile) -> None:
         super().__init__(config, profile)
         self.clock = ManualClock(0)
         scfg = store_config(config)
         if "messageDelayLevel" in config:
-            scfg = attrs.evolve(scfg, message_delay_level=config["messageDelayLevel"])
+            levels = as_given(str, config["messageDelayLevel"])
+            scfg = attrs.evolve(scfg, message_delay_level=levels)
         self.store = ReferenceMessageStore(config=scfg, profile=profile, clock=self.clock)
         self.broker = ReferenceBroker(store=self.store, profile=profile, clock=self.clock)
         self.broker.create_topic("T", 4)
         self.broker.groups["G"] = SubscriptionGroupConfig(
-            group_name="G", retry_max_times=int(config.get("groupRetryMaxTimes", 16))
+            group_name="G", retry_max_times=to_int(config.get("groupRetryMaxTimes", 16))
         )
         self.levels = delay.parse_delay_levels(scfg.message_delay_level)
         #: (topic, queueId, queueOffset) of every record stored → its commit-log offset.
@@ -90,7 +91,7 @@ class Reference(_client.ReferenceDriver):
             phys += record.size
         return out
 
-    def op_put(self, args: _client.Args) -> dict[str, Any]:
+    def op_put(self, args: _client.Args) -> JSONObject:
         """Store the original messages in topic T."""
         results = []
         for m in args.req("msgs"):
@@ -102,7 +103,7 @@ class Reference(_client.ReferenceDriver):
             )
         return {"results": results}
 
-    def op_send_back(self, args: _client.Args) -> dict[str, Any]:
+    def op_send_back(self, args: _client.Args) -> JSONObject:
         """CONSUMER_SEND_MSG_BACK of a stored message (RETRY-1 … RETRY-8)."""
         before = self.store.get_max_phy_offset()
         request = retry.SendBackRequest(
@@ -118,7 +119,7 @@ class Reference(_client.ReferenceDriver):
         stored = self._appended(before)
         return {"code": response.code.name, "stored": record_json(stored[0]) if stored else None}
 
-    def op_send_message(self, args: _client.Args) -> dict[str, Any]:
+    def op_send_message(self, args: _client.Args) -> JSONObject:
         """SEND_MESSAGE, e.g. a client's fallback send to %RETRY%G (RETRY-11)."""
         before = self.store.get_max_phy_offset()
         props = {}
@@ -140,10 +141,10 @@ class Reference(_client.ReferenceDriver):
         stored = self._appended(before)
         return {"code": response.code.name, "stored": record_json(stored[0]) if stored else None}
 
-    def op_advance_clock(self, args: _client.Args) -> dict[str, Any]:
+    def op_advance_clock(self, args: _client.Args) -> JSONObject:
         """Let time pass, running the schedule service whenever a message falls due (RETRY-9)."""
         until = self.clock.now_ms() + args.int("ms")
-        delivered: list[dict[str, Any]] = []
+        delivered: list[JSONObject] = []
         while (due := self.broker.next_schedule_delivery_at) is not None and due <= until:
             self.clock.jump_to(max(due, self.clock.now_ms()))
             before = self.store.get_max_phy_offset()
@@ -154,18 +155,16 @@ class Reference(_client.ReferenceDriver):
         self.clock.jump_to(until)
         return {"now": until, "delivered": delivered}
 
-    def op_retry_timetable(self, args: _client.Args) -> dict[str, Any]:
+    def op_retry_timetable(self, args: _client.Args) -> JSONObject:
         """The delay before each retry of a message sent back with delay level 0 (RETRY-10)."""
         return {"delaysMs": list(retry.retry_timetable(args.int("maxReconsumeTimes"), self.levels))}
 
 
-def create(
-    candidate: Candidate, config: dict[str, Any], profile: Profile, base: Path
-) -> AreaDriver:
+def create(candidate: Candidate, config: JSONObject, profile: Profile, base: Path) -> AreaDriver:
     """A fresh broker on a clock at 0."""
     return _client.open_driver(candidate, AREA, config, profile, Reference)
 
 
-def apply(instance: AreaDriver, op: str, args: dict[str, Any]) -> dict[str, Any]:
+def apply(instance: AreaDriver, op: str, args: JSONObject) -> JSONObject:
     """Run one step."""
     return instance.apply(op, args)

@@ -7,14 +7,15 @@ with ``store`` (the message store it writes to), ``send_back(request, request_ve
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 import attrs
 
 from pullspec.conformance.adapters._config import store_config
 from pullspec.conformance.adapters.store import message
 from pullspec.conformance.candidates import Candidate, SendBack, factory
+from pullspec.conformance.jsontypes import JSONObject, JSONValue, as_array, as_given, as_object
 from pullspec.spec.clock import ManualClock
 from pullspec.spec.config import SubscriptionGroupConfig
 from pullspec.spec.delay import delay_level_of, parse_delay_levels
@@ -37,7 +38,7 @@ class SendBackCase:
 
 
 def create(
-    candidate: Candidate, config: dict[str, Any], profile: Profile, base: Path
+    candidate: Candidate, config: Mapping[str, JSONValue], profile: Profile, base: Path
 ) -> SendBackCase:
     """A fresh send-back processor over a fresh store with the case's subscription group."""
     new_processor = factory(candidate, "send_back")
@@ -46,23 +47,23 @@ def create(
     if config.get("maxDelayLevel", levels) != levels:
         raise UnsupportedError(f"maxDelayLevel {config['maxDelayLevel']} (the store has {levels})")
     group = SubscriptionGroupConfig(
-        group_name=config["group"],
-        retry_max_times=config["groupRetryMaxTimes"],
-        retry_queue_nums=config["retryQueueNums"],
+        group_name=as_given(str, config["group"]),
+        retry_max_times=as_given(int, config["groupRetryMaxTimes"]),
+        retry_queue_nums=as_given(int, config["retryQueueNums"]),
     )
     clock = ManualClock(0)
     version = config.get("requestVersion")
     return SendBackCase(
         new_processor(cfg, group, profile, clock),
         clock,
-        config.get("originalTopic", "T"),
-        request_version_ordinal(version)
+        as_given(str, config.get("originalTopic", "T")),
+        request_version_ordinal(as_given(str, version))
         if version
         else Ruleset.of(profile).client_request_version(),
     )
 
 
-def _put_json(r: PutMessageResult) -> dict[str, Any]:
+def _put_json(r: PutMessageResult) -> JSONObject:
     if not r.ok:
         return {"status": r.status.value}
     return {
@@ -73,7 +74,7 @@ def _put_json(r: PutMessageResult) -> dict[str, Any]:
     }
 
 
-def _stored_json(record: StoredMessage | None) -> dict[str, Any] | None:
+def _stored_json(record: StoredMessage | None) -> JSONObject | None:
     if record is None:
         return None
     return {
@@ -86,25 +87,27 @@ def _stored_json(record: StoredMessage | None) -> dict[str, Any] | None:
     }
 
 
-def apply(case: SendBackCase, op: str, args: dict[str, Any]) -> dict[str, Any]:
+def apply(case: SendBackCase, op: str, args: JSONObject) -> JSONObject:
     """Run one send_back-area step and observe it in the vectors' vocabulary."""
     case.clock.advance(1)
     store = case.processor.store
     if op == "put":
-        results = store.put_messages([message(case.topic, m) for m in args["msgs"]])
+        msgs = [message(case.topic, as_object(m)) for m in as_array(args["msgs"])]
+        results = store.put_messages(msgs)
         return {
             "results": [_put_json(r) for r in results],
             "commitLogMinOffset": store.get_min_phy_offset(),
             "commitLogMaxOffset": store.get_max_phy_offset(),
         }
     if op == "send_back":
+        max_times = args.get("maxReconsumeTimes")
         try:
             request = SendBackRequest(
-                offset=args["originalCommitLogOffset"],
-                group=args["group"],
-                delay_level=args["delayLevel"],
+                offset=as_given(int, args["originalCommitLogOffset"]),
+                group=as_given(str, args["group"]),
+                delay_level=as_given(int, args["delayLevel"]),
                 origin_topic=case.topic,
-                max_reconsume_times=args.get("maxReconsumeTimes"),
+                max_reconsume_times=None if max_times is None else as_given(int, max_times),
             )
             response = case.processor.send_back(request, request_version=case.request_version)
         except UnsupportedError:

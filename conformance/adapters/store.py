@@ -10,17 +10,18 @@ from __future__ import annotations
 import base64
 import functools
 import json
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
 
 import attrs
 
 from pullspec.conformance.adapters._config import store_config
 from pullspec.conformance.candidates import Candidate, factory, has_factory
+from pullspec.conformance.jsontypes import JSONObject, JSONValue, as_array, as_given, as_object
 from pullspec.spec.clock import ManualClock
 from pullspec.spec.config import StoreConfig
 from pullspec.spec.errors import UnsupportedError
-from pullspec.spec.filter import tag_filter
+from pullspec.spec.filter import ExpressionMessageFilter, tag_filter
 from pullspec.spec.message import BrokerInnerMessage, HostAddress
 from pullspec.spec.profiles import Profile
 from pullspec.spec.protocols import MessageStore
@@ -41,7 +42,7 @@ class StoreCase:
     #: The queue ids `queues` reports: 0, 1 and every other queue a put of this case named.
     queue_keys: tuple[tuple[str, int], ...] = attrs.field(default=(("0", 0), ("1", 1)))
 
-    def wrote(self, queue_ids: Any) -> None:
+    def wrote(self, queue_ids: Iterable[JSONValue]) -> None:
         """Note the queues a put named (an id that is not a non-negative int is not listed)."""
         known = {q for _, q in self.queue_keys}
         new = {q for q in queue_ids if type(q) is int and q >= 0 and q not in known}
@@ -49,7 +50,9 @@ class StoreCase:
             self.queue_keys = tuple((str(q), q) for q in sorted(known | new))
 
 
-def create(candidate: Candidate, config: dict[str, Any], profile: Profile, base: Path) -> StoreCase:
+def create(
+    candidate: Candidate, config: Mapping[str, JSONValue], profile: Profile, base: Path
+) -> StoreCase:
     """A fresh store for one case (or the shared store directory the case names)."""
     clock = ManualClock(0)
     cfg = store_config(config)
@@ -61,7 +64,8 @@ def create(candidate: Candidate, config: dict[str, Any], profile: Profile, base:
             return StoreCase(opened, clock, "T", "G")
         return StoreCase(_replayed(candidate, path, cfg, profile, clock), clock, "T", "G")
     store = factory(candidate, "message_store")(cfg, profile, clock)
-    return StoreCase(store, clock, config.get("topic", "T"), config.get("group", "G"))
+    topic, group = config.get("topic", "T"), config.get("group", "G")
+    return StoreCase(store, clock, as_given(str, topic), as_given(str, group))
 
 
 def _find_store_dir(base: Path, name: str) -> Path:
@@ -111,7 +115,7 @@ def _replayed(
     return store
 
 
-def _put_json(r: PutMessageResult) -> dict[str, Any]:
+def _put_json(r: PutMessageResult) -> JSONObject:
     if r.status is not PutMessageStatus.PUT_OK:
         return {"status": r.status.value}
     return {
@@ -122,7 +126,7 @@ def _put_json(r: PutMessageResult) -> dict[str, Any]:
     }
 
 
-def _offsets(case: StoreCase) -> dict[str, Any]:
+def _offsets(case: StoreCase) -> JSONObject:
     s, topic = case.store, case.topic
     return {
         "queues": {
@@ -137,7 +141,7 @@ def _offsets(case: StoreCase) -> dict[str, Any]:
     }
 
 
-def message(topic: str, spec_: dict[str, Any]) -> BrokerInnerMessage:
+def message(topic: str, spec_: Mapping[str, JSONValue]) -> BrokerInnerMessage:
     """The message a vector's `{queueId, tags, bodySize[, reconsumeTimes]}` describes."""
     queue_id, tags, size = spec_["queueId"], spec_.get("tags"), spec_["bodySize"]
     reconsume = spec_.get("reconsumeTimes", 0)
@@ -153,13 +157,16 @@ def message(topic: str, spec_: dict[str, Any]) -> BrokerInnerMessage:
     return _message(topic, queue_id, tags, size, reconsume)
 
 
-def _message(topic: str, queue_id: Any, tags: Any, size: Any, reconsume: Any) -> BrokerInnerMessage:
+def _message(
+    topic: str, queue_id: JSONValue, tags: JSONValue, size: JSONValue, reconsume: JSONValue
+) -> BrokerInnerMessage:
+    # The values as the vector gives them: BrokerInnerMessage and the store check them.
     return BrokerInnerMessage(
         topic=topic,
-        queue_id=queue_id,
-        body=bytes(size),
-        properties={"TAGS": tags} if tags is not None else None,
-        reconsume_times=reconsume,
+        queue_id=as_given(int, queue_id),
+        body=bytes(as_given(int, size)),
+        properties={"TAGS": as_given(str, tags)} if tags is not None else None,
+        reconsume_times=as_given(int, reconsume),
     )
 
 
@@ -171,32 +178,33 @@ _shared_message = functools.lru_cache(maxsize=8192)(_message)
 
 
 @functools.lru_cache(maxsize=256)
-def _shared_filter(topic: str, expression: str) -> Any:
+def _shared_filter(topic: str, expression: str) -> ExpressionMessageFilter | None:
     # A frozen filter, a function of its two strings; parsing it was a tenth of a get_message.
     return tag_filter(topic, expression)
 
 
-def _filter(topic: Any, expression: Any) -> Any:
+def _filter(topic: str, expression: JSONValue) -> ExpressionMessageFilter | None:
     if type(topic) is str and type(expression) is str:
         return _shared_filter(topic, expression)
-    return tag_filter(topic, expression)
+    return tag_filter(topic, as_given(str, expression))
 
 
-def apply(case: StoreCase, op: str, args: dict[str, Any]) -> dict[str, Any]:
+def apply(case: StoreCase, op: str, args: JSONObject) -> JSONObject:
     """Run one store step and observe it in the vectors' vocabulary."""
     case.clock.advance(1)
     if op == "put":
-        results = case.store.put_messages([message(case.topic, m) for m in args["msgs"]])
-        case.wrote(m.get("queueId") for m in args["msgs"])
+        msgs = [as_object(m) for m in as_array(args["msgs"])]
+        results = case.store.put_messages([message(case.topic, m) for m in msgs])
+        case.wrote(m.get("queueId") for m in msgs)
         return {"results": [_put_json(r) for r in results], **_offsets(case)}
     if op == "get_message":
-        topic = args.get("topic", case.topic)
+        topic = as_given(str, args.get("topic", case.topic))
         result = case.store.get_message(
-            args.get("group", case.group),
+            as_given(str, args.get("group", case.group)),
             topic,
-            args["queueId"],
-            args["offset"],
-            args["maxMsgNums"],
+            as_given(int, args["queueId"]),
+            as_given(int, args["offset"]),
+            as_given(int, args["maxMsgNums"]),
             _filter(topic, args.get("subscription")),
         )
         return {
@@ -214,7 +222,7 @@ def apply(case: StoreCase, op: str, args: dict[str, Any]) -> dict[str, Any]:
     if op == "set_role":
         case.store.set_role(
             BrokerRole(args["brokerRole"]),
-            args.get("offsetCheckInSlave", case.store.offset_check_in_slave),
+            as_given(bool, args.get("offsetCheckInSlave", case.store.offset_check_in_slave)),
         )
         return {
             "brokerRole": case.store.broker_role.value,

@@ -22,10 +22,10 @@ Stateless: every op is one question with one answer. Byte strings are lower-case
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from pullspec.conformance.adapters import _client
 from pullspec.conformance.candidates import AreaDriver, Candidate
+from pullspec.conformance.jsontypes import JSONObject
 from pullspec.spec import code, layout, scan, store
 from pullspec.spec import filter as spec_filter
 from pullspec.spec.layout import CQ_STORE_UNIT_SIZE
@@ -41,7 +41,7 @@ class Reference(_client.ReferenceDriver):
 
     area = AREA
 
-    def op_cq_entry(self, args: _client.Args) -> dict[str, Any]:
+    def op_cq_entry(self, args: _client.Args) -> JSONObject:
         """A consume-queue entry (LAYOUT-1)."""
         return {
             "bytes": layout.pack_cq_entry(
@@ -49,7 +49,7 @@ class Reference(_client.ReferenceDriver):
             ).hex()
         }
 
-    def op_cq_position(self, args: _client.Args) -> dict[str, Any]:
+    def op_cq_position(self, args: _client.Args) -> JSONObject:
         """Where index i of a consume queue lives (LAYOUT-2)."""
         units = layout.consume_queue_units_per_file(args.int("mappedFileSizeConsumeQueue"))
         index = args.int("index")
@@ -59,13 +59,13 @@ class Reference(_client.ReferenceDriver):
             "position": (index % units) * CQ_STORE_UNIT_SIZE,
         }
 
-    def op_pre_blank(self, args: _client.Args) -> dict[str, Any]:
+    def op_pre_blank(self, args: _client.Args) -> JSONObject:
         """Pre-blank entries of a queue's first file (LAYOUT-3)."""
         return {
             "entries": layout.pre_blank_entries(args.int("firstIndex"), args.int("unitsPerFile"))
         }
 
-    def op_commit_log_file(self, args: _client.Args) -> dict[str, Any]:
+    def op_commit_log_file(self, args: _client.Args) -> JSONObject:
         """The file holding a commit-log offset and the next file's start (LAYOUT-4, STORE-15)."""
         phys, size = args.int("phys"), args.int("mappedFileSizeCommitLog")
         return {
@@ -73,12 +73,12 @@ class Reference(_client.ReferenceDriver):
             "nextFileStart": scan.commit_log_roll_next_file(phys, size),
         }
 
-    def op_record_magic(self, args: _client.Args) -> dict[str, Any]:
+    def op_record_magic(self, args: _client.Args) -> JSONObject:
         """What a record's magic code says (LAYOUT-6)."""
         kind = layout.is_record_magic(args.int("magic"))
         return {"kind": None if kind is None else ("MESSAGE" if kind else "BLANK")}
 
-    def op_get_message_start(self, args: _client.Args) -> dict[str, Any]:
+    def op_get_message_start(self, args: _client.Args) -> JSONObject:
         """getMessage's gate and starting values (STORE-1, STORE-2, CODE-4)."""
         serves = store.store_can_serve(args.bool("shutDown"), args.bool("runningFlagsReadable"))
         status, next_begin, lo, hi, slave = store.initial_get_message_values(args.int("offset"))
@@ -94,7 +94,7 @@ class Reference(_client.ReferenceDriver):
             },
         }
 
-    def op_scan_status(self, args: _client.Args) -> dict[str, Any]:
+    def op_scan_status(self, args: _client.Args) -> JSONObject:
         """A scan's final status (STORE-13)."""
         state = scan.ScanState(
             status=args.enum("status", GetMessageStatus),
@@ -102,16 +102,16 @@ class Reference(_client.ReferenceDriver):
         )
         return {"status": scan.final_scan_status(state).value}
 
-    def op_buffer_total_size(self, args: _client.Args) -> dict[str, Any]:
+    def op_buffer_total_size(self, args: _client.Args) -> JSONObject:
         """A result's total size (STORE-17)."""
         return {"bufferTotalSize": store.buffer_total_size(list(args.req("sizes")))}
 
-    def op_success_body(self, args: _client.Args) -> dict[str, Any]:
+    def op_success_body(self, args: _client.Args) -> JSONObject:
         """A SUCCESS response body (CODE-11)."""
         records = tuple(bytes.fromhex(r) for r in args.req("records"))
         return {"body": code.success_body(records).hex()}
 
-    def op_pull_outcome_code(self, args: _client.Args) -> dict[str, Any]:
+    def op_pull_outcome_code(self, args: _client.Args) -> JSONObject:
         """The response code of a store status on a role (CODE-14)."""
         answer = code.pull_outcome_code(
             args.enum("status", GetMessageStatus),
@@ -121,19 +121,17 @@ class Reference(_client.ReferenceDriver):
         )
         return {"code": answer.name}
 
-    def op_untagged_matches(self, args: _client.Args) -> dict[str, Any]:
+    def op_untagged_matches(self, args: _client.Args) -> JSONObject:
         """Whether an untagged message passes a TAG subscription (FILTER-5)."""
         sub = spec_filter.build_subscription_data("T", args.get("expression"))
         return {"matches": spec_filter.untagged_message_matches(sub)}
 
 
-def create(
-    candidate: Candidate, config: dict[str, Any], profile: Profile, base: Path
-) -> AreaDriver:
+def create(candidate: Candidate, config: JSONObject, profile: Profile, base: Path) -> AreaDriver:
     """A stateless driver."""
     return _client.open_driver(candidate, AREA, config, profile, Reference)
 
 
-def apply(instance: AreaDriver, op: str, args: dict[str, Any]) -> dict[str, Any]:
+def apply(instance: AreaDriver, op: str, args: JSONObject) -> JSONObject:
     """Run one step."""
     return instance.apply(op, args)

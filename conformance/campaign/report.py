@@ -8,7 +8,6 @@ from __future__ import annotations
 import html
 import json
 from pathlib import Path
-from typing import Any
 
 from pullspec.conformance.campaign import svg as campaign_svg
 from pullspec.conformance.campaign.rows import SIMULATION
@@ -102,7 +101,7 @@ def markdown(s: Summary) -> str:
     return "\n".join(out)
 
 
-def _cell(value: Any) -> str:
+def _cell(value: object) -> str:
     return f"<td>{html.escape(str(value))}</td>"
 
 

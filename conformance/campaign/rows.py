@@ -7,11 +7,15 @@ would only add seconds of planning for what pyarrow does in milliseconds).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict, cast
 
 import attrs
 
+from pullspec.conformance.jsontypes import JSONObject
 from pullspec.spec.profiles import Profile
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 #: The columns of a campaign row, in order: (name, type, meaning). The types are Spark SQL's;
 #: conformance.campaign.spark derives the Spark and pyarrow schemas from this table.
@@ -40,8 +44,67 @@ PARTITION_COLUMNS: tuple[str, ...] = ("area", "verdict")
 #: Verdicts that fail a campaign.
 FAILING: frozenset[str] = frozenset({"DIVERGED", "CRASHED", "TIMEOUT"})
 
-#: One row: values in COLUMN_NAMES order.
-Row = tuple[Any, ...]
+#: One row: values in COLUMN_NAMES order (their types are COLUMNS').
+Row = tuple[
+    int, str, str, str, int, str,
+    str | None, int | None, str | None, str | None,
+    list[str], list[str], list[str], str | None, float, float,
+]  # fmt: skip
+
+
+class RowJSON(TypedDict):
+    """A row read back as a dict (the summary's failures): COLUMNS by name."""
+
+    seed: int
+    area: str
+    profile: str
+    impl: str
+    ops: int
+    verdict: str
+    divergence_kind: str | None
+    first_divergent_step: int | None
+    divergent_op: str | None
+    divergent_field: str | None
+    divergence_rules: list[str]
+    rule_ids: list[str]
+    statuses_hit: list[str]
+    detail: str | None
+    elapsed_s: float
+    cpu_s: float
+
+
+def as_json(row: Row) -> RowJSON:
+    """`row` by column name, as the summary's failures hold the rows read back.
+
+    Example: ``as_json(row)["verdict"]`` is ``row[5]``.
+    """
+    # RowJSON's keys are COLUMN_NAMES in order (tests/test_campaign_units.py checks it).
+    return cast(RowJSON, dict(zip(COLUMN_NAMES, row, strict=True)))
+
+
+class Group(TypedDict):
+    """The totals of one (area, profile, verdict): traces, ops and seconds (a sum over no
+    value is null)."""
+
+    area: str
+    profile: str
+    verdict: str
+    traces: int
+    ops: int | None
+    elapsed_s: float | None
+    cpu_s: float | None
+
+
+class Aggregates(TypedDict):
+    """What the summary is computed from (`aggregates`, conformance.campaign.spark.aggregates):
+    the groups; per area, traces per rule ID and per status; the failing rows."""
+
+    groups: list[Group]
+    rules: dict[str, dict[str, int]]
+    statuses: dict[str, dict[str, int]]
+    failures: list[RowJSON]
+
+
 #: The whole-system lockstep's area (conformance.campaign.sim): the simulator run with the
 #: reference's parts and with the candidate's, histories compared event by event.
 SIMULATION = "simulation"
@@ -69,12 +132,12 @@ class Replay:
     field: str | None
     rules: tuple[str, ...]
 
-    def to_json(self) -> dict[str, Any]:
-        """The JSON form in the campaign's summary."""
+    def to_json(self) -> JSONObject:
+        """The JSON form in the campaign's summary: the fields by name."""
         return {**attrs.asdict(self), "rules": list(self.rules)}
 
 
-def _arrow_type(kind: str) -> Any:
+def _arrow_type(kind: str) -> pa.DataType:
     import pyarrow as pa
 
     simple = {
@@ -88,14 +151,14 @@ def _arrow_type(kind: str) -> Any:
     return simple[kind]
 
 
-def schema() -> Any:
+def schema() -> pa.Schema:
     """The pyarrow schema of a campaign row, in column order (COLUMNS)."""
     import pyarrow as pa
 
     return pa.schema([pa.field(name, _arrow_type(kind)) for name, kind, _ in COLUMNS])
 
 
-def read_rows(path: str | Path) -> Any:
+def read_rows(path: str | Path) -> pa.Table:
     """Every row under `path` as a pyarrow Table with exactly `schema()`: the partition
     columns (area, verdict) come back from the folder names as strings."""
     import pyarrow as pa
@@ -108,7 +171,7 @@ def read_rows(path: str | Path) -> Any:
     return table.select(list(COLUMN_NAMES)).cast(schema())
 
 
-def _exploded(table: Any, column: str) -> dict[str, dict[str, int]]:
+def _exploded(table: pa.Table, column: str) -> dict[str, dict[str, int]]:
     """Per area, how many rows list each value of the list column `column`."""
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -126,7 +189,7 @@ def _exploded(table: Any, column: str) -> dict[str, dict[str, int]]:
     return out
 
 
-def aggregates(path: str | Path, max_failures: int = 200) -> dict[str, Any]:
+def aggregates(path: str | Path, max_failures: int = 200) -> Aggregates:
     """The same counts as conformance.campaign.spark.aggregates, from local Parquet."""
     import pyarrow.compute as pc
 
@@ -134,7 +197,7 @@ def aggregates(path: str | Path, max_failures: int = 200) -> dict[str, Any]:
     grouped = table.group_by(["area", "profile", "verdict"]).aggregate(
         [("seed", "count"), ("ops", "sum"), ("elapsed_s", "sum"), ("cpu_s", "sum")]
     )
-    groups = [
+    groups: list[Group] = [
         {
             "area": r["area"],
             "profile": r["profile"],
@@ -158,7 +221,7 @@ def aggregates(path: str | Path, max_failures: int = 200) -> dict[str, Any]:
     }
 
 
-def _strings(values: list[str]) -> Any:
+def _strings(values: list[str]) -> pa.Array:
     import pyarrow as pa
 
     return pa.array(values, pa.string())

@@ -23,9 +23,9 @@ import random
 import shutil
 import tempfile
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import NoReturn, TypeVar
 
 import attrs
 
@@ -37,6 +37,7 @@ from pullspec.conformance.campaign.rows import (
     trace_key,
 )
 from pullspec.conformance.candidates import Candidate, CandidateTimeoutError
+from pullspec.conformance.jsontypes import JSONObject, is_array, is_object
 from pullspec.conformance.machines import gen
 from pullspec.conformance.machines.draw import Context, RandomDraw
 from pullspec.conformance.observe import compare
@@ -54,6 +55,8 @@ from pullspec.conformance.resolve import resolve
 from pullspec.conformance.vectors import Verdict
 from pullspec.spec.errors import PullspecError, UnsupportedError
 from pullspec.spec.profiles import Profile
+
+T = TypeVar("T")
 
 #: The pickle protocol `_same` compares observations under.
 _PICKLE = pickle.HIGHEST_PROTOCOL
@@ -83,10 +86,10 @@ def candidates_for(impl: str, timeout: float) -> tuple[Candidate, Candidate]:
     return reference, resolve(impl, timeout)
 
 
-def _observe(adapter: Any, instance: Any, op: Op) -> dict[str, Any]:
+def _observe(adapter: vectors.AreaAdapter[object], instance: object, op: Op) -> JSONObject:
     """The raw observation of `op` (a typed spec error becomes `{"error": kind}`, as a Session)."""
     try:
-        raw: dict[str, Any] = adapter.apply(instance, op.name, dict(op.args))
+        raw = adapter.apply(instance, op.name, dict(op.args))
     except UnsupportedError:
         raise
     except PullspecError as exc:
@@ -94,7 +97,7 @@ def _observe(adapter: Any, instance: Any, op: Op) -> dict[str, Any]:
     return raw
 
 
-def _same(expected: dict[str, Any], actual: dict[str, Any]) -> bool:
+def _same(expected: JSONObject, actual: JSONObject) -> bool:
     """True only when no comparison could find a difference: equal values whose pickles are
     equal too (a pickle tells True from 1 and an int from a numpy integer, which == does not;
     it is about twice as fast as comparing reprs). Anything else goes to `compare`, so a pickle
@@ -107,15 +110,17 @@ def _same(expected: dict[str, Any], actual: dict[str, Any]) -> bool:
         return False
 
 
-def _statuses(raw: dict[str, Any], into: set[str]) -> None:
+def _statuses(raw: JSONObject, into: set[str]) -> None:
     """Collect the statuses, codes and error kinds of one reference observation."""
     for key in ("status", "code"):
         value = raw.get(key)
         if isinstance(value, str):
             into.add(value)
-    for result in raw.get("results") or ():
-        if isinstance(result, dict) and isinstance(result.get("status"), str):
-            into.add(result["status"])
+    results = raw.get("results")
+    for result in results if is_array(results) else ():
+        status = result.get("status") if is_object(result) else None
+        if isinstance(status, str):
+            into.add(status)
     if raw.get("error") is not None:
         try:  # adapters report a Java exception name or an ErrorKind: count the kind
             into.add(f"error:{error_kind(raw['error']).value}")
@@ -142,7 +147,7 @@ class _Outcome:
         self.detail = f"{type(exc).__name__}: {exc}" if exc is not None else None
 
 
-def _guarded(out: _Outcome, area: str, op: str, step: int, call: Any) -> Any:
+def _guarded(out: _Outcome, area: str, op: str, step: int, call: Callable[[], T]) -> T | None:
     """Run a candidate call; its failure becomes the trace's verdict and None is answered."""
     try:
         return call()
@@ -189,6 +194,7 @@ def run_trace(
         _statuses(raw, statuses)
         out.ops += 1
         # The candidate's call inlined (as _guarded, _observe): it runs once per diffed op.
+        got: JSONObject | None
         try:
             got = apply(cand, op.name, dict(op.args))
         except PullspecError as exc:
@@ -237,7 +243,7 @@ def run_trace(
     )
 
 
-def _raise(exc: BaseException) -> Any:
+def _raise(exc: BaseException) -> NoReturn:
     """Raise `exc` again (inside `_guarded`, which turns it into the trace's verdict)."""
     raise exc
 

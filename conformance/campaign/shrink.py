@@ -11,9 +11,8 @@ import random
 import shlex
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
-from pullspec.conformance.campaign.rows import FAILING, Replay, trace_key
+from pullspec.conformance.campaign.rows import FAILING, Replay, RowJSON, trace_key
 from pullspec.conformance.campaign.run import candidates_for
 from pullspec.conformance.candidates import Candidate
 from pullspec.conformance.machines import gen
@@ -48,26 +47,28 @@ def trace_report(
     return MachineReport(area, impl, profile, Verdict.PASS, seed, config)
 
 
-def pick_failures(rows: Iterable[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
+def pick_failures(rows: Iterable[RowJSON], limit: int) -> list[RowJSON]:
     """At most `limit` failing rows to shrink: one per distinct failure (area, profile, verdict,
     kind, op, field) first, earliest divergence first, then the others in the same order."""
     ordered = sorted(
         (r for r in rows if r["verdict"] in FAILING),
         key=lambda r: (r["first_divergent_step"] or 0, r["area"], r["seed"]),
     )
-    seen: set[tuple[Any, ...]] = set()
-    first: list[dict[str, Any]] = []
-    rest: list[dict[str, Any]] = []
+    seen: set[tuple[str | None, ...]] = set()
+    first: list[RowJSON] = []
+    rest: list[RowJSON] = []
     for r in ordered:
-        key = tuple(r[k] for k in ("area", "profile", "verdict", "divergence_kind", "divergent_op"))
-        key += (r["divergent_field"],)
+        key = (
+            *(r["area"], r["profile"], r["verdict"]),
+            *(r["divergence_kind"], r["divergent_op"], r["divergent_field"]),
+        )
         (rest if key in seen else first).append(r)
         seen.add(key)
     return (first + rest)[: max(limit, 0)]
 
 
 def shrink(
-    row: dict[str, Any], impl: str, steps: int, directory: Path, timeout: float = 10.0
+    row: RowJSON, impl: str, steps: int, directory: Path, timeout: float = 10.0
 ) -> Replay | None:
     """Replay the failing trace of `row` on this process, shrink it (minimize) and write it as a
     vector case under `directory/<profile>/`; None when the replay does not fail the same way
@@ -79,7 +80,8 @@ def shrink(
     if report.verdict.value != row["verdict"]:
         return None
     report = minimize(report, reference, candidate)
-    case = {**report.case(), "id": f"campaign-{area}-{profile.value}-{seed}"}
+    case = report.case()
+    case["id"] = f"campaign-{area}-{profile.value}-{seed}"
     folder = directory / profile.value
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{case['id']}.jsonl"

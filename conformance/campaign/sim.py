@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import time
 from importlib.util import find_spec
-from typing import Any
 
-from pullspec.conformance.campaign.rows import SIMULATION, Replay, Row
+from pullspec.conformance.campaign.rows import SIMULATION, Replay, Row, RowJSON
 from pullspec.conformance.candidates import Candidate
+from pullspec.conformance.jsontypes import JSONObject
 from pullspec.conformance.ops import rule_sort_key
 from pullspec.conformance.vectors import Verdict
 from pullspec.spec.profiles import Profile
@@ -39,7 +39,7 @@ def unsupported(candidate: Candidate) -> str | None:
     return None
 
 
-def _event_name(event: dict[str, Any] | None) -> str | None:
+def _event_name(event: JSONObject | None) -> str | None:
     """The type of a history event (its JSON form's `type`, `kind` or `event`)."""
     if event is None:
         return "<end of history>"
@@ -100,7 +100,7 @@ def run_simulation(candidate: Candidate, impl: str, seed: int, profile: Profile,
     )
 
 
-def replay(row: dict[str, Any]) -> Replay:
+def replay(row: RowJSON) -> Replay:
     """A failing simulation's replay: the command its row holds (the simulator replays a seed
     exactly; there is no vector case to shrink into)."""
     return Replay(

@@ -27,7 +27,7 @@ import zipfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from importlib.util import find_spec
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Protocol, cast
 
 import attrs
 
@@ -36,9 +36,16 @@ from pullspec.conformance.campaign.rows import (
     FAILING,
     PARTITION_COLUMNS,
     SIMULATION,
+    Aggregates,
+    Group,
     Row,
+    RowJSON,
 )
 from pullspec.conformance.campaign.run import Plan, run_seeds
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+    from pyspark.sql.types import StructType
 
 #: The packages a campaign task imports, zipped for executors that do not have them installed.
 PACKAGES: tuple[str, ...] = (
@@ -65,7 +72,7 @@ LOCKSTEP_OPS_PER_S = 18000.0
 SIM_STEPS_PER_S = 2400.0
 
 
-def spark_schema() -> Any:
+def spark_schema() -> StructType:
     """The StructType of a campaign row, built in Python (parsing SPARK_DDL would be a JVM
     round trip that loads the SQL parser on a fresh session)."""
     from pyspark.sql import types as st
@@ -146,7 +153,7 @@ def start_session(
     *,
     python: str | None = None,
     conf: Mapping[str, str] | None = None,
-) -> tuple[Any, bool]:
+) -> tuple[SparkSession, bool]:
     """(SparkSession, owned): the active session if there is one (owned False: the caller must
     not stop it), else a new one (owned True) on `master` — or, when None, on the master
     spark-submit configured, else local[*] — with the extra Spark settings `conf`.
@@ -188,10 +195,12 @@ def start_session(
     return spark, True
 
 
-def list_folder(spark: Any, path: str) -> tuple[bool, bool, list[str]]:
+def list_folder(spark: SparkSession, path: str) -> tuple[bool, bool, list[str]]:
     """(exists, is a folder, the names in it) of `path` on the storage Spark writes to (HDFS,
     S3, ...), asked through Hadoop's FileSystem API."""
     jvm, conf = spark.sparkContext._jvm, spark.sparkContext._jsc.hadoopConfiguration()
+    if jvm is None:  # only a stopped context has none
+        raise RuntimeError("the Spark context is stopped")
     target = jvm.org.apache.hadoop.fs.Path(path)
     fs = target.getFileSystem(conf)
     if not fs.exists(target):
@@ -255,8 +264,18 @@ class Progress:
         )
 
 
+class Adder(Protocol):
+    """What a task adds its counts to: a Spark accumulator (`sc.accumulator(0)`)."""
+
+    def add(self, term: int) -> None:
+        """Add `term`."""
+        ...
+
+
 def _task(
-    plan: Plan, counters: tuple[Any, Any, Any], ranges: Iterable[tuple[int, int]]
+    plan: Plan,
+    counters: tuple[Adder, Adder, Adder],
+    ranges: Iterable[tuple[int, int]],
 ) -> Iterator[Row]:
     """One Spark task: the rows of its seed ranges; it adds seeds, diffed ops (not simulator
     steps) and failures to the accumulators (Spark sends them to the driver when the task
@@ -283,7 +302,7 @@ class JobResult:
 
 
 def run_job(
-    spark: Any,
+    spark: SparkSession,
     plan: Plan,
     first_seed: int,
     seeds: int,
@@ -339,7 +358,7 @@ def run_job(
     return JobResult(time.perf_counter() - started, len(ranges), tuple(samples))
 
 
-def aggregates(spark: Any, out: str, max_failures: int = 200) -> dict[str, Any]:
+def aggregates(spark: SparkSession, out: str, max_failures: int = 200) -> Aggregates:
     """Counts from the Parquet in `out`: per (area, profile, verdict) traces, ops and seconds;
     per area, traces per rule ID and per status; the failing rows (at most `max_failures`, earliest
     divergence first)."""
@@ -375,9 +394,10 @@ def aggregates(spark: Any, out: str, max_failures: int = 200) -> dict[str, Any]:
         .limit(max_failures)
         .collect()
     )
+    # Row.asDict answers dict[str, Any]: the rows have the Group and COLUMNS shapes.
     return {
-        "groups": [r.asDict() for r in groups],
+        "groups": [cast(Group, r.asDict()) for r in groups],
         "rules": exploded("rule_ids"),
         "statuses": exploded("statuses_hit"),
-        "failures": [r.asDict(recursive=True) for r in failing],
+        "failures": [cast(RowJSON, r.asDict(recursive=True)) for r in failing],
     }

@@ -5,11 +5,12 @@ failures (conformance.campaign.report prints and writes it, conformance.campaign
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import NotRequired, TypedDict
 
 import attrs
 
-from pullspec.conformance.campaign.rows import SIMULATION, Replay
+from pullspec.conformance.campaign.rows import SIMULATION, Aggregates, Replay, RowJSON
+from pullspec.conformance.jsontypes import JSONObject
 from pullspec.conformance.ops import OP_RULES, rule_sort_key
 from pullspec.reference.sim.coverage import COVERABLE, TARGETS
 
@@ -24,6 +25,57 @@ def in_scope(area: str) -> tuple[str, ...]:
         return tuple(sorted(COVERABLE, key=rule_sort_key))
     found = {r for ids in OP_RULES.get(area, {}).values() for r in ids}
     return tuple(sorted(found, key=rule_sort_key))
+
+
+class AreaJSON(TypedDict):
+    """One area in the summary's JSON."""
+
+    traces: int
+    ops: int
+    verdicts: dict[str, int]
+    ops_per_core_s: float
+    rules_hit: list[str]
+    rules_in_scope: int
+    statuses: dict[str, int]
+    #: The simulation only: seeds that reached each targeted rule.
+    targets: NotRequired[dict[str, int]]
+
+
+class Figures(TypedDict):
+    """The summary's totals (`pullspec campaign --json`, "summary")."""
+
+    impl: str
+    master: str
+    cores: int
+    profiles: list[str]
+    steps: int
+    first_seed: int
+    seeds: int
+    partitions: int
+    traces: int
+    ops: int
+    sim_events: int
+    divergences: int
+    crashed: int
+    timeouts: int
+    failed: int
+    wall_s: float
+    ops_per_s: float
+    ops_per_min: int
+    ops_per_core_s: float
+
+
+class SummaryJSON(TypedDict):
+    """What `pullspec campaign --json` prints and summary.json holds."""
+
+    summary: Figures
+    areas: dict[str, AreaJSON]
+    unsupported: dict[str, str]
+    failures: list[RowJSON]
+    replays: list[JSONObject]
+    timings: dict[str, float]
+    out: str
+    report: str
 
 
 @attrs.frozen
@@ -62,9 +114,9 @@ class AreaLine:
             return {}
         return {t: int(self.rules.get(t, 0)) for t in TARGETS}
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> AreaJSON:
         """The JSON form of this area in the summary."""
-        return {
+        out: AreaJSON = {
             "traces": self.traces,
             "ops": self.ops,
             "verdicts": dict(self.verdicts),
@@ -72,8 +124,10 @@ class AreaLine:
             "rules_hit": list(self.rules_hit),
             "rules_in_scope": len(in_scope(self.area)),
             "statuses": dict(sorted(self.statuses.items())),
-            **({"targets": self.targets} if self.area == SIMULATION else {}),
         }
+        if self.area == SIMULATION:
+            out["targets"] = self.targets
+        return out
 
 
 @attrs.frozen
@@ -91,7 +145,7 @@ class Summary:
     wall_s: float
     areas: tuple[AreaLine, ...]
     unsupported: Mapping[str, str]
-    failures: tuple[Mapping[str, Any], ...] = ()
+    failures: tuple[RowJSON, ...] = ()
     replays: tuple[Replay, ...] = ()
     #: (seconds, ops) as the progress line saw them.
     samples: tuple[tuple[float, int], ...] = ()
@@ -124,7 +178,7 @@ class Summary:
         """Diffed ops per second of the job's wall time (Spark start-up excluded)."""
         return self.ops / self.wall_s if self.wall_s > 0 else 0.0
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> SummaryJSON:
         """The JSON `pullspec campaign --json` prints and summary.json holds."""
         cpu = sum(a.cpu_s for a in self.diffed)
         return {
@@ -151,7 +205,7 @@ class Summary:
             },
             "areas": {a.area: a.to_json() for a in self.areas},
             "unsupported": dict(self.unsupported),
-            "failures": [dict(f) for f in self.failures],
+            "failures": [RowJSON(**f) for f in self.failures],
             "replays": [r.to_json() for r in self.replays],
             "timings": {k: round(v, 2) for k, v in self.timings.items()},
             "out": self.out,
@@ -159,8 +213,8 @@ class Summary:
         }
 
 
-def summarise(aggregated: Mapping[str, Any], areas: tuple[str, ...], **fields: Any) -> Summary:
-    """A Summary from conformance.campaign.spark.aggregates and the campaign's settings."""
+def area_lines(aggregated: Aggregates, areas: tuple[str, ...]) -> tuple[AreaLine, ...]:
+    """Each area's totals, from conformance.campaign.spark.aggregates."""
     lines = []
     for area in areas:
         groups = [g for g in aggregated["groups"] if g["area"] == area]
@@ -177,4 +231,4 @@ def summarise(aggregated: Mapping[str, Any], areas: tuple[str, ...], **fields: A
                 aggregated["statuses"].get(area, {}),
             )
         )
-    return Summary(areas=tuple(lines), failures=tuple(aggregated.get("failures", ())), **fields)
+    return tuple(lines)

@@ -10,7 +10,7 @@ import json
 import sys
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 import click
 
@@ -143,7 +143,7 @@ def vectors_check(
         )
 
 
-def _print_results(results: list[vectors.CaseResult], summary: dict[str, Any]) -> None:
+def _print_results(results: list[vectors.CaseResult], summary: Counts) -> None:
     unsupported: Counter[str] = Counter()
     reasons: dict[str, str] = {}
     for r in results:
@@ -178,7 +178,18 @@ def _profile_of(path: Path) -> Profile:
     return Profile.V4_9
 
 
-def _summary(results: list[vectors.CaseResult]) -> dict[str, Any]:
+class Counts(TypedDict):
+    """How many cases `pullspec vectors check` ran, by verdict ("summary" of its JSON)."""
+
+    total: int
+    passed: int
+    diverged: int
+    crashed: int
+    timeout: int
+    unsupported: int
+
+
+def _summary(results: list[vectors.CaseResult]) -> Counts:
     def count(v: vectors.Verdict) -> int:
         return sum(1 for r in results if r.verdict is v)
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import NotRequired, TypedDict
 
 import attrs
 import click
@@ -37,6 +37,47 @@ TARGET_OPS_PER_MIN_2_CORES = 2_000_000
 TARGET_SPEEDUP = 1.8
 
 
+class CoresRun(TypedDict):
+    """The figures of one core count (`measure`): its fastest run, and every run's rates."""
+
+    cores: int
+    ops: int
+    traces: int
+    failed: int
+    wall_s: float
+    ops_per_s: float
+    ops_per_min: int
+    ops_per_core_s: float
+    runs_ops_per_s: list[float]
+    cpu_per_core: float
+    runs_cpu_per_core: list[float]
+    job_fixed_s: float
+
+
+class Targets(TypedDict):
+    """The targets the two-core run is held to, and whether it met them."""
+
+    ops_per_min_2_cores: int
+    speedup_1_to_2: float
+    met_ops_per_min: bool
+    met_speedup: bool
+
+
+class BenchReport(TypedDict):
+    """What `pullspec bench-campaign --json` prints."""
+
+    impl: str
+    areas: list[str]
+    unsupported: dict[str, str]
+    seeds: int
+    steps: int
+    partitions: int
+    repeat: int
+    runs: dict[str, CoresRun]
+    speedup_1_to_2: NotRequired[float]
+    targets: NotRequired[Targets]
+
+
 def jobs_per_measure(repeat: int) -> int:
     """The jobs `measure` runs: the warm-up, `repeat` fixed-cost jobs and `repeat` runs."""
     return 1 + 2 * repeat
@@ -50,7 +91,7 @@ def measure(
     folder: Path,
     repeat: int = 1,
     progress: Progress | None = None,
-) -> dict[str, Any]:
+) -> CoresRun:
     """Run `seeds` seeds of `plan` `repeat` times on a fresh `local[cores]` session; answer the
     figures of the fastest run (the one other processes on the machine disturbed least) and
     every run's ops/s. `progress` counts the jobs as they end."""
@@ -92,8 +133,8 @@ def measure(
         spark.stop()
     job, out, cpu_per_core = min(runs, key=lambda run: run[0].wall_s)
     counts = campaign_rows.aggregates(out)
-    ops = sum(int(g["ops"]) for g in counts["groups"])
-    cpu = sum(float(g["cpu_s"]) for g in counts["groups"])
+    ops = sum(int(g["ops"] or 0) for g in counts["groups"])
+    cpu = sum(float(g["cpu_s"] or 0.0) for g in counts["groups"])
     failed = sum(
         int(g["traces"]) for g in counts["groups"] if g["verdict"] in campaign_rows.FAILING
     )
@@ -178,7 +219,7 @@ def bench_campaign_command(
     ):
         progress.start()
         runs = {str(n): measure(plan, n, seeds, parts, Path(tmp), repeat, progress) for n in counts}
-    report: dict[str, Any] = {
+    report: BenchReport = {
         "impl": impl,
         "areas": list(plan.areas),
         "unsupported": unsupported,

@@ -20,7 +20,7 @@ import shutil
 import sys
 import time
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 import attrs
 import click
@@ -46,6 +46,9 @@ from pullspec.conformance.cli.common import (
 from pullspec.conformance.ops import MACHINE_AREAS
 from pullspec.spec.errors import PullspecError
 from pullspec.spec.profiles import ALL_PROFILES
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 #: Exit status when the campaign could not run at all (no Java, no pyspark, bad arguments).
 EXIT_ENVIRONMENT = 2
@@ -146,7 +149,7 @@ def check_local_out(out: str, overwrite: bool) -> None:
         fail(problem)
 
 
-def aggregate(spark: Any, master: str, out: str) -> dict[str, Any]:
+def aggregate(spark: SparkSession, master: str, out: str) -> campaign_rows.Aggregates:
     """The summary's counts: read with pyarrow on the driver when the rows are local to it,
     else by a Spark query over the Parquet."""
     path = local_path(master, out)
@@ -412,9 +415,9 @@ def _run(
     finally:
         if owned:
             spark.stop()
-    return campaign_summary.summarise(
-        aggregated,
-        plan.areas,
+    return campaign_summary.Summary(
+        areas=campaign_summary.area_lines(aggregated, plan.areas),
+        failures=tuple(aggregated["failures"]),
         impl=plan.impl,
         master=master,
         cores=cores,
@@ -432,7 +435,7 @@ def _run(
 
 
 def _shrink(
-    failures: tuple[Any, ...], plan: campaign.Plan, folder: Path, limit: int
+    failures: tuple[campaign_rows.RowJSON, ...], plan: campaign.Plan, folder: Path, limit: int
 ) -> tuple[campaign_rows.Replay, ...]:
     """Shrink up to `limit` distinct failures on the driver into replayable vector cases."""
     found = []

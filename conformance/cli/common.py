@@ -12,15 +12,19 @@ import shlex
 import shutil
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any, NoReturn
+from typing import IO, TYPE_CHECKING, Literal, NoReturn, overload
 
 import click
+from click.decorators import FC
 
 from pullspec.conformance.candidates import Candidate
 from pullspec.spec.errors import PullspecError
+
+if TYPE_CHECKING:
+    from tqdm import tqdm
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -46,14 +50,34 @@ class PullspecGroup(click.Group):
     """A click group whose errors are one line: usage errors and typed input errors exit 2,
     an interrupt (Ctrl-C, SIGINT) exits 130."""
 
+    # click's own overloads: standalone, main never returns; otherwise it answers what the
+    # command answered.
+    @overload
     def main(
         self,
-        args: Any = None,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: Literal[True] = True,
+        **extra: object,
+    ) -> NoReturn: ...
+    @overload
+    def main(
+        self,
+        args: Sequence[str] | None = None,
         prog_name: str | None = None,
         complete_var: str | None = None,
         standalone_mode: bool = True,
-        **extra: Any,
-    ) -> Any:
+        **extra: object,
+    ) -> object: ...
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: object,
+    ) -> object:
         """Run the command line; in standalone mode, exit with the codes above."""
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, False, **extra)
@@ -94,7 +118,7 @@ def split_list(value: str | None) -> list[str]:
     return [a.strip() for a in (value or "").split(",") if a.strip()]
 
 
-def candidate_of(impl: str, timeout: float) -> Any:
+def candidate_of(impl: str, timeout: float) -> Candidate:
     """The candidate `--impl` names; a cmd: whose program cannot be found is a usage error."""
     if impl.startswith("cmd:"):
         try:
@@ -149,7 +173,7 @@ def check_new_file(
     return value
 
 
-def allow_unsupported_option() -> Callable[[Any], Any]:
+def allow_unsupported_option() -> Callable[[FC], FC]:
     """The --allow-unsupported flag: a run that checked nothing exits 0 instead of 2."""
     return click.option(
         "--allow-unsupported",
@@ -158,7 +182,7 @@ def allow_unsupported_option() -> Callable[[Any], Any]:
     )
 
 
-def timeout_option() -> Callable[[Any], Any]:
+def timeout_option() -> Callable[[FC], FC]:
     """The --timeout option: seconds a cmd: candidate may take per reply."""
     return click.option(
         "--timeout",
@@ -169,7 +193,7 @@ def timeout_option() -> Callable[[Any], Any]:
     )
 
 
-def quiet_option() -> Callable[[Any], Any]:
+def quiet_option() -> Callable[[FC], FC]:
     """The --quiet flag: no progress on stderr."""
     return click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
 
@@ -202,7 +226,7 @@ class Progress:
         self._quiet, self._every, self._clock = quiet, every, clock
         self._started = clock()
         self._next_line = self._started if announce else self._started + every
-        self._bar: Any = None
+        self._bar: tqdm | None = None
         self._shown = False
 
     def start(self) -> None:

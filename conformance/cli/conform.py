@@ -14,7 +14,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 import attrs
 import click
@@ -31,6 +31,7 @@ from pullspec.conformance.cli.common import (
     timeout_option,
     usage,
 )
+from pullspec.conformance.jsontypes import JSONObject
 from pullspec.conformance.machines.run import (
     DEFAULT_EXAMPLES,
     DEFAULT_STEPS,
@@ -40,7 +41,7 @@ from pullspec.conformance.machines.run import (
 from pullspec.conformance.machines.simulation import SimulationReport, run_simulation
 from pullspec.conformance.observe import case_rules
 from pullspec.conformance.ops import CLIENT_AREAS, MACHINE_AREAS, OP_RULES, rule_sort_key
-from pullspec.conformance.vectors import Verdict
+from pullspec.conformance.vectors import CaseResultJSON, Verdict
 from pullspec.spec import rules
 from pullspec.spec.errors import PullspecError
 from pullspec.spec.profiles import Profile
@@ -54,6 +55,63 @@ IN_SCOPE = frozenset(r for ops in OP_RULES.values() for ids in ops.values() for 
 _ORDER = (Verdict.DIVERGED, Verdict.CRASHED, Verdict.TIMEOUT, Verdict.PASS, Verdict.UNSUPPORTED)
 
 
+class Failure(CaseResultJSON):
+    """A failed vector case in the report: the case's result and the command replaying it."""
+
+    replay: str
+
+
+class InterfaceJSON(TypedDict):
+    """One interface in `pullspec conform --json`."""
+
+    verdict: str
+    vectors: dict[str, int]
+    machine: JSONObject | None
+    failures: list[Failure]
+
+
+class Figures(TypedDict):
+    """The totals of `pullspec conform --json` ("summary")."""
+
+    ops: int
+    divergences: int
+    crashed: int
+    timeouts: int
+    passed: int
+    unsupported: int
+    seconds: float
+
+
+class Coverage(TypedDict):
+    """The rules the run covered ("rules"), of those in scope and in the catalogue."""
+
+    covered: list[str]
+    count: int
+    inScope: int
+    total: int
+
+
+class ConformJSON(TypedDict):
+    """What `pullspec conform --json` prints."""
+
+    impl: str
+    profile: str
+    seed: int
+    summary: Figures
+    interfaces: dict[str, InterfaceJSON]
+    simulation: JSONObject | None
+    rules: Coverage
+
+
+class Budget(TypedDict, total=False):
+    """How much of the suite `pullspec mutants` runs on each mutant (`runner.kill`'s options)."""
+
+    seed: int
+    vectors: bool
+    examples: int
+    steps: int
+
+
 @attrs.define
 class Interface:
     """What the suite saw of one interface (area)."""
@@ -61,7 +119,7 @@ class Interface:
     area: str
     cases: dict[str, int] = attrs.Factory(dict)
     machine: MachineReport | None = None
-    failures: list[dict[str, Any]] = attrs.Factory(list)
+    failures: list[Failure] = attrs.Factory(list)
 
     @property
     def verdict(self) -> Verdict:
@@ -71,7 +129,7 @@ class Interface:
             seen.add(self.machine.verdict)
         return next((v for v in _ORDER if v in seen), Verdict.UNSUPPORTED)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> InterfaceJSON:
         """The JSON form of this interface's results."""
         return {
             "verdict": self.verdict.value,
@@ -103,7 +161,7 @@ class ConformReport:
             for i in self.interfaces.values()
         ) + int(self.simulation is not None and self.simulation.verdict is verdict)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> ConformJSON:
         """The JSON form `pullspec conform --json` prints."""
         total = len(rules.catalogue())
         return {
@@ -386,7 +444,7 @@ def mutants_command(
         for m in selected:
             click.echo(f"{m.name:<36} {m.rule:<9} {m.doc}")
         return
-    budget: dict[str, Any] = {"seed": seed, "vectors": not machines_only}
+    budget: Budget = {"seed": seed, "vectors": not machines_only}
     if examples is not None:
         budget["examples"] = examples
     if steps is not None:

@@ -3,20 +3,20 @@
 from __future__ import annotations
 
 import random
-from typing import Any
 
-from pullspec.conformance.client_cases.base import Case, mq, s
+from pullspec.conformance.client_cases.base import Case, Step, mq, s
+from pullspec.conformance.jsontypes import JSONObject
 
 
-def _queues(n: int, brokers: tuple[str, ...] = ("b",)) -> list[dict[str, Any]]:
+def _queues(n: int, brokers: tuple[str, ...] = ("b",)) -> list[JSONObject]:
     return [mq(k, broker=brokers[k % len(brokers)]) for k in range(n)]
 
 
-def _al(name: str, *steps: tuple[str, dict[str, Any]]) -> Case:
+def _al(name: str, *steps: Step) -> Case:
     return Case("allocate", name, {}, steps)
 
 
-def _alloc(strategy: str, cid: str, n: int, cids: list[str]) -> tuple[str, dict[str, Any]]:
+def _alloc(strategy: str, cid: str, n: int, cids: list[str]) -> Step:
     return s("allocate", strategy=strategy, currentCid=cid, mqAll=_queues(n), cidAll=cids)
 
 

@@ -3,12 +3,17 @@ and the vectors' JSON for a queue (`mq`) and a message (`msg`)."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
 
 import attrs
 
+from pullspec.conformance.jsontypes import JSONObject, JSONValue
+
 #: One step: (op, args).
-Step = tuple[str, dict[str, Any]]
+Step = tuple[str, Mapping[str, JSONValue]]
+
+#: A case's config, in the vectors' keys.
+Config = Mapping[str, JSONValue]
 
 
 @attrs.frozen
@@ -17,7 +22,7 @@ class Case:
 
     area: str
     name: str
-    config: dict[str, Any]
+    config: Config
     steps: tuple[Step, ...]
     kind: str = "edge"
 
@@ -27,19 +32,19 @@ class Case:
         return f"{self.area}.{self.kind}-{self.name}"
 
 
-def s(op: str, **args: Any) -> Step:
+def s(op: str, **args: JSONValue) -> Step:
     """A step; keyword arguments are the op's camelCase args."""
     return (op, args)
 
 
-def mq(queue_id: int, topic: str = "T", broker: str = "b") -> dict[str, Any]:
+def mq(queue_id: int, topic: str = "T", broker: str = "b") -> JSONObject:
     """A MessageQueue in the vectors' JSON."""
     return {"topic": topic, "brokerName": broker, "queueId": queue_id}
 
 
-def msg(offset: int, tags: str | None = None, **more: Any) -> dict[str, Any]:
+def msg(offset: int, tags: str | None = None, **more: JSONValue) -> JSONObject:
     """A consumer-side message in the vectors' JSON."""
-    out: dict[str, Any] = {"queueOffset": offset}
+    out: JSONObject = {"queueOffset": offset}
     if tags is not None:
         out["tags"] = tags
     out.update(more)

@@ -3,22 +3,20 @@
 from __future__ import annotations
 
 import random
-from typing import Any
 
-from pullspec.conformance.client_cases.base import Case, s
+from pullspec.conformance.client_cases.base import Case, Config, Step, s
+from pullspec.conformance.jsontypes import JSONValue
 
 
-def _bp(name: str, config: dict[str, Any], *steps: tuple[str, dict[str, Any]]) -> Case:
+def _bp(name: str, config: Config, *steps: Step) -> Case:
     return Case("broker_pull", name, config, steps)
 
 
-def _put(queue_id: int, *tags: str | None, body: int = 8) -> tuple[str, dict[str, Any]]:
+def _put(queue_id: int, *tags: str | None, body: int = 8) -> Step:
     return s("put", msgs=[{"queueId": queue_id, "tags": t, "bodySize": body} for t in tags])
 
 
-def _pull(
-    offset: int, queue_id: int = 0, sub: str | None = "*", **more: Any
-) -> tuple[str, dict[str, Any]]:
+def _pull(offset: int, queue_id: int = 0, sub: str | None = "*", **more: JSONValue) -> Step:
     return s("pull", queueId=queue_id, offset=offset, maxMsgNums=32, subscription=sub, **more)
 
 

@@ -3,23 +3,23 @@
 from __future__ import annotations
 
 import random
-from typing import Any
 
-from pullspec.conformance.client_cases.base import Case, msg, s
+from pullspec.conformance.client_cases.base import Case, Config, Step, msg, s
+from pullspec.conformance.jsontypes import JSONObject, JSONValue
 
 #: One minute in milliseconds (consumeTimeout is in minutes).
 MINUTE = 60_000
 
 
-def _cc(name: str, config: dict[str, Any], *steps: tuple[str, dict[str, Any]]) -> Case:
+def _cc(name: str, config: Config, *steps: Step) -> Case:
     return Case("consume_concurrently", name, config, steps)
 
 
-def _put(*offsets: int, **more: Any) -> tuple[str, dict[str, Any]]:
+def _put(*offsets: int, **more: JSONValue) -> Step:
     return s("put_messages", msgs=[msg(o, "A", bodySize=10, **more) for o in offsets])
 
 
-def _result(offsets: list[int], status: str, **more: Any) -> tuple[str, dict[str, Any]]:
+def _result(offsets: list[int], status: str, **more: JSONValue) -> Step:
     return s("process_result", offsets=offsets, status=status, **more)
 
 
@@ -29,8 +29,8 @@ def consume_concurrently_edges() -> list[Case]:
 
 def _cleaner_edges() -> list[Case]:
     """CONC-13 and PQ-18 as a started service schedules and runs them."""
-    stuck = {"queueOffset": 0, "tags": "A", "consumeStartTime": 0}
-    fresh = {"queueOffset": 1, "tags": "A", "consumeStartTime": 1_000_000}
+    stuck: JSONObject = {"queueOffset": 0, "tags": "A", "consumeStartTime": 0}
+    fresh: JSONObject = {"queueOffset": 1, "tags": "A", "consumeStartTime": 1_000_000}
     return [
         _cc(
             # consumeTimeout 15: the sweep is due every 15 minutes; the message stuck since 0 is
@@ -183,7 +183,7 @@ def _edges() -> list[Case]:
 def consume_concurrently_random(rng: random.Random, i: int) -> list[Case]:
     """Random batches, statuses, ack indexes and send-back outcomes."""
     timeout = rng.choice([1, 15])
-    config = {
+    config: Config = {
         "messageModel": rng.choice(["CLUSTERING", "CLUSTERING", "BROADCASTING"]),
         "consumeTimeout": timeout,
     }

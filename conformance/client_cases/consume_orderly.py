@@ -3,23 +3,23 @@
 from __future__ import annotations
 
 import random
-from typing import Any
 
-from pullspec.conformance.client_cases.base import Case, msg, s
+from pullspec.conformance.client_cases.base import Case, Config, Step, msg, s
+from pullspec.conformance.jsontypes import JSONValue
 
 #: One minute in milliseconds (consumeTimeout is in minutes).
 MINUTE = 60_000
 
 
-def _put(*offsets: int, **more: Any) -> tuple[str, dict[str, Any]]:
+def _put(*offsets: int, **more: JSONValue) -> Step:
     return s("put_messages", msgs=[msg(o, "A", bodySize=10, **more) for o in offsets])
 
 
-def _co(name: str, config: dict[str, Any], *steps: tuple[str, dict[str, Any]]) -> Case:
+def _co(name: str, config: Config, *steps: Step) -> Case:
     return Case("consume_orderly", name, config, steps)
 
 
-def _listener(status: str | None, **more: Any) -> tuple[str, dict[str, Any]]:
+def _listener(status: str | None, **more: JSONValue) -> Step:
     return s("listener", status=status, **more)
 
 
@@ -181,7 +181,7 @@ def consume_orderly_edges() -> list[Case]:
 
 def consume_orderly_random(rng: random.Random, i: int) -> list[Case]:
     """Random loops and listener answers on one queue."""
-    config = {
+    config: Config = {
         "consumeMessageBatchMaxSize": rng.choice([1, 2, 3]),
         "maxReconsumeTimes": rng.choice([-1, 1, 3]),
     }

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from pullspec.conformance.client_cases.base import Case, s
+from pullspec.conformance.client_cases.base import Case, Step, s
 
 
-def _inv(name: str, *steps: tuple[str, dict[str, Any]]) -> Case:
+def _inv(name: str, *steps: Step) -> Case:
     return Case("invariants", name, {}, steps)
 
 

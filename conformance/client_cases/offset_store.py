@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import random
-from typing import Any
 
-from pullspec.conformance.client_cases.base import Case, mq, s
+from pullspec.conformance.client_cases.base import Case, Config, Step, mq, s
 
 #: Three queues of topic T on broker b.
 Q0, Q1, Q2 = mq(0), mq(1), mq(2)
@@ -19,7 +18,7 @@ LOCAL = {"messageModel": "BROADCASTING", "clientId": "10.0.0.9@DEFAULT", "consum
 MAIN, BAK = "offsets.json", "offsets.json.bak"
 
 
-def _os(name: str, config: dict[str, Any], *steps: tuple[str, dict[str, Any]]) -> Case:
+def _os(name: str, config: Config, *steps: Step) -> Case:
     return Case("offset_store", name, config, steps)
 
 

@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 import random
-from typing import Any
 
-from pullspec.conformance.client_cases.base import Case, msg, s
+from pullspec.conformance.client_cases.base import Case, Config, Step, msg, s
+from pullspec.conformance.jsontypes import JSONObject
 
 #: One minute in milliseconds (consumeTimeout is in minutes).
 MINUTE = 60_000
 
 
-def _pm(
-    name: str, *steps: tuple[str, dict[str, Any]], config: dict[str, Any] | None = None
-) -> Case:
+def _pm(name: str, *steps: Step, config: Config | None = None) -> Case:
     return Case("process_queue_maintenance", name, config or {}, steps)
 
 
@@ -89,7 +87,7 @@ def process_queue_maintenance_edges() -> list[Case]:
 def process_queue_maintenance_random(rng: random.Random, i: int) -> list[Case]:
     """Puts with and without CONSUME_START_TIME (around the timeout boundaries), time passing,
     sweeps, clears, drops."""
-    steps: list[tuple[str, dict[str, Any]]] = []
+    steps: list[Step] = []
     offset = 0
     start = now = rng.choice([0, 20 * MINUTE])
     for _ in range(20):
@@ -97,12 +95,12 @@ def process_queue_maintenance_random(rng: random.Random, i: int) -> list[Case]:
         if kind == "put":
             msgs = []
             for _ in range(rng.randrange(1, 4)):
-                more: dict[str, Any] = {"bodySize": rng.randrange(0, 9)}
+                more: JSONObject = {"bodySize": rng.randrange(0, 9)}
                 if rng.random() < 0.8:
                     # Started just at, just over or well within a timeout of 1 or 15 minutes.
                     ago = rng.choice([0, MINUTE, MINUTE + 1, 15 * MINUTE, 15 * MINUTE + 1])
                     more["consumeStartTime"] = max(now - ago, 0)
-                msgs.append(msg(offset, **more))
+                msgs.append(msg(offset, None, **more))
                 offset += rng.choice([1, 1, 3])
             steps.append(s("put_messages", msgs=msgs))
         elif kind == "advance":

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import random
-from typing import Any
 
-from pullspec.conformance.client_cases.base import Case, s
+from pullspec.conformance.client_cases.base import Case, Config, Step, s
+from pullspec.conformance.jsontypes import JSONValue
 
 #: One MiB (the size thresholds are in MiB).
 MIB = 1024 * 1024
@@ -15,12 +15,12 @@ MIB = 1024 * 1024
 ORDERLY = {"consumeMode": "ORDERLY"}
 
 
-def _attempt(**pq: Any) -> tuple[str, dict[str, Any]]:
+def _attempt(**pq: JSONValue) -> Step:
     """An attempt on a process queue with the given snapshot fields (consumer running)."""
     return s("attempt", processQueue=pq)
 
 
-def _pd(name: str, config: dict[str, Any], *steps: tuple[str, dict[str, Any]]) -> Case:
+def _pd(name: str, config: Config, *steps: Step) -> Case:
     return Case("pull_decision", name, config, steps)
 
 
@@ -229,7 +229,7 @@ def pull_decision_edges() -> list[Case]:
 
 def pull_decision_random(rng: random.Random, i: int) -> list[Case]:
     """Random snapshots against a random configuration."""
-    config: dict[str, Any] = {
+    config: Config = {
         "consumeMode": rng.choice(["CONCURRENTLY", "ORDERLY"]),
         "pullThresholdForQueue": rng.choice([1, 5, 1000]),
         "pullThresholdSizeForQueue": rng.choice([1, 2, 100]),
@@ -251,7 +251,10 @@ def pull_decision_random(rng: random.Random, i: int) -> list[Case]:
             "paused": rng.random() < 0.1,
             "hasSubscription": rng.random() < 0.9,
         }
-        first = rng.choice([rng.randrange(0, 60), "fails"]) if rng.random() < 0.9 else 0
+        first: int | str = 0
+        if rng.random() < 0.9:
+            lock_offsets: list[int | str] = [rng.randrange(0, 60), "fails"]
+            first = rng.choice(lock_offsets)
         steps.append(s("attempt", processQueue=pq, consumer=consumer, firstLockOffset=first))
         if rng.random() < 0.1:
             steps.append(s("queue_changed", processQueueCount=rng.randrange(0, 8)))

@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 import random
-from typing import Any
 
-from pullspec.conformance.client_cases.base import Case, s
+from pullspec.conformance.client_cases.base import Case, Config, Step, s
 
 #: Start from offset 0 whatever the broker holds (the default, LAST_OFFSET, starts at the end).
 FIRST = {"consumeFromWhere": "CONSUME_FROM_FIRST_OFFSET"}
 
 
-def _pl(name: str, config: dict[str, Any], *steps: tuple[str, dict[str, Any]]) -> Case:
+def _pl(name: str, config: Config, *steps: Step) -> Case:
     return Case("pull_loop", name, config, steps)
 
 
-def _go(*queue_ids: int) -> tuple[tuple[str, dict[str, Any]], ...]:
+def _go(*queue_ids: int) -> tuple[Step, ...]:
     return (s("start"), s("rebalance", queueIds=list(queue_ids)))
 
 
@@ -131,7 +130,7 @@ def pull_loop_edges() -> list[Case]:
 def pull_loop_random(rng: random.Random, i: int) -> list[Case]:
     """A consumer over 1–2 queues with small limits, puts, holds, releases and rebalances."""
     queues = rng.choice([1, 2])
-    config = {
+    config: Config = {
         "queues": queues,
         "consumeFromWhere": rng.choice(
             ["CONSUME_FROM_FIRST_OFFSET", "CONSUME_FROM_LAST_OFFSET", "CONSUME_FROM_FIRST_OFFSET"]

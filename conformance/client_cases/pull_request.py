@@ -3,25 +3,25 @@
 from __future__ import annotations
 
 import random
-from typing import Any
 
-from pullspec.conformance.client_cases.base import Case, mq, s
+from pullspec.conformance.client_cases.base import Case, Config, Step, mq, s
+from pullspec.conformance.jsontypes import JSONObject, JSONValue
 
 
-def _req(name: str, config: dict[str, Any], *steps: tuple[str, dict[str, Any]]) -> Case:
+def _req(name: str, config: Config, *steps: Step) -> Case:
     return Case("pull_request", name, config, steps)
 
 
 #: A route with only the master.
-MASTER_ONLY = [[0, "10.0.0.1:10911"]]
+MASTER_ONLY: list[JSONValue] = [[0, "10.0.0.1:10911"]]
 
 
 #: A route with the master and one slave.
-MASTER_SLAVE = [[0, "10.0.0.1:10911"], [1, "10.0.0.2:10911"]]
+MASTER_SLAVE: list[JSONValue] = [[0, "10.0.0.1:10911"], [1, "10.0.0.2:10911"]]
 
 
-def _pull(**more: Any) -> tuple[str, dict[str, Any]]:
-    args: dict[str, Any] = {
+def _pull(**more: JSONValue) -> Step:
+    args: JSONObject = {
         "mq": mq(3, broker="broker-a"),
         "nextOffset": 17,
         "now": 1000,
@@ -35,8 +35,8 @@ def _pull(**more: Any) -> tuple[str, dict[str, Any]]:
 
 def pull_request_edges() -> list[Case]:
     """REQ-1 … REQ-11."""
-    sql = {"expression": "a > 1", "expressionType": "SQL92", "subVersion": 5}
-    filter_sub = {"expression": "A", "classFilterMode": True, "subVersion": 5}
+    sql: JSONObject = {"expression": "a > 1", "expressionType": "SQL92", "subVersion": 5}
+    filter_sub: JSONObject = {"expression": "A", "classFilterMode": True, "subVersion": 5}
     return [
         _req(
             "req2-commit-only-positive", {}, _pull(), _pull(memoryOffset=0), _pull(memoryOffset=-1)
@@ -114,13 +114,19 @@ def pull_request_edges() -> list[Case]:
 
 def pull_request_random(rng: random.Random, i: int) -> list[Case]:
     """Pulls over random routes, subscriptions, versions and cursors."""
-    config = {
+    config: Config = {
         "messageModel": rng.choice(["CLUSTERING", "CLUSTERING", "BROADCASTING"]),
         "postSubscriptionWhenPull": rng.random() < 0.3,
         "pullBatchSize": rng.choice([1, 32]),
     }
-    routes = [MASTER_ONLY, MASTER_SLAVE, [[1, "10.0.0.2:10911"]], [[2, "s2:1"], [0, "m:1"]], []]
-    subs = [
+    routes: list[JSONValue] = [
+        MASTER_ONLY,
+        MASTER_SLAVE,
+        [[1, "10.0.0.2:10911"]],
+        [[2, "s2:1"], [0, "m:1"]],
+        [],
+    ]
+    subs: list[JSONValue] = [
         {"expression": "*", "subVersion": 1},
         {"expression": "A || B", "subVersion": 7},
         {"expression": "a > 1", "expressionType": "SQL92", "subVersion": 5},
@@ -133,7 +139,7 @@ def pull_request_random(rng: random.Random, i: int) -> list[Case]:
             flags.update(classFilter=rng.random() < 0.3, slave=rng.random() < 0.3)
             steps.append(s("build_sys_flag", **flags))
             continue
-        more: dict[str, Any] = {
+        more: JSONObject = {
             "nextOffset": rng.randrange(0, 100),
             "memoryOffset": rng.choice([-1, 0, 5, 40]),
             "brokerAddrs": rng.choice(routes),

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import random
-from typing import Any
 
-from pullspec.conformance.client_cases.base import Case, msg, s
+from pullspec.conformance.client_cases.base import Case, Config, Step, msg, s
+from pullspec.conformance.jsontypes import JSONObject, JSONValue
 
 
-def _res(name: str, config: dict[str, Any], *steps: tuple[str, dict[str, Any]]) -> Case:
+def _res(name: str, config: Config, *steps: Step) -> Case:
     return Case("pull_result", name, config, steps)
 
 
-def _found(next_begin: int, msgs: list[dict[str, Any]], **more: Any) -> dict[str, Any]:
+def _found(next_begin: int, msgs: list[JSONObject], **more: JSONValue) -> JSONObject:
     return {
         "pullStatus": "FOUND",
         "nextBeginOffset": next_begin,
@@ -23,9 +23,7 @@ def _found(next_begin: int, msgs: list[dict[str, Any]], **more: Any) -> dict[str
     }
 
 
-def _ok(
-    result: dict[str, Any] | None, prev: int, expression: str = "*", **more: Any
-) -> tuple[str, dict[str, Any]]:
+def _ok(result: JSONObject | None, prev: int, expression: str = "*", **more: JSONValue) -> Step:
     return s(
         "on_success",
         result=result,
@@ -112,7 +110,7 @@ def pull_result_random(rng: random.Random, i: int) -> list[Case]:
         prev = rng.randrange(0, 40)
         status = rng.choice(["FOUND", "FOUND", "NO_NEW_MSG", "NO_MATCHED_MSG", "OFFSET_ILLEGAL"])
         msgs = [msg(prev + k, rng.choice(["A", "B", None])) for k in range(rng.randrange(0, 4))]
-        result = {
+        result: JSONObject = {
             "pullStatus": status,
             "nextBeginOffset": prev + rng.randrange(-2, 6),
             "minOffset": 0,

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import random
-from typing import Any
 
-from pullspec.conformance.client_cases.base import Case, s
+from pullspec.conformance.client_cases.base import Case, Step, s
+from pullspec.conformance.jsontypes import JSONObject
 
 
-def _ps(name: str, *steps: tuple[str, dict[str, Any]]) -> Case:
+def _ps(name: str, *steps: Step) -> Case:
     return Case("pull_service", name, {}, steps)
 
 
-def _pr(group: str, queue_id: int, offset: int) -> dict[str, Any]:
+def _pr(group: str, queue_id: int, offset: int) -> JSONObject:
     return {"group": group, "queueId": queue_id, "nextOffset": offset}
 
 

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import random
-from typing import Any
 
-from pullspec.conformance.client_cases.base import Case, mq, s
+from pullspec.conformance.client_cases.base import Case, Config, Step, mq, s
+from pullspec.conformance.jsontypes import JSONValue
 
 
-def _rb(name: str, config: dict[str, Any], *steps: tuple[str, dict[str, Any]]) -> Case:
+def _rb(name: str, config: Config, *steps: Step) -> Case:
     return Case("rebalance", name, config, steps)
 
 
-def _update(queues: list[int], **more: Any) -> tuple[str, dict[str, Any]]:
+def _update(queues: list[int], **more: JSONValue) -> Step:
     return s("update_table", topic="T", mqSet=[mq(q) for q in queues], **more)
 
 
@@ -161,7 +161,7 @@ def rebalance_edges() -> list[Case]:
 
 def rebalance_random(rng: random.Random, i: int) -> list[Case]:
     """Random assignments over a random consumer, with queues expiring and losing their lock."""
-    config = {
+    config: Config = {
         "consumeMode": rng.choice(["CONCURRENTLY", "ORDERLY"]),
         "messageModel": rng.choice(["CLUSTERING", "CLUSTERING", "BROADCASTING"]),
         "pullThresholdForTopic": rng.choice([-1, 64]),
@@ -188,7 +188,7 @@ def rebalance_random(rng: random.Random, i: int) -> list[Case]:
                 queues,
                 now=t * 20000,
                 lockRefused=[mq(q) for q in queues if rng.random() < 0.2],
-                offsets=[{"mq": mq(q), "offset": rng.choice([0, 5, -1, None])} for q in queues],
+                offsets=[{"mq": mq(q), "offset": rng.choice((0, 5, -1, None))} for q in queues],
             )
         )
         if rng.random() < 0.4:

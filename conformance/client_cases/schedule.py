@@ -3,25 +3,22 @@
 from __future__ import annotations
 
 import random
-from typing import Any
 
-from pullspec.conformance.client_cases.base import Case, s
+from pullspec.conformance.client_cases.base import Case, Config, Step, s
 
 
-def _sc(name: str, config: dict[str, Any], *steps: tuple[str, dict[str, Any]]) -> Case:
+def _sc(name: str, config: Config, *steps: Step) -> Case:
     return Case("schedule", name, config, steps)
 
 
-def _orig(reconsume: int = 0, queue_id: int = 1) -> tuple[str, dict[str, Any]]:
+def _orig(reconsume: int = 0, queue_id: int = 1) -> Step:
     return s(
         "put",
         msgs=[{"queueId": queue_id, "tags": "A", "bodySize": 16, "reconsumeTimes": reconsume}],
     )
 
 
-def _back(
-    offset: int, level: int, max_times: int | None = 16, queue_id: int = 1
-) -> tuple[str, dict[str, Any]]:
+def _back(offset: int, level: int, max_times: int | None = 16, queue_id: int = 1) -> Step:
     return s(
         "send_back",
         queueId=queue_id,
@@ -152,7 +149,7 @@ def schedule_edges() -> list[Case]:
 
 def schedule_random(rng: random.Random, i: int) -> list[Case]:
     """Random send-backs of random messages, then time for every delivery."""
-    steps: list[tuple[str, dict[str, Any]]] = []
+    steps: list[Step] = []
     count = rng.randrange(2, 6)
     for _ in range(count):
         steps.append(_orig(rng.randrange(0, 4), queue_id=2))

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import random
-from typing import Any
 
-from pullspec.conformance.client_cases.base import Case, s
+from pullspec.conformance.client_cases.base import Case, Step, s
 
 
-def _sl(name: str, *steps: tuple[str, dict[str, Any]]) -> Case:
+def _sl(name: str, *steps: Step) -> Case:
     return Case("store_layout", name, {}, steps)
 
 

@@ -18,11 +18,10 @@ from __future__ import annotations
 import ast
 import re
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from types import FrameType
-from typing import Any
 
 import attrs
 
@@ -292,7 +291,7 @@ def trace_profile(
     )
     for folder, file, case in cases:
         current.clear()
-        previous: Callable[..., Any] | None = sys.getprofile()
+        previous = sys.getprofile()
         sys.setprofile(profiler)
         try:
             result = vectors.run_case(candidate, case, profile, folder)

@@ -12,7 +12,6 @@ import importlib
 import posixpath
 import re
 from collections.abc import Callable
-from typing import Any
 
 import click
 
@@ -20,6 +19,7 @@ from pullspec.conformance import vectors
 from pullspec.conformance.docs import diagrams as docs_diagrams
 from pullspec.conformance.docs.facts import PROJECT, Facts
 from pullspec.conformance.docs.render import code, escape, fenced, page_of
+from pullspec.conformance.jsontypes import JSONValue
 from pullspec.conformance.resolve import resolve
 from pullspec.conformance.vectors import profile_folder
 from pullspec.spec.profiles import ALL_PROFILES, Profile
@@ -38,8 +38,8 @@ class UnknownFragmentError(KeyError):
 def offset_table(facts: Facts) -> str:
     """Status, response code and next offset per queue state and offset, master vs slave,
     4.7.1 vs 4.9.7, as the real RocketMQ answered (pull_code vectors)."""
-    rows: dict[tuple[Any, ...], dict[tuple[str, Profile], str]] = {}
-    cases: dict[tuple[Any, ...], list[str]] = {}
+    rows: dict[tuple[JSONValue, ...], dict[tuple[str, Profile], str]] = {}
+    cases: dict[tuple[JSONValue, ...], list[str]] = {}
     failed: list[str] = []
     reference = resolve("reference")
     for profile in ALL_PROFILES:
@@ -68,8 +68,8 @@ def offset_table(facts: Facts) -> str:
         "Slave 4.7.1 | Slave 4.9.7 |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    for key, cells in rows.items():
-        status, setup, lo, hi, offset, sub = key
+    for parts, cells in rows.items():
+        status, setup, lo, hi, offset, sub = parts
         shown = []
         for role in ("master", "slave"):
             a, b = cells.get((role, ALL_PROFILES[0]), "—"), cells.get((role, ALL_PROFILES[1]), "—")
@@ -78,7 +78,7 @@ def offset_table(facts: Facts) -> str:
             shown += [a, b]
         queue = "empty" if hi == 0 else f"[{lo}, {hi})"
         out.append(
-            f"| {status} | {queue} ({setup}) | {offset} | {escape(sub or '*')} | {' | '.join(shown)} |"
+            f"| {status} | {queue} ({setup}) | {offset} | {escape(str(sub or '*'))} | {' | '.join(shown)} |"
         )
     verdict = (
         "Every one of these cases passes on the reference candidate."
@@ -203,7 +203,7 @@ def impl_cmd_status(facts: Facts) -> str:
 def fast_api(facts: Facts) -> str:
     """What `fast` exports (its `__all__`), or its modules when it exports nothing yet."""
     try:
-        fast: Any = importlib.import_module("pullspec.fast")
+        fast = importlib.import_module("pullspec.fast")
     except Exception as exc:  # a half-written package must not break the site
         return f"`fast` cannot be imported in this build: {escape(str(exc))}"
     exported = getattr(fast, "__all__", None)

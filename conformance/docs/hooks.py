@@ -10,7 +10,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict
 
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.structure.files import File, Files, InclusionLevel
@@ -22,7 +22,15 @@ from pullspec.conformance.docs import pictures as docs_pictures
 from pullspec.conformance.docs import render as docs_render
 from pullspec.conformance.docs import sources as docs_sources
 
-_state: dict[str, Any] = {}
+
+class _State(TypedDict, total=False):
+    """What the hooks of one build share: its facts and its generated files."""
+
+    facts: docs_facts.Facts
+    files: dict[str, str]
+
+
+_state: _State = {}
 #: The nav section the area pages are inserted into, and the entry they follow.
 RULES_SECTION = "Rules"
 RULES_INDEX = "rules/index.md"
@@ -67,7 +75,7 @@ def on_config(config: MkDocsConfig) -> MkDocsConfig:
     return config
 
 
-def _targets(entry: Any) -> list[str]:
+def _targets(entry: object) -> list[str]:
     if isinstance(entry, str):
         return [entry]
     if isinstance(entry, dict):
@@ -102,7 +110,7 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
     return files
 
 
-def _all_targets(nav: Any) -> list[str]:
+def _all_targets(nav: object) -> list[str]:
     if isinstance(nav, str):
         return [nav]
     if isinstance(nav, list):

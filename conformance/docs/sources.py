@@ -15,10 +15,11 @@ import inspect
 import json
 import re
 from pathlib import Path
-from typing import Any
+from types import ModuleType
 
 from pullspec.conformance.docs.coverage import VectorHit
 from pullspec.conformance.docs.facts import PROJECT, Facts
+from pullspec.conformance.vectors import Case
 
 #: Folders of generated reference pages (not listed in the navigation).
 SOURCE_DIR, CASES_DIR = "source", "cases"
@@ -60,10 +61,13 @@ def function_source(function: str) -> tuple[str, int, str] | None:
     (``pullspec.spec.store.f``), or None when it cannot be found."""
     module_name, _, qualname = function.rpartition(".")
     try:
-        obj: Any = importlib.import_module(module_name)
+        obj: object = importlib.import_module(module_name)
         for part in qualname.split("."):
             obj = getattr(obj, part)
-        lines, start = inspect.getsourcelines(inspect.unwrap(obj))
+        target: object = inspect.unwrap(obj) if callable(obj) else obj
+        if not (callable(target) or isinstance(target, ModuleType)):
+            raise TypeError(f"{function} has no source")  # as getsourcelines would raise
+        lines, start = inspect.getsourcelines(target)
     except (ImportError, AttributeError, OSError, TypeError):
         return None
     rel = module_name.removeprefix("pullspec.").replace(".", "/") + ".py"
@@ -113,7 +117,7 @@ def source_pages(facts: Facts) -> dict[str, str]:
     return {source_page_of(rel): source_page(rel) for rel in sorted(linked_files(facts))}
 
 
-def _case_block(case: dict[str, Any]) -> str:
+def _case_block(case: Case) -> str:
     head = {k: v for k, v in case.items() if k != "steps"}
     body = [json.dumps(head, separators=(", ", ": "))]
     body += [

@@ -13,9 +13,9 @@ of a seeded allocate case.
 from __future__ import annotations
 
 import random
-from typing import Any
 
 from pullspec.conformance.client_cases import Case, factories
+from pullspec.conformance.jsontypes import JSONObject
 from pullspec.conformance.machines.draw import Context, Draw
 from pullspec.conformance.ops import Op
 
@@ -32,7 +32,7 @@ def case(area: str, seed: int) -> Case:
     return randoms(random.Random(f"machine-{area}-{seed}"), seed)[0]
 
 
-def config(area: str, d: Draw) -> dict[str, Any]:
+def config(area: str, d: Draw) -> JSONObject:
     """A fresh config of `area`: that of a drawn seeded case."""
     return dict(case(area, d.integer(0, _SEEDS)).config)
 

@@ -7,11 +7,19 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
 import attrs
 from hypothesis import strategies as st
 
+from pullspec.conformance.jsontypes import (
+    JSONValue,
+    as_array,
+    as_object,
+    is_array,
+    is_object,
+    to_int,
+)
 from pullspec.conformance.ops import (
     DEFAULT_STATE_FIELDS,
     STATE_FIELDS,
@@ -121,10 +129,11 @@ class Context:
     )
 
     @classmethod
-    def start(cls, area: str, config: dict[str, Any]) -> Context:
+    def start(cls, area: str, config: Mapping[str, JSONValue]) -> Context:
         """The context of a fresh instance made from `config`."""
-        fields = tuple(config.get("stateFields", DEFAULT_STATE_FIELDS))
-        ctx = cls(check_area(area), fields, int(config.get("clockStart", 0)))
+        fields = config.get("stateFields")
+        names = tuple(str(f) for f in fields) if is_array(fields) else DEFAULT_STATE_FIELDS
+        ctx = cls(check_area(area), names, to_int(config.get("clockStart", 0)))
         ctx.local = config.get("messageModel") == "BROADCASTING"
         return ctx
 
@@ -141,27 +150,35 @@ class Context:
         """Learn from the reference's observation of `op`."""
         self.note_raw(op, {**seen.fields, **seen.state})
 
-    def note_raw(self, op: Op, raw: Mapping[str, Any]) -> None:
+    def note_raw(self, op: Op, raw: Mapping[str, JSONValue]) -> None:
         """Learn from the reference's flat observation of `op`, as Observation.from_json reads
         it: only the area's STATE_FIELDS keys are state. The campaign's loop calls this one,
         so that a trace whose sides agree never builds an Observation."""
         state_keys = STATE_FIELDS[self.area]
         if "now" in state_keys and "now" in raw:
-            self.now = int(raw["now"])
+            self.now = to_int(raw["now"])
         queues = raw.get("queues") if "queues" in state_keys else None
-        for qid, bounds in (queues or {}).items():
-            self.queues[str(qid)] = (int(bounds["minOffset"]), int(bounds["maxOffset"]))
+        for qid, bounds in queues.items() if is_object(queues) else ():
+            low, high = as_object(bounds)["minOffset"], as_object(bounds)["maxOffset"]
+            self.queues[str(qid)] = (to_int(low), to_int(high))
         # maxOffset, minOffset and results are result fields in every area.
         if raw.get("maxOffset") is not None and "queueId" in op.args:
-            self.queues[str(op.args["queueId"])] = (int(raw["minOffset"]), int(raw["maxOffset"]))
+            bounds = (to_int(raw["minOffset"]), to_int(raw["maxOffset"]))
+            self.queues[str(op.args["queueId"])] = bounds
         state = raw.get("state") if "state" in state_keys else None
         if isinstance(state, list):
             self.offsets = sorted(
-                {o for at in self._offset_positions(len(state)) for o in state[at]}
+                {
+                    o
+                    for at in self._offset_positions(len(state))
+                    for o in as_array(state[at])
+                    if isinstance(o, int)
+                }
             )
-        for r in raw.get("results") or ():
-            if "wroteOffset" in r:
-                self.wrote.append(int(r["wroteOffset"]))
+        results = raw.get("results")
+        for r in results if is_array(results) else ():
+            if is_object(r) and "wroteOffset" in r:
+                self.wrote.append(to_int(r["wroteOffset"]))
         table = raw.get("table") if "table" in state_keys else None
         if self.area == "offset_store" and isinstance(table, list):
-            self.offsets = sorted({int(e["offset"]) for e in table})
+            self.offsets = sorted({to_int(as_object(e)["offset"]) for e in table})

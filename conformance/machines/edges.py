@@ -8,9 +8,9 @@ ops (conformance.ops.OP_RULES); the comments say which boundary a case aims at.
 
 from __future__ import annotations
 
-from typing import Any
+from pullspec.conformance.jsontypes import JSONObject
 
-_STORE = {
+_STORE: JSONObject = {
     "mappedFileSizeCommitLog": 1024,
     "mappedFileSizeConsumeQueue": 80,
     "maxTransferCountOnMessageInMemory": 32,
@@ -21,22 +21,22 @@ _STORE = {
     "topic": "T",
     "group": "G",
 }
-_SMALL = {**_STORE, "mappedFileSizeCommitLog": 512, "mappedFileSizeConsumeQueue": 40}
-_PULL = {**_STORE, "slaveReadEnable": False, "topicQueueNums": 4}
+_SMALL: JSONObject = {**_STORE, "mappedFileSizeCommitLog": 512, "mappedFileSizeConsumeQueue": 40}
+_PULL: JSONObject = {**_STORE, "slaveReadEnable": False, "topicQueueNums": 4}
 
 
 #: One step of an edge case: (op, args).
-Step = tuple[str, dict[str, Any]]
+Step = tuple[str, JSONObject]
 
 
-def _m(queue_id: int, tags: str | None, size: int, times: int | None = None) -> dict[str, Any]:
-    msg: dict[str, Any] = {"queueId": queue_id, "tags": tags, "bodySize": size}
+def _m(queue_id: int, tags: str | None, size: int, times: int | None = None) -> JSONObject:
+    msg: JSONObject = {"queueId": queue_id, "tags": tags, "bodySize": size}
     if times is not None:
         msg["reconsumeTimes"] = times
     return msg
 
 
-def _put(*msgs: dict[str, Any]) -> Step:
+def _put(*msgs: JSONObject) -> Step:
     return ("put", {"msgs": list(msgs)})
 
 
@@ -68,7 +68,7 @@ class Wrote(int):
 
 
 def _send_back(wrote: int, delay: int, max_times: int | None) -> Step:
-    args = {"originalCommitLogOffset": Wrote(wrote), "group": "G", "delayLevel": delay}
+    args: JSONObject = {"originalCommitLogOffset": Wrote(wrote), "group": "G", "delayLevel": delay}
     return ("send_back", {**args, "maxReconsumeTimes": max_times})
 
 
@@ -90,7 +90,7 @@ def _clock(ms: int) -> Step:
 
 
 #: (name, area, config, ops): the hand-chosen edge cases; rules are derived from the ops.
-EDGE_CASES: tuple[tuple[str, str, dict[str, Any], list[Step]], ...] = (
+EDGE_CASES: tuple[tuple[str, str, JSONObject, list[Step]], ...] = (
     ("store-empty-queue", "store", _STORE, _ops(_get(0, 0), _get(0, 5), _get(1, -1))),
     (
         "store-offset-classes",

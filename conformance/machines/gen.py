@@ -13,8 +13,8 @@ around each queue's min and max, offsets that are cached, clock steps onto lease
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
+from pullspec.conformance.jsontypes import JSONObject, JSONValue
 from pullspec.conformance.machines import client_gen
 from pullspec.conformance.machines.draw import Context, Draw
 from pullspec.conformance.ops import (
@@ -26,7 +26,7 @@ from pullspec.conformance.ops import (
 # -- configs -------------------------------------------------------------------------------------
 
 
-def _store_sizes(d: Draw) -> dict[str, Any]:
+def _store_sizes(d: Draw) -> JSONObject:
     # Small files so that a few puts roll commit-log and consume-queue files.
     return {
         "mappedFileSizeCommitLog": d.choice((1024, 512, 2048)),
@@ -39,7 +39,7 @@ def _store_sizes(d: Draw) -> dict[str, Any]:
     }
 
 
-def config(area: str, d: Draw) -> dict[str, Any]:
+def config(area: str, d: Draw) -> JSONObject:
     """A fresh case config of `area`, as the shared vectors write it."""
     if area in CLIENT_AREAS and area != "offset_store":
         return client_gen.config(area, d)
@@ -93,7 +93,7 @@ TAGS: tuple[str | None, ...] = ("A", None, "B", "C", "")
 SUBSCRIPTIONS: tuple[str | None, ...] = (None, "*", "A", "A || C", "B || none-such", "C", "")
 
 
-def _message(d: Draw, queue_ids: Sequence[int] = (0, 1)) -> dict[str, Any]:
+def _message(d: Draw, queue_ids: Sequence[int] = (0, 1)) -> JSONObject:
     return {"queueId": d.choice(queue_ids), "tags": d.choice(TAGS), "bodySize": d.integer(0, 300)}
 
 
@@ -205,11 +205,11 @@ OFFSET_WRITERS = (
 OFFSET_FILES = ("offsets.json", "offsets.json.bak")
 
 
-def _mq(queue_id: int) -> dict[str, Any]:
+def _mq(queue_id: int) -> JSONObject:
     return {"topic": "T", "brokerName": "b", "queueId": queue_id}
 
 
-def _some_mqs(d: Draw) -> list[dict[str, Any]]:
+def _some_mqs(d: Draw) -> list[JSONObject]:
     return [_mq(q) for q in dict.fromkeys(d.integer(0, 2) for _ in range(d.integer(0, 3)))]
 
 
@@ -248,7 +248,7 @@ def _offset_store_op(d: Draw, ctx: Context) -> Op:
     # Queue 0 most often, so that ops meet each other's entries.
     queue = _mq(d.choice((0, 1, 0, 2)))
     if name == "update_offset":
-        args: dict[str, Any] = {
+        args: JSONObject = {
             "mq": queue,
             "offset": _stored_offset(d, ctx),
             "increaseOnly": d.boolean(),
@@ -272,11 +272,11 @@ def _offset_store_op(d: Draw, ctx: Context) -> Op:
         fails = d.choice((None, None, "MQBrokerException", "RemotingTimeoutException"))
         return Op(name, {"mq": queue, "offset": offset, "fails": fails})
     if name == "broker_address":
-        addrs = [[i, f"{'ms'[min(i, 1)]}:{i}"] for i in range(3) if d.boolean()]
+        addrs: list[JSONValue] = [[i, f"{'ms'[min(i, 1)]}:{i}"] for i in range(3) if d.boolean()]
         return Op(name, {"brokerAddrs": addrs, "refreshed": d.boolean()})
     if name == "write_file":
         kind = d.choice(("table", "delete", "corrupt"))
-        offsets: Any = None
+        offsets: JSONValue = None
         if kind == "table":
             offsets = [{"mq": q, "offset": _stored_offset(d, ctx)} for q in _some_mqs(d)]
         elif kind == "corrupt":

@@ -14,18 +14,19 @@ from __future__ import annotations
 import shlex
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import attrs
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
 
 from pullspec.conformance.candidates import Candidate, CandidateTimeoutError
+from pullspec.conformance.jsontypes import JSONObject
 from pullspec.conformance.machines import gen
 from pullspec.conformance.machines.draw import Context, HypothesisDraw
 from pullspec.conformance.observe import Divergence, DivergenceKind, Session, compare
 from pullspec.conformance.ops import Observation, Op, rule_sort_key, rules_for
-from pullspec.conformance.vectors import Verdict
+from pullspec.conformance.vectors import Case, Verdict
 from pullspec.spec.errors import UnsupportedError
 from pullspec.spec.profiles import Profile
 
@@ -49,7 +50,7 @@ class MachineReport:
     profile: Profile
     verdict: Verdict
     seed: int
-    config: dict[str, Any] = attrs.field(factory=dict)
+    config: JSONObject = attrs.field(factory=dict)
     steps: tuple[Step, ...] = ()
     divergence: Divergence | None = None
     actual: Observation | None = None
@@ -65,7 +66,7 @@ class MachineReport:
         """The divergence kind of a DIVERGED report."""
         return self.divergence.kind if self.divergence else None
 
-    def case(self) -> dict[str, Any]:
+    def case(self) -> Case:
         """The trace as a vector case in the shared format (the reference's answers as expects)."""
         return {
             "id": f"machine-{self.area}-{self.seed}",
@@ -73,7 +74,10 @@ class MachineReport:
             "version": self.profile.tag.removeprefix("rocketmq-all-"),
             "seed": self.seed,
             "config": self.config,
-            "steps": [{**s.op.to_json(), "expect": s.expected.to_json()} for s in self.steps],
+            "steps": [
+                {"op": s.op.name, "args": dict(s.op.args), "expect": s.expected.to_json()}
+                for s in self.steps
+            ],
         }
 
     def describe(self) -> str:
@@ -95,9 +99,9 @@ class MachineReport:
             lines.append(f"  replay: {self.replay}")
         return "\n".join(lines)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         """The JSON form `pullspec conform --json` prints."""
-        out: dict[str, Any] = {
+        out: JSONObject = {
             "area": self.area,
             "verdict": self.verdict.value,
             "ops": self.ops,
@@ -146,7 +150,7 @@ class Pair:
     impl: str
     profile: Profile
     seed: int
-    config: dict[str, Any]
+    config: JSONObject
     ref: Session
     cand: Session | None = None
     steps: list[Step] = attrs.Factory(list)
@@ -160,18 +164,28 @@ class Pair:
         impl: str,
         profile: Profile,
         seed: int,
-        config: dict[str, Any],
+        config: JSONObject,
     ) -> Pair:
         """Both sessions on `config` (a candidate that cannot open one raises LockstepError)."""
         pair = cls(area, impl, profile, seed, config, Session(reference, area, config, profile))
         pair.cand = pair.guard(lambda: Session(candidate, area, config, profile), "create")
         return pair
 
-    def fail(self, verdict: Verdict, **kw: Any) -> LockstepError:
+    def fail(
+        self,
+        verdict: Verdict,
+        *,
+        detail: str | None = None,
+        rules: tuple[str, ...] = (),
+        divergence: Divergence | None = None,
+        actual: Observation | None = None,
+    ) -> LockstepError:
         """The failure to raise, with the trace so far."""
         steps = tuple(self.steps)
         args = (self.area, self.impl, self.profile, verdict, self.seed, self.config, steps)
-        return LockstepError(MachineReport(*args, **kw))
+        return LockstepError(
+            MachineReport(*args, divergence=divergence, actual=actual, detail=detail, rules=rules)
+        )
 
     def guard(self, call: Callable[[], R], op: str) -> R:
         """Run a candidate call, turning its failures into verdicts."""

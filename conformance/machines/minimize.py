@@ -10,9 +10,12 @@ step, or any one list element, makes the failure disappear.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import attrs
 
 from pullspec.conformance.candidates import Candidate
+from pullspec.conformance.jsontypes import JSONValue, is_array
 from pullspec.conformance.machines.lockstep import MachineReport, replay_trace
 from pullspec.conformance.ops import Op
 from pullspec.conformance.vectors import Verdict
@@ -49,10 +52,9 @@ def minimize(report: MachineReport, reference: Candidate, candidate: Candidate) 
     for i in range(len(ops)):
         for key in [k for k, v in ops[i].args.items() if isinstance(v, list)]:
             j = 0
-            while j < len(ops[i].args[key]):
-                items = list(ops[i].args[key])
+            while j < len(items := _items(ops[i].args[key])):
                 smaller = attrs.evolve(
-                    ops[i], args={**ops[i].args, key: items[:j] + items[j + 1 :]}
+                    ops[i], args={**ops[i].args, key: [*items[:j], *items[j + 1 :]]}
                 )
                 found = still_fails([*ops[:i], smaller, *ops[i + 1 :]])
                 if found is not None and len(found.steps) == len(ops):
@@ -60,3 +62,8 @@ def minimize(report: MachineReport, reference: Candidate, candidate: Candidate) 
                 else:
                     j += 1
     return best
+
+
+def _items(value: JSONValue) -> Sequence[JSONValue]:
+    """The items of a list argument (the loop above visits only those)."""
+    return value if is_array(value) else ()

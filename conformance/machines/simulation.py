@@ -27,11 +27,11 @@ import re
 import shlex
 import time
 from collections.abc import Iterable
-from typing import Any
 
 import attrs
 
 from pullspec.conformance.candidates import Candidate
+from pullspec.conformance.jsontypes import JSONObject
 from pullspec.conformance.vectors import Verdict
 from pullspec.reference.client_parts import ConsumerParts
 from pullspec.reference.sim import history as h
@@ -81,7 +81,7 @@ def candidate_hooks(candidate: Candidate) -> SimHooks | None:
 
 def run_history(
     config: SimConfig, steps: int, hooks: SimHooks | None
-) -> tuple[Simulator, list[dict[str, Any]]]:
+) -> tuple[Simulator, list[JSONObject]]:
     """Run `steps` steps (and the quiet tail) and return the simulator and its history as JSON
     objects."""
     sim = Simulator(config, hooks, keep_history=True)
@@ -90,7 +90,7 @@ def run_history(
     return sim, [h.to_json(e) for e in sim.history]
 
 
-def _rules_of(event: dict[str, Any] | None) -> tuple[str, ...]:
+def _rules_of(event: JSONObject | None) -> tuple[str, ...]:
     if event is None:
         return ()
     return tuple(sorted(set(_RULE_ID.findall(json.dumps(event)))))
@@ -103,12 +103,12 @@ class SimDivergence:
     seed: int
     schedule: str
     index: int
-    expected: dict[str, Any] | None
-    actual: dict[str, Any] | None
+    expected: JSONObject | None
+    actual: JSONObject | None
     rules: tuple[str, ...]
     replay: str
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         """The JSON form."""
         return attrs.asdict(self)
 
@@ -126,7 +126,7 @@ class SimulationReport:
     detail: str | None = None
     seconds: float = 0.0
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         """The JSON form `pullspec conform --json` prints under "simulation"."""
         return {
             "verdict": self.verdict.value,

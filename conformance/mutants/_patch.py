@@ -14,12 +14,19 @@ from __future__ import annotations
 import importlib
 import types
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar, cast
+from typing import Concatenate, ParamSpec, TypeVar, cast
 
 C = TypeVar("C", bound=type)
+P = ParamSpec("P")
+R = TypeVar("R")
+#: A method, a property's getter or setter (or its absence).
+F = TypeVar("F", bound=Callable[..., object] | None)
+
+#: A module's namespace (its globals): names bound to values of every kind.
+Namespace = dict[str, object]
 
 
-def _rebind(fn: types.FunctionType, namespace: dict[str, Any]) -> types.FunctionType:
+def _rebind(fn: types.FunctionType, namespace: Namespace) -> types.FunctionType:
     """A copy of `fn` whose global names resolve in `namespace`."""
     copy = types.FunctionType(fn.__code__, namespace, fn.__name__, fn.__defaults__, fn.__closure__)
     copy.__kwdefaults__ = fn.__kwdefaults__
@@ -31,13 +38,13 @@ def _rebind(fn: types.FunctionType, namespace: dict[str, Any]) -> types.Function
 
 def _fork(
     module_name: str,
-    replace: Mapping[str, Any],
-    earlier: Mapping[str, dict[str, Any]],
-) -> dict[str, Any]:
+    replace: Mapping[str, object],
+    earlier: Mapping[str, Namespace],
+) -> Namespace:
     """A fork of `module_name`'s namespace with `replace` applied (see the module docstring)."""
     module = importlib.import_module(module_name)
-    original = vars(module)
-    fork: dict[str, Any] = dict(original)
+    original: Namespace = vars(module)
+    fork: Namespace = dict(original)
     for name, value in original.items():
         if isinstance(value, types.ModuleType) and value.__name__ in earlier:
             fork[name] = types.SimpleNamespace(**earlier[value.__name__])
@@ -51,30 +58,31 @@ def _fork(
 
 
 #: What a fork replaces: a mapping, or a function of the forks made before it answering one.
-Replace = Mapping[str, Any] | Callable[[Mapping[str, dict[str, Any]]], Mapping[str, Any]]
+Replace = Mapping[str, object] | Callable[[Mapping[str, Namespace]], Mapping[str, object]]
 
 
-def forks(patches: Mapping[str, Replace]) -> dict[str, dict[str, Any]]:
+def forks(patches: Mapping[str, Replace]) -> dict[str, Namespace]:
     """Fork each patched module in order, each seeing the forks before it."""
-    done: dict[str, dict[str, Any]] = {}
+    done: dict[str, Namespace] = {}
     for module_name, replace in patches.items():
         given = replace(done) if callable(replace) else replace
         done[module_name] = _fork(module_name, given, done)
     return done
 
 
-def mutate(cls: C, patches: Mapping[str, Replace], **methods: Any) -> C:
+def mutate(cls: C, patches: Mapping[str, Replace], **methods: object) -> C:
     """A subclass of `cls` whose methods see the forks of `patches` (plus extra `methods`)."""
     done = forks(patches)
     home = done.get(cls.__module__) or _fork(cls.__module__, {}, done)
-    original = vars(importlib.import_module(cls.__module__))
+    original: Namespace = vars(importlib.import_module(cls.__module__))
 
-    def rebound(fn: Any) -> Any:
+    def rebound(fn: F) -> F:
         # Only the methods written in the module: generated ones (attrs' __init__…) keep theirs.
-        mine = isinstance(fn, types.FunctionType) and fn.__globals__ is original
-        return _rebind(fn, home) if mine else fn
+        if isinstance(fn, types.FunctionType) and fn.__globals__ is original:
+            return cast(F, _rebind(fn, home))  # a copy of `fn`: the same signature
+        return fn
 
-    namespace: dict[str, Any] = {"__doc__": f"{cls.__name__} with {', '.join(patches)} forked."}
+    namespace: Namespace = {"__doc__": f"{cls.__name__} with {', '.join(patches)} forked."}
     for name, value in vars(cls).items():
         if isinstance(value, types.FunctionType) and rebound(value) is not value:
             namespace[name] = rebound(value)
@@ -87,21 +95,23 @@ def mutate(cls: C, patches: Mapping[str, Replace], **methods: Any) -> C:
     return cast(C, mutant)
 
 
-def wrap(module_name: str, name: str, change: Callable[..., Any]) -> Callable[..., Any]:
-    """`change(original, *args, **kwargs)` bound to the original `module_name.name`."""
-    original = getattr(importlib.import_module(module_name), name)
+def wrap(
+    original: Callable[P, R], change: Callable[Concatenate[Callable[P, R], P], R]
+) -> Callable[P, R]:
+    """`change(original, *args, **kwargs)`, named as `original` (a spec function, whose
+    signature is `change`'s after its first parameter), for a fork to put in its place."""
 
-    def wrapped(*args: Any, **kwargs: Any) -> Any:
+    def wrapped(*args: P.args, **kwargs: P.kwargs) -> R:
         return change(original, *args, **kwargs)
 
-    wrapped.__name__ = wrapped.__qualname__ = name
+    wrapped.__name__ = wrapped.__qualname__ = original.__name__
     return wrapped
 
 
 class Candidate:
     """A candidate object: its factories are attributes (see conformance.candidates)."""
 
-    def __init__(self, name: str, **factories: Callable[..., Any]) -> None:
+    def __init__(self, name: str, **factories: Callable[..., object]) -> None:
         self.NAME = name
         for key, factory in factories.items():
             setattr(self, key, factory)

@@ -11,18 +11,39 @@ subclass changing one method the way the bug does.
 
 from __future__ import annotations
 
-import functools
 import importlib
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import attrs
 
-from pullspec.conformance.mutants._patch import Candidate, mutate, wrap
+from pullspec.conformance.candidates import AreaDriver
+from pullspec.conformance.jsontypes import JSONValue
+from pullspec.conformance.mutants._patch import Candidate, Replace, mutate, wrap
 from pullspec.conformance.mutants.base import Mutant
-from pullspec.spec.consume_concurrently import PeriodicTask
+from pullspec.spec import consume_concurrently, consume_orderly, pull_decision, pull_request
+from pullspec.spec import pull_result as spec_pull_result
+from pullspec.spec.consume_concurrently import (
+    AckResult,
+    ConsumeConcurrentlyStatus,
+    PeriodicTask,
+)
+from pullspec.spec.consumer_config import ConsumerConfig, MessageModel
+from pullspec.spec.message import MessageQueue
+from pullspec.spec.process_queue import Tree
 from pullspec.spec.profiles import Profile
+from pullspec.spec.protocols import ProcessQueue
+from pullspec.spec.pull_actions import Delay
+from pullspec.spec.pull_request import CommitOffset
+from pullspec.spec.pull_result import PullResult, PullResultHandling
+from pullspec.spec.rebalance import LockMarks, Removal
 from pullspec.spec.ruleset import Ruleset
+
+if TYPE_CHECKING:
+    from pullspec.spec.message import StoredMessage
+
+#: A rule function a ruleset holds.
+F = TypeVar("F", bound=Callable[..., object])
 
 #: Where each spec module lives.
 _CONC = "pullspec.spec.consume_concurrently"
@@ -41,7 +62,7 @@ def _client_mutant(
     areas: tuple[str, ...],
     doc: str,
     classes: Callable[[], Mapping[str, type]] = dict,
-    patches: Mapping[str, Any] | None = None,
+    patches: Mapping[str, Replace] | None = None,
 ) -> Mutant:
     """A mutant whose drivers of `areas` build the classes `classes()` answers (by field of
     `Classes`) and, with `patches`, run their own methods against forked spec modules."""
@@ -50,13 +71,17 @@ def _client_mutant(
         from pullspec.reference.areas import _wiring
 
         record = attrs.evolve(_wiring.REFERENCE, **classes())
-        factories: dict[str, Callable[..., Any]] = {}
+        factories: dict[str, Callable[..., object]] = {}
         for area in areas:
             module = importlib.import_module(f"pullspec.reference.areas.{area}")
             base = mutate(module.Driver, patches) if patches else module.Driver
             driver = type(f"Mutant{base.__name__}", (base,), {"classes": record})
 
-            def factory(config: Mapping[str, Any], profile: Profile, d: Any = driver) -> Any:
+            def factory(
+                config: Mapping[str, JSONValue],
+                profile: Profile,
+                d: Callable[[dict[str, JSONValue], Profile], AreaDriver] = driver,
+            ) -> AreaDriver:
                 return d(dict(config), Profile.parse(profile))
 
             factories[area] = factory
@@ -65,7 +90,7 @@ def _client_mutant(
     return Mutant(name, rule, areas, doc, build)
 
 
-def _forked(module: str, cls: str, replace: Mapping[str, Any]) -> Callable[[], type]:
+def _forked(module: str, cls: str, replace: Mapping[str, Replace]) -> Callable[[], type]:
     """A copy of reference class `module.cls` whose methods see spec forks `replace`."""
 
     def make() -> type:
@@ -75,8 +100,17 @@ def _forked(module: str, cls: str, replace: Mapping[str, Any]) -> Callable[[], t
     return make
 
 
+class _HoldsRules(Protocol):
+    """A reference class that looks its rules up once, at construction."""
+
+    rules: Ruleset
+
+
 def _swapped(
-    module: str, cls: str, name: str, change: Callable[[Callable[..., Any]], Callable[..., Any]]
+    module: str,
+    cls: str,
+    name: str,
+    change: Callable[[F], Callable[..., object]],
 ) -> Callable[[], type]:
     """A copy of reference class `module.cls` whose ruleset has its function `name` swapped for
     `change(original)` (the class looks its rules up once, into its `rules` attribute)."""
@@ -85,7 +119,7 @@ def _swapped(
         base: type = getattr(importlib.import_module(module), cls)
         base_init: Callable[..., None] = vars(base)["__init__"]
 
-        def init(self: Any, *args: Any, **kwargs: Any) -> None:
+        def init(self: _HoldsRules, *args: object, **kwargs: object) -> None:
             base_init(self, *args, **kwargs)
             original: Ruleset = self.rules
             self.rules = original.swapped(name, change(getattr(original, name)))
@@ -130,7 +164,7 @@ def _lock_keeps_timestamp() -> Mapping[str, type]:
     class KeepsTimestamp(ReferenceRebalancePushImpl):
         """A granted lock sets locked but not lastLockTimestamp."""
 
-        def _apply(self, marks: Any) -> None:
+        def _apply(self, marks: LockMarks) -> None:
             table = self.process_queues()
             for mq in marks.locked:
                 table[mq].locked = True
@@ -146,7 +180,9 @@ def _expired_not_recreated() -> Mapping[str, type]:
     class NotRecreated(ReferenceRebalancePushImpl):
         """A pull-expired queue is removed but not re-created in the same rebalance."""
 
-        def update_process_queue_table_in_rebalance(self, topic: str, mq_set: Any) -> bool:
+        def update_process_queue_table_in_rebalance(
+            self, topic: str, mq_set: Collection[MessageQueue]
+        ) -> bool:
             expired = {q for q, pq in self.process_queues().items() if pq.is_pull_expired()}
             changed = super().update_process_queue_table_in_rebalance(
                 topic, [q for q in mq_set if q not in expired]
@@ -162,7 +198,7 @@ def _removal_persists_max() -> Mapping[str, type]:
     class PersistsMax(ReferenceRebalancePushImpl):
         """A removed queue's offset is first set to queueOffsetMax + 1, the highest pulled."""
 
-        def _apply_removal(self, mq: Any, pq: Any, removal: Any) -> None:
+        def _apply_removal(self, mq: MessageQueue, pq: ProcessQueue, removal: Removal) -> None:
             if pq.queue_offset_max > 0:
                 self.offset_store.update_offset(mq, pq.queue_offset_max + 1, False)
             super()._apply_removal(mq, pq, removal)
@@ -173,7 +209,7 @@ def _removal_persists_max() -> Mapping[str, type]:
 # -- one per client rule area ------------------------------------------------------------------------
 
 
-def _push_consumer(replace: Mapping[str, Any]) -> Callable[[], Mapping[str, type]]:
+def _push_consumer(replace: Mapping[str, Replace]) -> Callable[[], Mapping[str, type]]:
     def make() -> Mapping[str, type]:
         cls = _forked("pullspec.reference.push_consumer", "ReferencePushConsumer", replace)()
         return {"push_consumer": cls}
@@ -181,15 +217,21 @@ def _push_consumer(replace: Mapping[str, Any]) -> Callable[[], Mapping[str, type
     return make
 
 
-def _count_inclusive(f: Any, msg_count: int, config: Any) -> Any:
+def _count_inclusive(
+    f: Callable[[int, ConsumerConfig], Delay | None], msg_count: int, config: ConsumerConfig, /
+) -> Delay | None:
     return f(msg_count + 1, config)
 
 
-def _found_empty_keeps_offset(f: Any, result: Any, prev: int) -> Any:
+def _found_empty_keeps_offset(
+    f: Callable[[PullResult, int], PullResultHandling], result: PullResult, prev: int, /
+) -> PullResultHandling:
     return attrs.evolve(f(result, prev), next_offset=prev)
 
 
-def _commit_zero(f: Any, model: Any, memory: int) -> Any:
+def _commit_zero(
+    f: Callable[[MessageModel, int], CommitOffset], model: MessageModel, memory: int, /
+) -> CommitOffset:
     answer = f(model, memory)
     return attrs.evolve(answer, enable=answer.enable or memory == 0)
 
@@ -203,31 +245,46 @@ def _overwriting_store() -> Mapping[str, type]:
     class RemoteOverwrites(ReferenceRemoteOffsetStore):
         """updateOffset(increaseOnly=true) lowers the offset too."""
 
-        def update_offset(self, mq: Any, offset: int, increase_only: bool) -> None:
+        def update_offset(self, mq: MessageQueue | None, offset: int, increase_only: bool) -> None:
             super().update_offset(mq, offset, False)
 
     class LocalOverwrites(ReferenceLocalFileOffsetStore):
         """updateOffset(increaseOnly=true) lowers the offset too."""
 
-        def update_offset(self, mq: Any, offset: int, increase_only: bool) -> None:
+        def update_offset(self, mq: MessageQueue | None, offset: int, increase_only: bool) -> None:
             super().update_offset(mq, offset, False)
 
     return {"remote_offset_store": RemoteOverwrites, "local_offset_store": LocalOverwrites}
 
 
-def _ack_off_by_one(f: Any, status: Any, ack_index: int, size: int) -> Any:
+def _ack_off_by_one(
+    f: Callable[[ConsumeConcurrentlyStatus, int, int], AckResult | None],
+    status: ConsumeConcurrentlyStatus,
+    ack_index: int,
+    size: int,
+    /,
+) -> AckResult | None:
     return f(status, ack_index - 1 if ack_index >= 0 else ack_index, size)
 
 
-def _suspend_default_zero(f: Any, suspend_ms: int, default_ms: int) -> int:
+def _suspend_default_zero(f: Callable[[int, int], int], suspend_ms: int, default_ms: int, /) -> int:
     return int(f(10 if suspend_ms == -1 else suspend_ms, default_ms))
 
 
-def _expired_at_timeout(f: Any, tree: Any, now: int, timeout: int) -> Any:
-    return f(tree, now + 1, timeout)
+#: spec.process_queue.expired_head (either variant): (tree, now, consumeTimeout) → its head.
+ExpiredHead = Callable[[Tree, int, int], "StoredMessage | None"]
 
 
-def _without_remainder(group: str, cid: str, mq_all: Any, cid_all: Any) -> list[Any]:
+def _expired_at_timeout(original: ExpiredHead) -> ExpiredHead:
+    def expired_head(tree: Tree, now: int, timeout: int) -> StoredMessage | None:
+        return original(tree, now + 1, timeout)
+
+    return expired_head
+
+
+def _without_remainder(
+    group: str, cid: str, mq_all: Sequence[MessageQueue], cid_all: Sequence[str]
+) -> list[MessageQueue]:
     from pullspec.spec import allocate
 
     if not allocate.check_allocate_args(cid, mq_all, cid_all):
@@ -297,7 +354,7 @@ MUTANTS: tuple[Mutant, ...] = (
             {
                 _FLOW: {
                     "check_cached_message_count": wrap(
-                        _FLOW, "check_cached_message_count", _count_inclusive
+                        pull_decision.check_cached_message_count, _count_inclusive
                     )
                 }
             }
@@ -309,7 +366,11 @@ MUTANTS: tuple[Mutant, ...] = (
         ("pull_result",),
         "A FOUND result filtered empty leaves nextOffset where it was.",
         _push_consumer(
-            {_RESULT: {"found_empty": wrap(_RESULT, "found_empty", _found_empty_keeps_offset)}}
+            {
+                _RESULT: {
+                    "found_empty": wrap(spec_pull_result.found_empty, _found_empty_keeps_offset)
+                }
+            }
         ),
     ),
     _client_mutant(
@@ -318,7 +379,13 @@ MUTANTS: tuple[Mutant, ...] = (
         ("pull_request",),
         "A memory offset of 0 is committed with the pull (only a positive one is).",
         _push_consumer(
-            {_REQ: {"commit_offset_for_pull": wrap(_REQ, "commit_offset_for_pull", _commit_zero)}}
+            {
+                _REQ: {
+                    "commit_offset_for_pull": wrap(
+                        pull_request.commit_offset_for_pull, _commit_zero
+                    )
+                }
+            }
         ),
     ),
     _client_mutant(
@@ -351,7 +418,7 @@ MUTANTS: tuple[Mutant, ...] = (
             "concurrent_service": _forked(
                 "pullspec.reference.consume_concurrently",
                 "ReferenceConsumeConcurrentlyService",
-                {_CONC: {"ack_result": wrap(_CONC, "ack_result", _ack_off_by_one)}},
+                {_CONC: {"ack_result": wrap(consume_concurrently.ack_result, _ack_off_by_one)}},
             )()
         },
     ),
@@ -364,7 +431,11 @@ MUTANTS: tuple[Mutant, ...] = (
             "orderly_service": _forked(
                 "pullspec.reference.consume_orderly",
                 "ReferenceConsumeOrderlyService",
-                {_ORDER: {"suspend_delay": wrap(_ORDER, "suspend_delay", _suspend_default_zero)}},
+                {
+                    _ORDER: {
+                        "suspend_delay": wrap(consume_orderly.suspend_delay, _suspend_default_zero)
+                    }
+                },
             )()
         },
     ),
@@ -378,7 +449,7 @@ MUTANTS: tuple[Mutant, ...] = (
                 "pullspec.reference.process_queue",
                 "ReferenceProcessQueue",
                 "expired_head",
-                lambda original: functools.partial(_expired_at_timeout, original),
+                _expired_at_timeout,
             )()
         },
     ),

@@ -7,12 +7,15 @@ candidate, which is what `conformance.resolve.resolve` calls.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from pullspec.spec.errors import InvalidArgumentError
 
+if TYPE_CHECKING:
+    from pullspec.conformance.candidates import Candidate
 
-def __getattr__(name: str) -> Callable[[], Any]:
+
+def __getattr__(name: str) -> Callable[[], Candidate]:
     """The factory of the mutant called `name`."""
     from pullspec.conformance.mutants import get
 

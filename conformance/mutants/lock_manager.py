@@ -3,18 +3,24 @@ lock_manager area."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
 from pullspec.conformance.mutants._patch import Candidate, mutate, wrap
 from pullspec.conformance.mutants.base import Mutant
+from pullspec.spec import lease
 from pullspec.spec.clock import Clock
+from pullspec.spec.lease import LockEntry, LockTable
+from pullspec.spec.message import MessageQueue
 from pullspec.spec.profiles import Profile
+
+if TYPE_CHECKING:
+    from pullspec.reference.lock_manager import ReferenceLockManager
 
 _LEASE = "pullspec.spec.lease"
 
 
-def _lease_mutant(name: str, rule: str, doc: str, replace: Mapping[str, Any]) -> Mutant:
+def _lease_mutant(name: str, rule: str, doc: str, replace: Mapping[str, object]) -> Mutant:
     def build() -> Candidate:
         from pullspec.reference.lock_manager import ReferenceLockManager
 
@@ -22,7 +28,7 @@ def _lease_mutant(name: str, rule: str, doc: str, replace: Mapping[str, Any]) ->
 
         def lock_manager(
             clock: Clock, lock_max_live_time_ms: int = 60_000, profile: Profile = Profile.V4_9
-        ) -> Any:
+        ) -> ReferenceLockManager:
             return manager_class(clock, lock_max_live_time_ms)
 
         return Candidate(name, lock_manager=lock_manager)
@@ -30,13 +36,27 @@ def _lease_mutant(name: str, rule: str, doc: str, replace: Mapping[str, Any]) ->
     return Mutant(name, rule, ("lock_manager",), doc, build)
 
 
-def _no_refresh(f: Any, now: int, entry: Any, client_id: str, max_live: int) -> Any:
+def _no_refresh(
+    f: Callable[[int, LockEntry | None, str, int], tuple[bool, LockEntry | None]],
+    now: int,
+    entry: LockEntry | None,
+    client_id: str,
+    max_live: int,
+    /,
+) -> tuple[bool, LockEntry | None]:
     locked, _ = f(now, entry, client_id, max_live)
     return locked, entry
 
 
-def _takeover_keeps_timestamp(f: Any, now: int, entry: Any, client_id: str, max_live: int) -> Any:
-    from pullspec.spec.lease import LockEntry, holds
+def _takeover_keeps_timestamp(
+    f: Callable[[int, LockEntry | None, str, int], tuple[bool, LockEntry]],
+    now: int,
+    entry: LockEntry | None,
+    client_id: str,
+    max_live: int,
+    /,
+) -> tuple[bool, LockEntry]:
+    from pullspec.spec.lease import holds
 
     ok, new = f(now, entry, client_id, max_live)
     if ok and entry is not None and not holds(now, entry, client_id, max_live):
@@ -44,7 +64,14 @@ def _takeover_keeps_timestamp(f: Any, now: int, entry: Any, client_id: str, max_
     return ok, new
 
 
-def _unlock_any_owner(f: Any, table: Any, group: str, mqs: Any, client_id: str) -> Any:
+def _unlock_any_owner(
+    f: Callable[[LockTable, str, tuple[MessageQueue, ...], str], LockTable],
+    table: LockTable,
+    group: str,
+    mqs: tuple[MessageQueue, ...],
+    client_id: str,
+    /,
+) -> LockTable:
     for mq in mqs:
         entry = table.entry(group, mq)
         if entry is not None:
@@ -53,10 +80,18 @@ def _unlock_any_owner(f: Any, table: Any, group: str, mqs: Any, client_id: str) 
 
 
 def _empty_batch_creates_group(
-    f: Any, table: Any, group: str, mqs: Any, client_id: str, now: int, max_live: int
-) -> Any:
-    from pullspec.spec.lease import LockTable
-
+    f: Callable[
+        [LockTable, str, tuple[MessageQueue, ...], str, int, int],
+        tuple[LockTable, frozenset[MessageQueue]],
+    ],
+    table: LockTable,
+    group: str,
+    mqs: tuple[MessageQueue, ...],
+    client_id: str,
+    now: int,
+    max_live: int,
+    /,
+) -> tuple[LockTable, frozenset[MessageQueue]]:
     if group not in table.groups:
         table = LockTable({**table.groups, group: {}})
     return f(table, group, mqs, client_id, now, max_live)
@@ -73,24 +108,24 @@ MUTANTS: tuple[Mutant, ...] = (
         "is-locked-no-refresh",
         "LEASE-4",
         "A true isLocked answer does not refresh the entry's timestamp.",
-        {"is_locked": wrap(_LEASE, "is_locked", _no_refresh)},
+        {"is_locked": wrap(lease.is_locked, _no_refresh)},
     ),
     _lease_mutant(
         "takeover-keeps-timestamp",
         "LEASE-5",
         "Taking over an expired entry keeps its old timestamp, so it stays expired.",
-        {"try_lock": wrap(_LEASE, "try_lock", _takeover_keeps_timestamp)},
+        {"try_lock": wrap(lease.try_lock, _takeover_keeps_timestamp)},
     ),
     _lease_mutant(
         "empty-batch-creates-group",
         "LEASE-6",
         "A batch lock creates an absent group map even when it has nothing to lock.",
-        {"try_lock_batch": wrap(_LEASE, "try_lock_batch", _empty_batch_creates_group)},
+        {"try_lock_batch": wrap(lease.try_lock_batch, _empty_batch_creates_group)},
     ),
     _lease_mutant(
         "unlock-ignores-owner",
         "LEASE-7",
         "A batch unlock removes the listed entries of every client, not only the caller's.",
-        {"unlock_batch": wrap(_LEASE, "unlock_batch", _unlock_any_owner)},
+        {"unlock_batch": wrap(lease.unlock_batch, _unlock_any_owner)},
     ),
 )

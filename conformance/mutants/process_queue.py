@@ -3,26 +3,32 @@ area."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import attrs
 
 from pullspec.conformance.mutants._patch import Candidate, mutate, wrap
 from pullspec.conformance.mutants.base import Mutant
+from pullspec.spec import process_queue as pq
 from pullspec.spec.clock import Clock
+from pullspec.spec.message import StoredMessage
+from pullspec.spec.process_queue import ProcessQueueState, Tree
 from pullspec.spec.profiles import Profile
+
+if TYPE_CHECKING:
+    from pullspec.reference.process_queue import ReferenceProcessQueue
 
 _PQ = "pullspec.spec.process_queue"
 
 
-def _pq_mutant(name: str, rule: str, doc: str, replace: Mapping[str, Any]) -> Mutant:
+def _pq_mutant(name: str, rule: str, doc: str, replace: Mapping[str, object]) -> Mutant:
     def build() -> Candidate:
         from pullspec.reference.process_queue import ReferenceProcessQueue
 
         queue_class = mutate(ReferenceProcessQueue, {_PQ: replace})
 
-        def process_queue(clock: Clock, profile: Profile) -> Any:
+        def process_queue(clock: Clock, profile: Profile) -> ReferenceProcessQueue:
             return queue_class(clock=clock, profile=profile)
 
         return Candidate(name, process_queue=process_queue)
@@ -30,27 +36,50 @@ def _pq_mutant(name: str, rule: str, doc: str, replace: Mapping[str, Any]) -> Mu
     return Mutant(name, rule, ("process_queue",), doc, build)
 
 
-def _remove_returns_max(f: Any, state: Any, msgs: Any, now: int) -> Any:
+#: spec.process_queue.remove_message: (state, messages, now) → (state, result).
+RemoveMessage = Callable[
+    [ProcessQueueState, Sequence[StoredMessage], int], tuple[ProcessQueueState, int]
+]
+
+
+def _remove_returns_max(
+    f: RemoveMessage, state: ProcessQueueState, msgs: Sequence[StoredMessage], now: int, /
+) -> tuple[ProcessQueueState, int]:
     nxt, result = f(state, msgs, now)
     return nxt, (nxt.msg_tree[-1].queue_offset if nxt.msg_tree else result)
 
 
-def _remove_emptied(f: Any, state: Any, msgs: Any, now: int) -> Any:
+def _remove_emptied(
+    f: RemoveMessage, state: ProcessQueueState, msgs: Sequence[StoredMessage], now: int, /
+) -> tuple[ProcessQueueState, int]:
     nxt, result = f(state, msgs, now)
     emptied = state.msg_tree and not nxt.msg_tree
     return nxt, (result - 1 if emptied else result)
 
 
-def _take_keeps_consuming(f: Any, state: Any, n: int, now: int) -> Any:
+def _take_keeps_consuming(
+    f: Callable[[ProcessQueueState, int, int], tuple[ProcessQueueState, Tree]],
+    state: ProcessQueueState,
+    n: int,
+    now: int,
+    /,
+) -> tuple[ProcessQueueState, Tree]:
     nxt, taken = f(state, n, now)
     return attrs.evolve(nxt, consuming=state.consuming), taken
 
 
-def _commit_empty(f: Any, state: Any) -> Any:
+def _commit_empty(
+    f: Callable[[ProcessQueueState], tuple[ProcessQueueState, int]], state: ProcessQueueState, /
+) -> tuple[ProcessQueueState, int]:
     return (state, -1) if not state.consuming_tree else f(state)
 
 
-def _consume_again_counts(f: Any, state: Any, msgs: Any) -> Any:
+def _consume_again_counts(
+    f: Callable[[ProcessQueueState, Sequence[StoredMessage]], ProcessQueueState],
+    state: ProcessQueueState,
+    msgs: Sequence[StoredMessage],
+    /,
+) -> ProcessQueueState:
     nxt = f(state, msgs)
     return attrs.evolve(nxt, msg_count=nxt.msg_count + len(msgs))
 
@@ -60,13 +89,13 @@ MUTANTS: tuple[Mutant, ...] = (
         "remove-returns-max",
         "PQ-7",
         "removeMessage returns the largest offset still cached instead of the smallest.",
-        {"remove_message": wrap(_PQ, "remove_message", _remove_returns_max)},
+        {"remove_message": wrap(pq.remove_message, _remove_returns_max)},
     ),
     _pq_mutant(
         "remove-emptied-returns-offset-max",
         "PQ-7",
         "removeMessage that empties the cache returns queueOffsetMax, not queueOffsetMax + 1.",
-        {"remove_message": wrap(_PQ, "remove_message", _remove_emptied)},
+        {"remove_message": wrap(pq.remove_message, _remove_emptied)},
     ),
     _pq_mutant(
         "queue-offset-max-is-max",
@@ -96,13 +125,13 @@ MUTANTS: tuple[Mutant, ...] = (
         "take-nothing-keeps-consuming",
         "PQ-8",
         "takeMessages that takes nothing leaves the consuming flag set.",
-        {"take_messages": wrap(_PQ, "take_messages", _take_keeps_consuming)},
+        {"take_messages": wrap(pq.take_messages, _take_keeps_consuming)},
     ),
     _pq_mutant(
         "commit-empty-returns-minus-one",
         "PQ-9",
         "commit with nothing being consumed answers −1 instead of NoSuchElementException.",
-        {"commit": wrap(_PQ, "commit", _commit_empty)},
+        {"commit": wrap(pq.commit, _commit_empty)},
     ),
     _pq_mutant(
         "put-counts-replacements",
@@ -116,7 +145,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "makeMessageToConsumeAgain adds the messages to msgCount.",
         {
             "make_message_to_consume_again": wrap(
-                _PQ, "make_message_to_consume_again", _consume_again_counts
+                pq.make_message_to_consume_again, _consume_again_counts
             )
         },
     ),

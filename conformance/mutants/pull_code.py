@@ -3,19 +3,24 @@ pull_code area."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
 from pullspec.conformance.mutants._patch import Candidate, mutate, wrap
 from pullspec.conformance.mutants.base import Mutant
+from pullspec.spec import code
 from pullspec.spec.clock import Clock
 from pullspec.spec.config import BrokerConfig, StoreConfig
+from pullspec.spec.message import Properties
 from pullspec.spec.profiles import Profile
 from pullspec.spec.status import BrokerRole, GetMessageStatus, ResponseCode
 
+if TYPE_CHECKING:
+    from pullspec.reference.broker import ReferenceBroker
+
 
 def _broker_mutant(
-    name: str, rule: str, doc: str, patches: Mapping[str, Mapping[str, Any]]
+    name: str, rule: str, doc: str, patches: Mapping[str, Mapping[str, object]]
 ) -> Mutant:
     def build() -> Candidate:
         from pullspec.reference.broker import ReferenceBroker
@@ -23,7 +28,9 @@ def _broker_mutant(
 
         broker_class = mutate(ReferenceBroker, patches)
 
-        def broker(s: StoreConfig, b: BrokerConfig, profile: Profile, clock: Clock) -> Any:
+        def broker(
+            s: StoreConfig, b: BrokerConfig, profile: Profile, clock: Clock
+        ) -> ReferenceBroker:
             store = ReferenceMessageStore(config=s, profile=profile, clock=clock)
             return broker_class(store=store, config=b, profile=profile, clock=clock)
 
@@ -32,19 +39,51 @@ def _broker_mutant(
     return Mutant(name, rule, ("pull_code",), doc, build)
 
 
-def _event_with_spaces(f: Any, *args: Any) -> tuple[bytes, Any]:
-    body, properties = f(*args)
+def _event_with_spaces(
+    f: Callable[[str, str, str, int, int, int], tuple[bytes, Properties]],
+    group: str,
+    topic: str,
+    broker_name: str,
+    queue_id: int,
+    offset_request: int,
+    offset_new: int,
+) -> tuple[bytes, Properties]:
+    body, properties = f(group, topic, broker_name, queue_id, offset_request, offset_new)
     spaced = body.replace(b'":', b'": ').replace(b',"', b', "')  # json.dumps' separators
     return spaced, properties
 
 
-def _code(status: GetMessageStatus, replaced: ResponseCode) -> Any:
+def _code(
+    status: GetMessageStatus, replaced: ResponseCode
+) -> Callable[[GetMessageStatus, int], ResponseCode]:
     """status_to_response_code answering `replaced` for `status`."""
-    return wrap(
-        "pullspec.spec.code",
-        "status_to_response_code",
-        lambda f, s, offset: replaced if s is status else f(s, offset),
-    )
+
+    def change(
+        f: Callable[[GetMessageStatus, int], ResponseCode], s: GetMessageStatus, offset: int, /
+    ) -> ResponseCode:
+        return replaced if s is status else f(s, offset)
+
+    return wrap(code.status_to_response_code, change)
+
+
+def _queue_id_check_off_by_one(
+    f: Callable[..., ResponseCode | None],
+    /,
+    *,
+    broker_permission: int,
+    group_exists: bool,
+    consume_enable: bool,
+    topic_exists: bool,
+    topic_permission: int,
+    queue_id: int,
+    read_queue_nums: int,
+) -> ResponseCode | None:
+    return f(
+        broker_permission=broker_permission, group_exists=group_exists,
+        consume_enable=consume_enable, topic_exists=topic_exists,
+        topic_permission=topic_permission, queue_id=queue_id,
+        read_queue_nums=read_queue_nums + 1,
+    )  # fmt: skip
 
 
 def _slave_retry_sticks(
@@ -90,9 +129,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "The OFFSET_MOVED_EVENT body is JSON with spaces after ':' and ',' (the record is longer).",
         {
             "pullspec.spec.code": {
-                "offset_moved_event": wrap(
-                    "pullspec.spec.code", "offset_moved_event", _event_with_spaces
-                )
+                "offset_moved_event": wrap(code.offset_moved_event, _event_with_spaces)
             }
         },
     ),
@@ -114,11 +151,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "The queue-id check lets queueId == readQueueNums through to the store.",
         {
             "pullspec.spec.code": {
-                "pre_store_check": wrap(
-                    "pullspec.spec.code",
-                    "pre_store_check",
-                    lambda f, **kw: f(**{**kw, "read_queue_nums": kw["read_queue_nums"] + 1}),
-                )
+                "pre_store_check": wrap(code.pre_store_check, _queue_id_check_off_by_one)
             }
         },
     ),

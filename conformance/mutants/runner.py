@@ -12,11 +12,11 @@ import functools
 import time
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
 import attrs
 
-from pullspec.conformance import client_vectors, export
+from pullspec.conformance import client_vectors, export, vectors
+from pullspec.conformance.jsontypes import JSONObject
 from pullspec.conformance.machines.run import run_machine
 from pullspec.conformance.mutants.base import Mutant
 from pullspec.conformance.ops import CLIENT_AREAS
@@ -40,7 +40,7 @@ class KillResult:
     verdict: Verdict | None = None
     detail: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         """The JSON form `pullspec mutants --json` prints."""
         return {
             "name": self.mutant.name,
@@ -57,7 +57,7 @@ class KillResult:
 
 
 @functools.cache
-def suite_cases(profile: Profile, seed: int = 0) -> tuple[dict[str, Any], ...]:
+def suite_cases(profile: Profile, seed: int = 0) -> tuple[vectors.Case, ...]:
     """The exported vectors of `profile` and the client areas' reference-generated cases
     (generated from the reference once per process), as `pullspec conform` runs them."""
     return (*export.generate(profile, seed), *client_vectors.cases_for(CLIENT_AREAS, profile))

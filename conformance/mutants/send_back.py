@@ -3,16 +3,19 @@ send_back area."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
-from pullspec.conformance.mutants._patch import Candidate, forks, mutate
+from pullspec.conformance.mutants._patch import Candidate, Namespace, forks, mutate
 from pullspec.conformance.mutants.base import Mutant
 from pullspec.spec.clock import Clock
 from pullspec.spec.config import StoreConfig, SubscriptionGroupConfig
 from pullspec.spec.profiles import Profile
 from pullspec.spec.retry import DeadLetterTarget
 from pullspec.spec.ruleset import Ruleset
+
+if TYPE_CHECKING:
+    from pullspec.reference.send_back import ReferenceSendBack
 
 _RETRY = "pullspec.spec.retry"
 
@@ -21,7 +24,7 @@ def _send_back_mutant(
     name: str,
     rule: str,
     doc: str,
-    replace: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+    replace: Callable[[Namespace], Mapping[str, object]] | None = None,
     swap: Callable[[Ruleset], Ruleset] | None = None,
 ) -> Mutant:
     """`replace(retry_namespace)` answers the replacements of spec.retry (it may wrap originals);
@@ -38,7 +41,7 @@ def _send_back_mutant(
 
         def send_back(
             s: StoreConfig, g: SubscriptionGroupConfig, profile: Profile, clock: Clock
-        ) -> Any:
+        ) -> ReferenceSendBack:
             store = ReferenceMessageStore(config=s, profile=profile, clock=clock)
             built = send_back_class(store=store, group_config=g, profile=profile, clock=clock)
             if swap is not None:
@@ -66,7 +69,7 @@ def _header_ignored(rules: Ruleset) -> Ruleset:
     return rules.swapped("max_reconsume_times", group_only)
 
 
-def _delay_ignores_times(ns: dict[str, Any]) -> dict[str, Any]:
+def _delay_ignores_times(ns: Namespace) -> Mapping[str, object]:
     return {"retry_delay_level": lambda header, times: 3 if header == 0 else header}
 
 

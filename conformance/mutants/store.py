@@ -3,23 +3,37 @@ send_back areas, whose candidates are built on the mutant store."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, ParamSpec, TypeVar, overload
 
 import attrs
 
 from pullspec.conformance.mutants._patch import Candidate, mutate, wrap
 from pullspec.conformance.mutants.base import Mutant
+from pullspec.spec import batch, scan
+from pullspec.spec import store as spec_store
+from pullspec.spec.batch import BatchLimits
 from pullspec.spec.clock import Clock
 from pullspec.spec.config import BrokerConfig, StoreConfig, SubscriptionGroupConfig
+from pullspec.spec.message import Properties, StoredMessage
 from pullspec.spec.profiles import Profile
 from pullspec.spec.protocols import MessageFilter
+from pullspec.spec.results import GetMessageResult
+from pullspec.spec.scan import CQEntry, ScanState
+
+if TYPE_CHECKING:
+    from pullspec.reference.broker import ReferenceBroker
+    from pullspec.reference.send_back import ReferenceSendBack
+    from pullspec.reference.store import ReferenceMessageStore
+
+T = TypeVar("T")
+P = ParamSpec("P")
 
 _AREAS = ("store", "pull_code")
 
 
 def store_candidate(
-    name: str, patches: Mapping[str, Mapping[str, Any]], **methods: Any
+    name: str, patches: Mapping[str, Mapping[str, object]], **methods: object
 ) -> Callable[[], Candidate]:
     """A builder of a candidate whose store, broker and send-back use the mutant store."""
 
@@ -30,16 +44,20 @@ def store_candidate(
 
         store_class = mutate(ReferenceMessageStore, patches, **methods)
 
-        def message_store(config: StoreConfig, profile: Profile, clock: Clock) -> Any:
+        def message_store(
+            config: StoreConfig, profile: Profile, clock: Clock
+        ) -> ReferenceMessageStore:
             return store_class(config=config, profile=profile, clock=clock)
 
-        def broker(s: StoreConfig, b: BrokerConfig, profile: Profile, clock: Clock) -> Any:
+        def broker(
+            s: StoreConfig, b: BrokerConfig, profile: Profile, clock: Clock
+        ) -> ReferenceBroker:
             store = message_store(s, profile, clock)
             return ReferenceBroker(store=store, config=b, profile=profile, clock=clock)
 
         def send_back(
             s: StoreConfig, g: SubscriptionGroupConfig, profile: Profile, clock: Clock
-        ) -> Any:
+        ) -> ReferenceSendBack:
             store = message_store(s, profile, clock)
             return ReferenceSendBack(store=store, group_config=g, profile=profile, clock=clock)
 
@@ -49,7 +67,7 @@ def store_candidate(
 
 
 def _mutant(
-    name: str, rule: str, doc: str, patches: Mapping[str, Mapping[str, Any]], **methods: Any
+    name: str, rule: str, doc: str, patches: Mapping[str, Mapping[str, object]], **methods: object
 ) -> Mutant:
     return Mutant(name, rule, _AREAS, doc, store_candidate(name, patches, **methods))
 
@@ -57,7 +75,14 @@ def _mutant(
 class _PerTopicCounters(dict[tuple[str, int], int]):
     """The queue-offset counters keyed by topic only (the STORE-18 mutant)."""
 
-    def get(self, key: tuple[str, int], default: Any = None) -> Any:
+    # dict.get's own overloads: the counter, or `default` when the topic has none.
+    @overload
+    def get(self, key: tuple[str, int], default: None = None, /) -> int | None: ...
+    @overload
+    def get(self, key: tuple[str, int], default: int, /) -> int: ...
+    @overload
+    def get(self, key: tuple[str, int], default: T, /) -> int | T: ...
+    def get(self, key: tuple[str, int], default: T | None = None, /) -> int | T | None:
         """The topic's counter."""
         return super().get((key[0], 0), default)
 
@@ -66,11 +91,13 @@ class _PerTopicCounters(dict[tuple[str, int], int]):
         super().__setitem__((key[0], 0), value)
 
 
-def _swapped_init(name: str, function: Callable[..., Any] | None) -> Callable[[Any], None]:
+def _swapped_init(
+    name: str, function: Callable[..., object] | None
+) -> Callable[[ReferenceMessageStore], None]:
     """An __attrs_post_init__ whose store's ruleset has its function `name` swapped for
     `function` (None: the other profile's variant)."""
 
-    def init(self: Any) -> None:
+    def init(self: ReferenceMessageStore) -> None:
         from pullspec.reference.store import ReferenceMessageStore
 
         ReferenceMessageStore.__attrs_post_init__(self)
@@ -81,12 +108,12 @@ def _swapped_init(name: str, function: Callable[..., Any] | None) -> Callable[[A
     return init
 
 
-def _other_variant_init(name: str) -> Callable[[Any], None]:
+def _other_variant_init(name: str) -> Callable[[ReferenceMessageStore], None]:
     """An __attrs_post_init__ whose store states `name` with the other profile's variant."""
     return _swapped_init(name, None)
 
 
-def _shared_counters_init(self: Any) -> None:
+def _shared_counters_init(self: ReferenceMessageStore) -> None:
     from pullspec.reference.store import ReferenceMessageStore
 
     ReferenceMessageStore.__attrs_post_init__(self)
@@ -103,20 +130,20 @@ class _UntaggedPasses:
         """Code 0 passes; any other code is the wrapped filter's decision."""
         return tags_code == 0 or self.inner.is_matched_by_consume_queue(tags_code)
 
-    def is_matched_by_commit_log(self, message: Any) -> bool:
+    def is_matched_by_commit_log(self, message: StoredMessage | None) -> bool:
         """The wrapped filter's decision."""
         return self.inner.is_matched_by_commit_log(message)
 
 
 def _untagged_get_message(
-    self: Any,
+    self: ReferenceMessageStore,
     group: str,
     topic: str,
     queue_id: int,
     offset: int,
     max_msg_nums: int,
     message_filter: MessageFilter | None = None,
-) -> Any:
+) -> GetMessageResult:
     from pullspec.reference.store import ReferenceMessageStore
 
     wrapped = _UntaggedPasses(message_filter) if message_filter is not None else None
@@ -125,22 +152,59 @@ def _untagged_get_message(
     )
 
 
-def _max_is_last_index(f: Any, *args: Any) -> tuple[int, int]:
-    low, high = f(*args)
+def _max_is_last_index(
+    f: Callable[[int, int | None, int], tuple[int, int]],
+    min_logic_offset: int,
+    last_file_start: int | None,
+    last_file_written: int,
+) -> tuple[int, int]:
+    low, high = f(min_logic_offset, last_file_start, last_file_written)
     return low, max(high - 1, 0)
 
 
-def _stop_entry_counted(original: Any, state: Any, *args: Any, **kwargs: Any) -> Any:
-    state, stop = original(state, *args, **kwargs)
+def _batch_full_ignoring_count(
+    f: Callable[[int, int, int, int, bool, BatchLimits], bool],
+    size_py: int,
+    _max_msg_nums: int,
+    buffer_total: int,
+    message_total: int,
+    is_in_disk: bool,
+    limits: BatchLimits,
+) -> bool:
+    return f(size_py, 2**31 - 1, buffer_total, message_total, is_in_disk, limits)
+
+
+def _stop_entry_counted(
+    original: Callable[P, tuple[ScanState, bool]], /, *args: P.args, **kwargs: P.kwargs
+) -> tuple[ScanState, bool]:
+    state, stop = original(*args, **kwargs)
     return (attrs.evolve(state, scanned=state.scanned + 1) if stop else state), stop
 
 
-def _no_read_at_0_elsewhere(f: Any, phys: int, size: int, *rest: Any) -> int | None:
-    at = f(phys, size, *rest)
+def _no_read_at_0_elsewhere(
+    f: Callable[[int, int, int, int | None, int | None, int], int | None],
+    phys: int,
+    size: int,
+    file_size: int,
+    first_file_start: int | None,
+    last_file_start: int | None,
+    last_file_read_position: int,
+) -> int | None:
+    at = f(phys, size, file_size, first_file_start, last_file_start, last_file_read_position)
     return None if at is not None and at != phys else at
 
 
-def _empty_values_kept(text: str) -> Any:
+def _min_correction_strict(
+    f: Callable[[int, Sequence[CQEntry], int, int], int],
+    first_file_start: int,
+    first_file_entries: Sequence[CQEntry],
+    commit_log_min: int,
+    current: int,
+) -> int:
+    return f(first_file_start, first_file_entries, commit_log_min + 1, current)
+
+
+def _empty_values_kept(text: str) -> Properties:
     pairs = [item.split("\x01", 1) for item in text.split("\x02") if "\x01" in item]
     return tuple((k, v) for k, v in pairs if k)
 
@@ -177,13 +241,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "isTheBatchFull ignores maxMsgNums (only the byte and transfer-count limits end a batch).",
         {
             "pullspec.spec.batch": {
-                "is_the_batch_full": wrap(
-                    "pullspec.spec.batch",
-                    "is_the_batch_full",
-                    lambda f, size, _n, total, count, disk, limits: f(
-                        size, 2**31 - 1, total, count, disk, limits
-                    ),
-                )
+                "is_the_batch_full": wrap(batch.is_the_batch_full, _batch_full_ignoring_count)
             },
             "pullspec.spec.scan": {},
             "pullspec.spec.store": {},
@@ -201,9 +259,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "STORE-11",
         "The entry that makes the batch full counts as examined, so nextBeginOffset skips it.",
         {
-            "pullspec.spec.scan": {
-                "scan_entry": wrap("pullspec.spec.scan", "scan_entry", _stop_entry_counted)
-            },
+            "pullspec.spec.scan": {"scan_entry": wrap(scan.scan_entry, _stop_entry_counted)},
             "pullspec.spec.store": {},
         },
     ),
@@ -234,9 +290,7 @@ MUTANTS: tuple[Mutant, ...] = (
         {
             "pullspec.spec.store": {
                 "corrected_min_logic_offset": wrap(
-                    "pullspec.spec.store",
-                    "corrected_min_logic_offset",
-                    lambda f, start, entries, cl_min, cur: f(start, entries, cl_min + 1, cur),
+                    spec_store.corrected_min_logic_offset, _min_correction_strict
                 )
             }
         },
@@ -256,7 +310,7 @@ MUTANTS: tuple[Mutant, ...] = (
         {
             "pullspec.spec.store": {
                 "commit_log_read_position": wrap(
-                    "pullspec.spec.store", "commit_log_read_position", _no_read_at_0_elsewhere
+                    spec_store.commit_log_read_position, _no_read_at_0_elsewhere
                 )
             }
         },
@@ -278,11 +332,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "A queue's max offset is its last index, not one past it.",
         {
             "pullspec.spec.store": {
-                "queue_min_max_offsets": wrap(
-                    "pullspec.spec.store",
-                    "queue_min_max_offsets",
-                    _max_is_last_index,
-                )
+                "queue_min_max_offsets": wrap(spec_store.queue_min_max_offsets, _max_is_last_index)
             }
         },
     ),

@@ -17,13 +17,12 @@ that is not a reply is `CandidateCrashedError` (verdict CRASHED).
 
 from __future__ import annotations
 
-from typing import Any
-
 import attrs
 
 from pullspec.conformance.candidates import CandidateCrashedError
+from pullspec.conformance.jsontypes import JSONObject, is_object
 from pullspec.conformance.ops import error_kind
-from pullspec.conformance.remote.channel import Channel
+from pullspec.conformance.remote.channel import Channel, CreateRequest, OpRequest
 from pullspec.conformance.remote.clocked import PQ_FIELDS, RemoteLockManager, RemoteProcessQueue
 from pullspec.conformance.remote.session import (
     VERSION_NAMES,
@@ -71,36 +70,39 @@ class SubprocessCandidate:
             self._started += 1
         return self._channel
 
-    def create(self, area: str, config: dict[str, Any], profile: Profile) -> int:
+    def create(self, area: str, config: JSONObject, profile: Profile) -> int:
         """Open a fresh instance of `area`; answer its instance id (the create request's id)."""
         channel = self._live_channel()
-        rid, reply = channel.request(
-            {"area": area, "op": "create", "config": config, "profile": profile.value}
-        )
+        request: CreateRequest = {
+            "area": area,
+            "op": "create",
+            "config": config,
+            "profile": profile.value,
+        }
+        rid, reply = channel.request(request)
         self.check(reply)
         self._instances.add((self._started, rid))
         return rid
 
-    def call(self, instance: int, area: str, op: str, args: dict[str, Any]) -> dict[str, Any]:
+    def call(self, instance: int, area: str, op: str, args: JSONObject) -> JSONObject:
         """Run one op on `instance`; answer the raw reply (without its id)."""
         if self._channel is None or (self._started, instance) not in self._instances:
             raise CandidateCrashedError(f"instance {instance} died with its adapter process")
-        _, reply = self._channel.request(
-            {"area": area, "instance": instance, "op": op, "args": args}
-        )
+        request: OpRequest = {"area": area, "instance": instance, "op": op, "args": args}
+        _, reply = self._channel.request(request)
         return {k: v for k, v in reply.items() if k != "id"}
 
-    def check(self, reply: dict[str, Any]) -> dict[str, Any]:
+    def check(self, reply: JSONObject) -> JSONObject:
         """The observation of an `ok` reply; an `error` reply raises its typed error."""
         if "error" in reply:
-            error = reply["error"] if isinstance(reply["error"], dict) else {}
+            error = reply["error"] if is_object(reply["error"]) else {}
             try:
                 kind = error_kind(error.get("kind"))
             except PullspecError:
                 raise CandidateCrashedError(f"error reply without a known kind: {reply}") from None
             raise_error(kind, str(error.get("message", "")))
         ok = reply.get("ok")
-        if not isinstance(ok, dict):
+        if not is_object(ok):
             raise CandidateCrashedError(f"reply has neither ok (an object) nor error: {reply}")
         return ok
 
@@ -130,7 +132,7 @@ class SubprocessCandidate:
 
     def process_queue(self, clock: Clock, profile: Profile) -> RemoteProcessQueue:
         """A forwarding process queue (area `process_queue`) on RocketMQ's default timings."""
-        config = {
+        config: JSONObject = {
             "clockStart": clock.now_ms(),
             "lockMaxLiveTimeMs": LOCK_MAX_LIVE_TIME_MS,
             "pullMaxIdleTimeMs": PULL_MAX_IDLE_TIME_MS,
@@ -142,7 +144,7 @@ class SubprocessCandidate:
         self, clock: Clock, lock_max_live_time_ms: int = 60_000, profile: Profile = Profile.V4_9
     ) -> RemoteLockManager:
         """A forwarding lock manager (area `lock_manager`), created with the run's profile."""
-        config = {
+        config: JSONObject = {
             "clockStart": clock.now_ms(),
             "lockMaxLiveTimeMs": lock_max_live_time_ms,
             "topic": "T",

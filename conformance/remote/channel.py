@@ -12,9 +12,60 @@ import selectors
 import subprocess
 import tempfile
 import time
-from typing import IO, Any
+from typing import IO, Literal, TypedDict
 
 from pullspec.conformance.candidates import CandidateCrashedError, CandidateTimeoutError
+from pullspec.conformance.jsontypes import JSONObject, JSONValue, is_object
+
+
+class CreateRequest(TypedDict):
+    """``create`` (docs/protocol.md, "Requests"): a fresh instance of `area` from a vector
+    config and a profile (``"4.7"`` or ``"4.9"``); the request's id names it."""
+
+    area: str
+    op: Literal["create"]
+    config: JSONObject
+    profile: str
+
+
+class OpRequest(TypedDict):
+    """Any other op: applied, with `args`, to the instance named by `instance`."""
+
+    area: str
+    instance: int
+    op: str
+    args: JSONObject
+
+
+#: A request as the suite writes it (`Channel.request` adds its `id`).
+Request = CreateRequest | OpRequest
+
+
+class ErrorReply(TypedDict):
+    """A reply's `error` (docs/protocol.md, "Replies"): the request could not be served."""
+
+    kind: str
+    message: str
+
+
+class OkReply(TypedDict):
+    """A served request: `ok` holds the op's observation (for `create`, any object)."""
+
+    id: JSONValue
+    ok: JSONObject
+
+
+class FailedReply(TypedDict):
+    """A request that could not be served."""
+
+    id: JSONValue
+    error: ErrorReply
+
+
+#: A reply as an adapter writes it (`conformance.example_adapter`); the suite reads each as an
+#: unchecked JSON object, which `SubprocessCandidate.check` judges.
+Reply = OkReply | FailedReply
+
 
 #: How much of a crashed adapter's stderr a CRASHED verdict quotes: its last lines, whole.
 TAIL_LINES = 12
@@ -60,7 +111,7 @@ class Channel:
         """True while the process runs."""
         return self._proc.poll() is None
 
-    def request(self, payload: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    def request(self, payload: Request) -> tuple[int, JSONObject]:
         """Send one request (an id is added) and return (id, reply)."""
         rid, self._next_id = self._next_id, self._next_id + 1
         line = json.dumps({"id": rid, **payload}, separators=(",", ":")) + "\n"
@@ -71,10 +122,10 @@ class Channel:
             raise self._crashed("its stdin is closed") from None
         raw = self._read_line()
         try:
-            reply = json.loads(raw)
+            reply: object = json.loads(raw)
         except json.JSONDecodeError:
             raise self._crashed(f"answered a line that is not JSON: {raw[:200]!r}") from None
-        if not isinstance(reply, dict) or reply.get("id") != rid:
+        if not is_object(reply) or reply.get("id") != rid:
             raise self._crashed(f"answered {raw[:200]!r} to request {rid}")
         return rid, reply
 

@@ -6,8 +6,15 @@ progress travels as `advance_clock`, and the state of the last answer serves the
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
 
+from pullspec.conformance.jsontypes import (
+    JSONObject,
+    JSONValue,
+    as_array,
+    as_given,
+    as_object,
+    to_int,
+)
 from pullspec.conformance.ops import DEFAULT_STATE_FIELDS
 from pullspec.conformance.remote.session import RemoteSession, raise_observed
 from pullspec.spec.clock import Clock
@@ -38,9 +45,9 @@ class _Clocked:
     def __init__(self, session: RemoteSession, clock: Clock) -> None:
         self._s, self._clock = session, clock
         self._now = clock.now_ms()
-        self._seen: dict[str, Any] = {}
+        self._seen: JSONObject = {}
 
-    def _call(self, op: str, args: dict[str, Any]) -> dict[str, Any]:
+    def _call(self, op: str, args: JSONObject) -> JSONObject:
         self._sync()
         return self._learn(self._s.call(op, args))
 
@@ -52,11 +59,11 @@ class _Clocked:
             self._learn(self._s.call("advance_clock", {"ms": delta}))
             self._now += delta
 
-    def _learn(self, seen: dict[str, Any]) -> dict[str, Any]:
+    def _learn(self, seen: JSONObject) -> JSONObject:
         self._seen.update({k: v for k, v in seen.items() if k in ("state", "table", "now")})
         return seen
 
-    def _result(self, op: str, args: dict[str, Any]) -> Any:
+    def _result(self, op: str, args: JSONObject) -> JSONValue:
         seen = self._call(op, args)
         raise_observed(seen)
         return seen.get("result")
@@ -72,12 +79,12 @@ def _pq_json(msgs: Sequence[StoredMessage]) -> list[list[int]]:
     return out
 
 
-def _pq_reader(name: str) -> Any:
+def _pq_reader(name: str) -> property:
     return property(lambda self: self._read(name), doc=f"{name}, as last observed.")
 
 
-def _pq_setter(attr: str) -> Any:
-    def setter(self: RemoteProcessQueue, value: Any) -> None:
+def _pq_setter(attr: str) -> property:
+    def setter(self: RemoteProcessQueue, value: JSONValue) -> None:
         self._result("set", {_PQ_SETTABLE[attr]: value})
 
     return property(lambda self: self._read(_PQ_SETTABLE[attr]), setter, doc=f"{attr} (set).")
@@ -86,9 +93,9 @@ def _pq_setter(attr: str) -> Any:
 class RemoteProcessQueue(_Clocked):
     """ProcessQueue forwarding to a subprocess (area `process_queue`)."""
 
-    def _read(self, name: str) -> Any:
+    def _read(self, name: str) -> JSONValue:
         self._sync()
-        return dict(zip(PQ_FIELDS, self._seen["state"], strict=True))[name]
+        return dict(zip(PQ_FIELDS, as_array(self._seen["state"]), strict=True))[name]
 
     def put_messages(self, msgs: Sequence[StoredMessage]) -> bool:
         """Forward `put_messages`."""
@@ -96,15 +103,16 @@ class RemoteProcessQueue(_Clocked):
 
     def remove_messages(self, msgs: Sequence[StoredMessage]) -> int:
         """Forward `remove_messages`."""
-        return int(self._result("remove_messages", {"msgs": _pq_json(msgs)}))
+        return to_int(self._result("remove_messages", {"msgs": _pq_json(msgs)}))
 
     def take_messages(self, batch_size: int) -> list[StoredMessage]:
         """Forward `take_messages`; the taken messages come back as their offsets."""
-        return [_stub(o) for o in self._result("take_messages", {"n": batch_size})]
+        taken = as_array(self._result("take_messages", {"n": batch_size}))
+        return [_stub(as_given(int, o)) for o in taken]
 
     def commit(self) -> int:
         """Forward `commit`."""
-        return int(self._result("commit", {}))
+        return to_int(self._result("commit", {}))
 
     def rollback(self) -> None:
         """Forward `rollback`."""
@@ -160,8 +168,9 @@ class RemoteLockManager(_Clocked):
         self, group: str, mqs: Iterable[MessageQueue], client_id: str
     ) -> set[MessageQueue]:
         """Forward `try_lock_batch`."""
-        args = {"group": group, "clientId": client_id, "mqs": self._ids(mqs)}
-        return {self._queue(q) for q in self._result("try_lock_batch", args)}
+        args: JSONObject = {"group": group, "clientId": client_id, "mqs": self._ids(mqs)}
+        locked = as_array(self._result("try_lock_batch", args))
+        return {self._queue(as_given(int, q)) for q in locked}
 
     def unlock_batch(self, group: str, mqs: Iterable[MessageQueue], client_id: str) -> None:
         """Forward `unlock_batch`."""
@@ -169,13 +178,17 @@ class RemoteLockManager(_Clocked):
 
     def is_locked(self, group: str, mq: MessageQueue, client_id: str) -> bool:
         """Forward `is_locked`."""
-        args = {"group": group, "clientId": client_id, "mq": self._ids([mq])[0]}
+        args: JSONObject = {"group": group, "clientId": client_id, "mq": self._ids([mq])[0]}
         return bool(self._result("is_locked", args))
 
     def table(self) -> dict[str, dict[MessageQueue, tuple[str, int]]]:
         """The lock table as last observed (after sending the clock's progress)."""
         self._sync()
-        return {
-            group: {self._queue(int(q)): (e[0], e[1]) for q, e in locks.items()}
-            for group, locks in self._seen["table"].items()
-        }
+        out: dict[str, dict[MessageQueue, tuple[str, int]]] = {}
+        for group, locks in as_object(self._seen["table"]).items():
+            row = out[group] = {}
+            for q, e in as_object(locks).items():
+                entry = as_array(e)
+                # The subprocess's entry goes on as it gave it: the comparison judges it.
+                row[self._queue(int(q))] = (as_given(str, entry[0]), as_given(int, entry[1]))
+        return out

@@ -8,12 +8,11 @@ goes into `create`; the forwarding objects (`conformance.remote.store`,
 
 from __future__ import annotations
 
-from typing import Any
-
 import attrs
 
 from pullspec.conformance.adapters._config import STORE_KEYS
 from pullspec.conformance.candidates import CandidateCrashedError, Peer
+from pullspec.conformance.jsontypes import JSONObject, JSONValue
 from pullspec.conformance.ops import error_kind
 from pullspec.spec.config import BrokerConfig, StoreConfig
 from pullspec.spec.errors import ErrorKind, PullspecError, UnsupportedError
@@ -41,11 +40,11 @@ _FIELD_KEYS = {field: key for key, field in STORE_KEYS.items()}
 VERSION_NAMES = {ordinal: name for name, ordinal in MQ_VERSION_ORDINALS.items()}
 
 
-def store_config_json(config: StoreConfig) -> dict[str, Any]:
+def store_config_json(config: StoreConfig) -> JSONObject:
     """A StoreConfig in the vectors' MessageStoreConfig keys: the broker role and every setting
     that differs from RocketMQ's default (a default is left out, so an adapter never sees a
     1 GiB commit-log size it did not ask for); UnsupportedError if a setting has no key."""
-    out: dict[str, Any] = {"brokerRole": config.broker_role.value}
+    out: JSONObject = {"brokerRole": config.broker_role.value}
     default = StoreConfig()
     for field in attrs.fields(StoreConfig):
         value = getattr(config, field.name)
@@ -57,14 +56,14 @@ def store_config_json(config: StoreConfig) -> dict[str, Any]:
     return out
 
 
-def broker_config_json(config: BrokerConfig) -> dict[str, Any]:
+def broker_config_json(config: BrokerConfig) -> JSONObject:
     """A BrokerConfig in the vectors' keys (only slaveReadEnable may differ from the default)."""
     if attrs.evolve(config, slave_read_enable=False) != BrokerConfig():
         raise UnsupportedError("a BrokerConfig beyond slaveReadEnable")
     return {"slaveReadEnable": config.slave_read_enable}
 
 
-def raise_observed(observation: dict[str, Any]) -> None:
+def raise_observed(observation: JSONObject) -> None:
     """Raise the typed error an observation carries (after its state was taken in)."""
     if observation.get("error") is not None:
         raise_error(error_kind(observation["error"]))
@@ -75,14 +74,14 @@ class RemoteSession:
     `create`; a config change after that recreates it and replays its ops, which must answer
     exactly as before (a candidate that does not is not deterministic: CRASHED)."""
 
-    def __init__(self, peer: Peer, area: str, config: dict[str, Any], profile: Profile) -> None:
+    def __init__(self, peer: Peer, area: str, config: JSONObject, profile: Profile) -> None:
         self.peer, self.area, self.config, self.profile = peer, area, config, profile
         #: The rules of the profile, looked up once.
         self.rules = Ruleset.of(profile)
         self._instance: int | None = None
-        self._history: list[tuple[str, dict[str, Any], dict[str, Any]]] = []
+        self._history: list[tuple[str, JSONObject, JSONObject]] = []
 
-    def configure(self, **changes: Any) -> None:
+    def configure(self, **changes: JSONValue) -> None:
         """Set create-config keys; recreate and replay when they change a live instance."""
         if all(self.config.get(k) == v for k, v in changes.items()):
             return
@@ -94,13 +93,13 @@ class RemoteSession:
             if self._raw(op, args) != reply:
                 raise CandidateCrashedError(f"replaying {op} {args} answered differently")
 
-    def _raw(self, op: str, args: dict[str, Any]) -> dict[str, Any]:
+    def _raw(self, op: str, args: JSONObject) -> JSONObject:
         if self._instance is None:
             self._instance = self.peer.create(self.area, self.config, self.profile)
         reply = self.peer.call(self._instance, self.area, op, args)
         self._history.append((op, args, reply))
         return reply
 
-    def call(self, op: str, args: dict[str, Any]) -> dict[str, Any]:
+    def call(self, op: str, args: JSONObject) -> JSONObject:
         """Run one op and answer its observation (a top-level error reply raises)."""
         return self.peer.check(self._raw(op, args))

@@ -7,10 +7,17 @@ their offsets and sizes.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import attrs
 
+from pullspec.conformance.jsontypes import (
+    JSONObject,
+    JSONValue,
+    as_array,
+    as_given,
+    as_object,
+    is_object,
+)
 from pullspec.conformance.remote.session import VERSION_NAMES, RemoteSession, raise_observed
 from pullspec.spec.code import FLAG_SUBSCRIPTION, PullMessageRequest, PullResponse
 from pullspec.spec.errors import UnsupportedError
@@ -21,13 +28,13 @@ from pullspec.spec.retry import SendBackRequest, SendBackResponse
 from pullspec.spec.status import BrokerRole, GetMessageStatus, PutMessageStatus, ResponseCode
 
 
-def _message_json(msg: BrokerInnerMessage) -> dict[str, Any]:
+def _message_json(msg: BrokerInnerMessage) -> JSONObject:
     plain = BrokerInnerMessage(
         msg.topic, msg.queue_id, bytes(len(msg.body)), reconsume_times=msg.reconsume_times
     )
     if attrs.evolve(msg, properties=()) != plain or set(dict(msg.properties)) - {"TAGS"}:
         raise UnsupportedError("a message beyond {queueId, tags, bodySize, reconsumeTimes}")
-    out: dict[str, Any] = {"queueId": msg.queue_id, "tags": msg.tags, "bodySize": len(msg.body)}
+    out: JSONObject = {"queueId": msg.queue_id, "tags": msg.tags, "bodySize": len(msg.body)}
     if msg.reconsume_times:
         out["reconsumeTimes"] = msg.reconsume_times
     return out
@@ -40,7 +47,7 @@ class RemoteGetMessageResult(GetMessageResult):
     offsets: tuple[int, ...] = ()
     total_size: int = 0
 
-    def __getattribute__(self, name: str) -> Any:
+    def __getattribute__(self, name: str) -> object:
         # The records themselves never cross the protocol: a caller that needs them (the
         # whole-system simulation's broker) cannot run on a subprocess store.
         if name == "messages" and object.__getattribute__(self, "offsets"):
@@ -64,7 +71,7 @@ class RemoteStore:
 
     def __init__(self, session: RemoteSession) -> None:
         self._s = session
-        self._seen: dict[str, Any] = {}
+        self._seen: JSONObject = {}
         self._role = BrokerRole(session.config.get("brokerRole", "ASYNC_MASTER"))
         self._check = bool(session.config.get("offsetCheckInSlave", False))
 
@@ -78,13 +85,16 @@ class RemoteStore:
         """offsetCheckInSlave last set."""
         return self._check
 
-    def _learn(self, observation: dict[str, Any]) -> dict[str, Any]:
+    def _learn(self, observation: JSONObject) -> JSONObject:
         self._seen.update({k: v for k, v in observation.items() if k not in ("results", "error")})
         return observation
 
     def set_role(self, broker_role: BrokerRole, offset_check_in_slave: bool) -> None:
         """Forward `set_role`."""
-        args = {"brokerRole": broker_role.value, "offsetCheckInSlave": offset_check_in_slave}
+        args: JSONObject = {
+            "brokerRole": broker_role.value,
+            "offsetCheckInSlave": offset_check_in_slave,
+        }
         raise_observed(self._learn(self._s.call("set_role", args)))
         self._role, self._check = broker_role, offset_check_in_slave
 
@@ -98,11 +108,11 @@ class RemoteStore:
         return [
             PutMessageResult(
                 PutMessageStatus(r["status"]),
-                r.get("queueOffset", -1),
-                r.get("wroteOffset", -1),
-                r.get("wroteBytes", 0),
+                as_given(int, r.get("queueOffset", -1)),
+                as_given(int, r.get("wroteOffset", -1)),
+                as_given(int, r.get("wroteBytes", 0)),
             )
-            for r in seen["results"]
+            for r in map(as_object, as_array(seen["results"]))
         ]
 
     def put_message(self, msg: BrokerInnerMessage) -> PutMessageResult:
@@ -122,7 +132,7 @@ class RemoteStore:
         if message_filter is not None and not isinstance(message_filter, ExpressionMessageFilter):
             raise UnsupportedError("a filter other than a TAG expression")
         sub = message_filter.subscription if message_filter else None
-        args = {
+        args: JSONObject = {
             "queueId": queue_id,
             "offset": offset,
             "maxMsgNums": max_msg_nums,
@@ -132,14 +142,15 @@ class RemoteStore:
         }
         seen = self._s.call("get_message", args)
         raise_observed(seen)
+        # The subprocess's answers go on as it gave them: the vector comparison judges them.
         return RemoteGetMessageResult(
             GetMessageStatus(seen["status"]),
-            seen["nextBeginOffset"],
-            seen["minOffset"],
-            seen["maxOffset"],
-            suggest_pulling_from_slave=seen["suggestPullingFromSlave"],
-            offsets=tuple(seen["msgOffsets"]),
-            total_size=seen["bufferTotalSize"],
+            as_given(int, seen["nextBeginOffset"]),
+            as_given(int, seen["minOffset"]),
+            as_given(int, seen["maxOffset"]),
+            suggest_pulling_from_slave=as_given(bool, seen["suggestPullingFromSlave"]),
+            offsets=tuple(as_given(int, o) for o in as_array(seen["msgOffsets"])),
+            total_size=as_given(int, seen["bufferTotalSize"]),
         )
 
     def look_message_by_offset(self, commitlog_offset: int) -> StoredMessage | None:
@@ -163,7 +174,7 @@ class RemoteStore:
         if value is None and self._s.area in ("store", "pull_code"):
             # Nothing observed it yet (a read before any write): a set_role to the role it
             # already has changes nothing and answers the offsets.
-            args = {"brokerRole": self._role.value, "offsetCheckInSlave": self._check}
+            args: JSONObject = {"brokerRole": self._role.value, "offsetCheckInSlave": self._check}
             raise_observed(self._learn(self._s.call("set_role", args)))
             value = self._lookup(key, *path)
         if value is None:
@@ -171,16 +182,17 @@ class RemoteStore:
         return value
 
     def _lookup(self, key: str, *path: str) -> int | None:
-        value: Any = self._seen.get(key)
+        value = self._seen.get(key)
         for p in path:
-            value = value.get(p) if isinstance(value, dict) else None
+            value = value.get(p) if is_object(value) else None
         return value if isinstance(value, int) else None
 
     def _queue(self, queue_id: int, bound: str) -> int:
         """A queue's offset as last observed; `queues` lists 0, 1 and every queue a put named,
         so a queue it does not list has no entry (0)."""
         self._cached("commitLogMaxOffset")  # observe once, if nothing has yet
-        if str(queue_id) not in (self._seen.get("queues") or {}):
+        queues = self._seen.get("queues")
+        if not is_object(queues) or str(queue_id) not in queues:
             return 0
         return self._cached("queues", str(queue_id), bound)
 
@@ -199,6 +211,11 @@ class RemoteStore:
     def get_max_phy_offset(self) -> int:
         """The commit-log max offset as last observed."""
         return self._cached("commitLogMaxOffset")
+
+
+def _optional_int(value: JSONValue) -> int | None:
+    """An optional offset of a subprocess's answer, handed on as it gave it."""
+    return None if value is None else as_given(int, value)
 
 
 @attrs.frozen(kw_only=True)
@@ -233,7 +250,7 @@ class RemoteBroker:
         if request.sys_flag != wanted or request.expression_type not in (None, "TAG"):
             raise UnsupportedError("a pull beyond {queueId, offset, maxMsgNums, subscription}")
         self._s.configure(group=request.consumer_group, topic=request.topic)
-        args = {
+        args: JSONObject = {
             "queueId": request.queue_id,
             "offset": request.queue_offset,
             "maxMsgNums": request.max_msg_nums,
@@ -242,14 +259,15 @@ class RemoteBroker:
         seen = self._s.call("pull", args)
         raise_observed(seen)
         status = seen.get("status")
+        # The subprocess's answers go on as it gave them: the vector comparison judges them.
         return 0, RemotePullResponse(
-            code=ResponseCode[seen["code"]],
+            code=ResponseCode[as_given(str, seen["code"])],
             status=GetMessageStatus(status) if status is not None else None,
-            next_begin_offset=seen.get("nextBeginOffset"),
-            min_offset=seen.get("minOffset"),
-            max_offset=seen.get("maxOffset"),
-            suggest_which_broker_id=seen.get("suggestWhichBrokerId", 0),
-            offsets=tuple(seen.get("msgOffsets") or ()),
+            next_begin_offset=_optional_int(seen.get("nextBeginOffset")),
+            min_offset=_optional_int(seen.get("minOffset")),
+            max_offset=_optional_int(seen.get("maxOffset")),
+            suggest_which_broker_id=as_given(int, seen.get("suggestWhichBrokerId", 0)),
+            offsets=tuple(as_given(int, o) for o in as_array(seen.get("msgOffsets") or ())),
         )
 
 
@@ -282,7 +300,7 @@ class RemoteSendBack:
             requestVersion=VERSION_NAMES[version],
             originalTopic=request.origin_topic or self._s.config["originalTopic"],
         )
-        args = {
+        args: JSONObject = {
             "originalCommitLogOffset": request.offset,
             "group": request.group,
             "delayLevel": request.delay_level,
@@ -293,9 +311,16 @@ class RemoteSendBack:
         stored = seen.get("stored")
         self._last = None
         if stored is not None:
+            # The subprocess's description goes on as it gave it: the comparison judges it.
+            described = as_object(stored)
             self._last = StoredMessage(
-                stored["topic"], stored["queueId"], 0, 0, 0, 0, b"",
-                properties=stored.get("properties") or {},
-                reconsume_times=stored["reconsumeTimes"],
+                as_given(str, described["topic"]), as_given(int, described["queueId"]),
+                0, 0, 0, 0, b"",
+                properties=as_given(dict[str, str], described.get("properties") or {}),
+                reconsume_times=as_given(int, described["reconsumeTimes"]),
             )  # fmt: skip
-        return SendBackResponse(ResponseCode[seen["code"]], seen.get("remark"))
+        remark = seen.get("remark")
+        return SendBackResponse(
+            ResponseCode[as_given(str, seen["code"])],
+            None if remark is None else as_given(str, remark),
+        )

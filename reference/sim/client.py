@@ -133,10 +133,7 @@ class SimClient(ClientWatch):
         pq = self.calls[(queue, offsets, now)] = self._pq_id(mq)
         self.sim.emit(
             h.Delivered(
-                at=now,
-                client=self.client_id,
-                pq=pq,
-                queue=queue,
+                **self.where(now, pq, queue),
                 offsets=offsets,
                 keys=keys,
                 reconsume_times=tuple(m.reconsume_times for m in msgs),

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import IO, Any, ClassVar
+from typing import IO, Any, ClassVar, TypedDict
 
 import attrs
 
@@ -41,6 +41,25 @@ class Event:
 
     type: ClassVar[str] = "Event"
     at: int
+
+
+@attrs.frozen(kw_only=True)
+class QueueEvent(Event):
+    """Something that happened to ProcessQueue `pq` (of queue `queue`) of client incarnation
+    `client`: these fields come first in each such event."""
+
+    client: str
+    pq: int
+    queue: QueueName
+
+
+class QueueEventFields(TypedDict):
+    """A QueueEvent's fields, to be spread into one: ``Assigned(**where, start=5)``."""
+
+    at: int
+    client: str
+    pq: int
+    queue: QueueName
 
 
 @attrs.frozen(kw_only=True)
@@ -100,55 +119,43 @@ class Stored(Event):
 
 
 @attrs.frozen(kw_only=True)
-class PullSent(Event):
+class PullSent(QueueEvent):
     """A pull put on the wire by `client` for ProcessQueue `pq`; commit_offset −1 when the
     commit flag is clear (REQ-2, REQ-8)."""
 
     type: ClassVar[str] = "PullSent"
-    client: str
-    pq: int
-    queue: QueueName
     offset: int
     broker_id: int
     commit_offset: int
 
 
 @attrs.frozen(kw_only=True)
-class PullDelayed(Event):
+class PullDelayed(QueueEvent):
     """A pull attempt delayed for `reason` (a PULLQ-9 row: FLOW-4 PAUSED, FLOW-6/7/8 flow
     control, FLOW-11 NOT_LOCKED …) by `ms`; only the first of a run of attempts of one
     ProcessQueue delayed for the same reason is recorded."""
 
     type: ClassVar[str] = "PullDelayed"
-    client: str
-    pq: int
-    queue: QueueName
     reason: str
     ms: int
 
 
 @attrs.frozen(kw_only=True)
-class PullAnswered(Event):
+class PullAnswered(QueueEvent):
     """The PullCallback's outcome: a PullStatus name, or None for onException."""
 
     type: ClassVar[str] = "PullAnswered"
-    client: str
-    pq: int
-    queue: QueueName
     status: str | None
     next_offset: int
     offsets: tuple[int, ...] = ()
 
 
 @attrs.frozen(kw_only=True)
-class Delivered(Event):
+class Delivered(QueueEvent):
     """Messages handed to a listener from `start` (== at) to `end` (orderly calls take time;
     concurrent calls take none)."""
 
     type: ClassVar[str] = "Delivered"
-    client: str
-    pq: int
-    queue: QueueName
     offsets: tuple[int, ...]
     keys: tuple[str, ...]
     reconsume_times: tuple[int, ...]
@@ -157,14 +164,11 @@ class Delivered(Event):
 
 
 @attrs.frozen(kw_only=True)
-class Consumed(Event):
+class Consumed(QueueEvent):
     """A listener call's outcome: the status the service acted on and whether it means the
     messages were consumed (CONSUME_SUCCESS, or orderly SUCCESS/COMMIT)."""
 
     type: ClassVar[str] = "Consumed"
-    client: str
-    pq: int
-    queue: QueueName
     offsets: tuple[int, ...]
     keys: tuple[str, ...]
     status: str
@@ -215,63 +219,48 @@ class BrokerCommit(Event):
 
 
 @attrs.frozen(kw_only=True)
-class Assigned(Event):
+class Assigned(QueueEvent):
     """Rebalance created ProcessQueue `pq` with its PullRequest at `start` (REBAL-10)."""
 
     type: ClassVar[str] = "Assigned"
-    client: str
-    pq: int
-    queue: QueueName
     start: int
 
 
 @attrs.frozen(kw_only=True)
-class Dropped(Event):
+class Dropped(QueueEvent):
     """ProcessQueue `pq` was dropped (PQ-14): `reason` names the rule — "PQ-16" when it was
     pull-expired and rebalance re-created its queue at once (REBAL-9), else "PQ-14"."""
 
     type: ClassVar[str] = "Dropped"
-    client: str
-    pq: int
-    queue: QueueName
     reason: str
 
 
 @attrs.frozen(kw_only=True)
-class CursorMoved(Event):
+class CursorMoved(QueueEvent):
     """A PullRequest's nextOffset moved back (FLOW-12's first-lock correction)."""
 
     type: ClassVar[str] = "CursorMoved"
-    client: str
-    pq: int
-    queue: QueueName
     before: int
     after: int
     rule: str
 
 
 @attrs.frozen(kw_only=True)
-class Cached(Event):
+class Cached(QueueEvent):
     """How many messages a ProcessQueue holds after a put (cached or taken, whatever msgCount
     says), with the flow-control bound then in force."""
 
     type: ClassVar[str] = "Cached"
-    client: str
-    pq: int
-    queue: QueueName
     count: int
     threshold: int
     batch: int
 
 
 @attrs.frozen(kw_only=True)
-class ClientLock(Event):
+class ClientLock(QueueEvent):
     """A client's ProcessQueue lock flag set or cleared (REBAL-19 … REBAL-21)."""
 
     type: ClassVar[str] = "ClientLock"
-    client: str
-    pq: int
-    queue: QueueName
     locked: bool
 
 

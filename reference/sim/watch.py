@@ -56,6 +56,10 @@ class ClientWatch:
         """The process runs and the consumer has not been shut down."""
         raise NotImplementedError
 
+    def where(self, at: int, pq: int, queue: str) -> h.QueueEventFields:
+        """The first fields of an event of this client's ProcessQueue `pq` of `queue` at `at`."""
+        return {"at": at, "client": self.client_id, "pq": pq, "queue": queue}
+
     def new_process_queue(self) -> ProcessQueue:
         """A new ProcessQueue of this consumer, numbered in the run (the rebalance's factory)."""
         return self.sim.hooks.new_process_queue(
@@ -75,15 +79,8 @@ class ClientWatch:
         self.pqs[pq.pq_id], self.queue_of[pq.pq_id] = pq, queue
         self.cursor[pq.pq_id] = request.next_offset
         self.locked[pq.pq_id] = pq.locked
-        self.sim.emit(
-            h.Assigned(
-                at=self.sim.clock.now_ms(),
-                client=self.client_id,
-                pq=pq.pq_id,
-                queue=queue,
-                start=request.next_offset,
-            )
-        )
+        where = self.where(self.sim.clock.now_ms(), pq.pq_id, queue)
+        self.sim.emit(h.Assigned(**where, start=request.next_offset))
 
     def on_put(self, pq: ObservedProcessQueue, msgs: Sequence[StoredMessage]) -> None:
         """A pull's messages entered `pq`."""
@@ -97,10 +94,7 @@ class ClientWatch:
         config = self.consumer.push.config
         self.sim.emit(
             h.Cached(
-                at=self.sim.clock.now_ms(),
-                client=self.client_id,
-                pq=pq.pq_id,
-                queue=queue,
+                **self.where(self.sim.clock.now_ms(), pq.pq_id, queue),
                 count=len(pq.cached_offsets) + len(pq.consuming_offsets),
                 threshold=config.pull_threshold_for_queue,
                 batch=config.pull_batch_size,
@@ -112,19 +106,13 @@ class ClientWatch:
         pq = self.consumer.process_queues().get(attempt.mq)
         if not self.alive or not isinstance(pq, ObservedProcessQueue):
             return
-        pid, queue, now = pq.pq_id, name_of(attempt.mq), self.sim.clock.now_ms()
+        pid, queue = pq.pq_id, name_of(attempt.mq)
+        where = self.where(self.sim.clock.now_ms(), pid, queue)
         before = self.cursor.get(pid)
         if before is not None and attempt.next_offset < before:
+            rule = "FLOW-12" if self.orderly else "unexplained"
             self.sim.emit(
-                h.CursorMoved(
-                    at=now,
-                    client=self.client_id,
-                    pq=pid,
-                    queue=queue,
-                    before=before,
-                    after=attempt.next_offset,
-                    rule="FLOW-12" if self.orderly else "unexplained",
-                )
+                h.CursorMoved(**where, before=before, after=attempt.next_offset, rule=rule)
             )
         self.cursor[pid] = attempt.next_offset
         action = attempt.action
@@ -132,16 +120,7 @@ class ClientWatch:
             reason = action.reason.value
             if self.delayed.get(pid) != reason:
                 self.delayed[pid] = reason
-                self.sim.emit(
-                    h.PullDelayed(
-                        at=now,
-                        client=self.client_id,
-                        pq=pid,
-                        queue=queue,
-                        reason=reason,
-                        ms=action.ms,
-                    )
-                )
+                self.sim.emit(h.PullDelayed(**where, reason=reason, ms=action.ms))
             return
         self.delayed.pop(pid, None)
         if not isinstance(action, Pull):
@@ -153,13 +132,7 @@ class ClientWatch:
             self.sim.pull_commits.setdefault(queue, {})[commit] = self.client_id
         self.sim.emit(
             h.PullSent(
-                at=now,
-                client=self.client_id,
-                pq=pid,
-                queue=queue,
-                offset=attempt.next_offset,
-                broker_id=broker_id,
-                commit_offset=commit,
+                **where, offset=attempt.next_offset, broker_id=broker_id, commit_offset=commit
             )
         )
 
@@ -178,10 +151,7 @@ class ClientWatch:
         self.cursor[pid] = outcome.next_offset
         self.sim.emit(
             h.PullAnswered(
-                at=outcome.at,
-                client=self.client_id,
-                pq=pid,
-                queue=name_of(outcome.mq),
+                **self.where(outcome.at, pid, name_of(outcome.mq)),
                 status=outcome.status.value if outcome.status else None,
                 next_offset=outcome.next_offset,
                 offsets=offsets,
@@ -198,10 +168,7 @@ class ClientWatch:
         pq = self.calls.pop((queue, offsets, start), None)
         self.sim.emit(
             h.Consumed(
-                at=end,
-                client=self.client_id,
-                pq=self._pq_id(mq) if pq is None else pq,
-                queue=queue,
+                **self.where(end, self._pq_id(mq) if pq is None else pq, queue),
                 offsets=offsets,
                 keys=tuple(self.sim.key_of(queue, o) for o in offsets),
                 status=status,
@@ -227,22 +194,11 @@ class ClientWatch:
             if pq.dropped:
                 del self.pqs[pid]
                 self.delayed.pop(pid, None)
-                self.sim.emit(
-                    h.Dropped(
-                        at=now,
-                        client=self.client_id,
-                        pq=pid,
-                        queue=queue,
-                        reason="PQ-16" if self._replaced_pull_expired(pq) else "PQ-14",
-                    )
-                )
+                reason = "PQ-16" if self._replaced_pull_expired(pq) else "PQ-14"
+                self.sim.emit(h.Dropped(**self.where(now, pid, queue), reason=reason))
             elif self.orderly and pq.locked != self.locked.get(pid):
                 self.locked[pid] = pq.locked
-                self.sim.emit(
-                    h.ClientLock(
-                        at=now, client=self.client_id, pq=pid, queue=queue, locked=pq.locked
-                    )
-                )
+                self.sim.emit(h.ClientLock(**self.where(now, pid, queue), locked=pq.locked))
 
     def _replaced_pull_expired(self, pq: ObservedProcessQueue) -> bool:
         """`pq`, just dropped, was pull-expired and its queue has a new ProcessQueue already:
