@@ -249,7 +249,7 @@ def op_rules_source(table: Mapping[str, Mapping[str, Collection[str]]]) -> str:
         shared = set.intersection(*large) if len(large) > 1 else set()
         name = f"_{area.upper()}" if len(shared) >= SHARED_RULES else None
         if name is not None:
-            runs = ", ".join(op for op, found in ops.items() if len(found) >= SHARED_RULES)
+            runs = ", ".join(sorted(op for op, found in ops.items() if len(found) >= SHARED_RULES))
             constants += [f"#: {area}: the rules {runs} all run.", f"{name} = {_ids(shared)}", ""]
         lines.append(f'    "{area}": {{')
         for op, found in sorted(ops.items()):
