@@ -24,6 +24,7 @@ from pullspec.fast.results import (
     ScannedResult,
     ScannedRows,
     lazy_records,
+    set_scanned,
 )
 from pullspec.spec.filter import SUB_ALL, ExpressionMessageFilter, is_tag_type
 from pullspec.spec.protocols import MessageFilter
@@ -35,6 +36,7 @@ _FILTER_ROWS_KEPT = 256
 #: A kernel filter row: (code count, or the kernel's ALL for match-everything; the codes).
 Row = tuple[int, I64]
 _FOUND, _NO_MATCH = GetMessageStatus.FOUND, GetMessageStatus.NO_MATCHED_MESSAGE
+_new = object.__new__
 #: The code count of a filter row that matches every entry (a null filter, `*`, class mode).
 #: fast.numba_read compiles it in: numba's disk cache does not see a change made here.
 ALL = -1
@@ -123,7 +125,10 @@ class LogFacts:
     log changes: its min, the start of the file holding the max offset, the bytes written in
     that file, the file size, the max offset, the memory share (BATCH-3), then the four BATCH-2
     limits (bytes and count on disk, bytes and count in memory). The array stays writeable:
-    numba types a read-only argument through its slow Python path on every call."""
+    numba types a read-only argument through its slow Python path on every call.
+
+    `array`, `files`, `end` and `views` are the facts last read; `fresh(end, files)` tells
+    whether they still hold (the single pull checks it inline instead of calling `current`)."""
 
     def __init__(self, commit_log: CommitLog, planner: ReadPlanner) -> None:
         self._log = commit_log
@@ -135,7 +140,12 @@ class LogFacts:
             limits.max_transfer_bytes_on_message_in_memory,
             limits.max_transfer_count_on_message_in_memory,
         )
-        self._cached: tuple[Any, I64, tuple[U8, ...]] = (None, np.zeros(0, dtype=np.int64), ())
+        #: The facts' key: the first file's start (−1 without files) and the max offset. The
+        #: file list itself is not kept: holding it would keep expired files (fast.retired).
+        self.start = -2
+        self.end = -1
+        self.array: I64 = np.zeros(0, dtype=np.int64)
+        self.views: tuple[U8, ...] = ()
 
     def current(self) -> tuple[I64, list[MappedFile], int, tuple[U8, ...]]:
         """The facts, the commit-log files they were read with (every record they call
@@ -145,10 +155,13 @@ class LogFacts:
         log = self._log
         end = log.end  # before the files (fast.commitlog)
         files = log.files
-        key = (files[0].start, end) if files else None
-        cached = self._cached
-        if cached[0] == key and key is not None:
-            return cached[1], files, end, cached[2]
+        if end != self.end or (files[0].start if files else -1) != self.start:
+            self.read(end, files)
+        return self.array, files, end, self.views
+
+    def read(self, end: int, files: list[MappedFile]) -> None:
+        """Read the facts of the log at max offset `end` with `files`."""
+        log = self._log
         if files:
             # The "last file" is the one `end` lies in: records before it must lie inside
             # their file, records in it must end by `end` (files past it are not read).
@@ -156,10 +169,10 @@ class LogFacts:
             log_facts = (files[0].start, end - written, written, log.file_size)
         else:  # nothing is readable: any returned entry bails
             log_facts = (1 << 62, 1 << 62, 0, log.file_size)
-        facts = np.array((*log_facts, end, self._memory, *self._limits), dtype=np.int64)
-        views = tuple(f.data for f in files)
-        self._cached = (key, facts, views)
-        return facts, files, end, views
+        self.array = np.array((*log_facts, end, self._memory, *self._limits), dtype=np.int64)
+        self.views = tuple(f.data for f in files)
+        self.start = files[0].start if files else -1
+        self.end = end
 
 
 class CompiledScanner:
@@ -184,15 +197,23 @@ class CompiledScanner:
             return None
         cap = nums if nums > 1 else 1
         picked = np.empty((2, n if n < cap else cap), np.int64)
-        log, files, max_offset_py, views = self.facts.current()
+        # LogFacts.current inlined: one call fewer on every pull.
+        facts = self.facts
+        end = self._log.end  # before the files (fast.commitlog)
+        files = self._log.files
+        if end != facts.end or (files[0].start if files else -1) != facts.start:
+            facts.read(end, files)
         wanted, codes = row
         status, scanned, count, total, last_phys, _ = kernels.window_one(
-            lay.addresses[number], first, n, nums, wanted, codes, log, picked
+            lay.addresses[number], first, n, nums, wanted, codes, facts.array, picked
         )
         del lay  # held through the kernel's reads
         if status == kernels.BAIL:  # a returned record is not readable
             return None
-        return ScannedResult.of(
+        # Made without a Python-level __init__ (fast.results.set_scanned), for the same reason.
+        result: ScannedResult = _new(ScannedResult)
+        set_scanned(
+            result,
             (
                 _FOUND if status == kernels.FOUND else _NO_MATCH,
                 offset + scanned,
@@ -202,14 +223,15 @@ class CompiledScanner:
                 total,
                 offset,
                 picked,
-                max_offset_py,
+                end,
                 last_phys,
                 self._planner.memory,
                 self,
                 files,
-                views,
-            )
+                facts.views,
+            ),
         )
+        return result
 
     def records(self, files: list[MappedFile], views: tuple[U8, ...], phys: I64) -> LazyMessages:
         """The records at commit-log offsets `phys`, all readable in the commit-log `files`

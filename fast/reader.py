@@ -10,6 +10,7 @@ kernel call or one numpy pass; pull_through runs the compiled chain (fast.read_t
 
 from __future__ import annotations
 
+import functools
 import importlib
 from collections.abc import Callable, Sequence
 from types import ModuleType
@@ -69,6 +70,12 @@ class Reader:
         self.compiled = CompiledScanner(commit_log, self.planner, delay_levels)
         self.numpy = NumpyScanner(commit_log, self.planner, delay_levels)
 
+    @functools.cached_property
+    def kernels(self) -> ModuleType | None:
+        """`read_kernels()`, looked up at the first pull (importing numba then, not when the
+        store opens) and kept: the single pull reads it on every call."""
+        return read_kernels()
+
     def get(
         self,
         q: ConsumeQueue,
@@ -87,7 +94,7 @@ class Reader:
         if type(plan) is not ScanPlan:
             return plan  # type: ignore[return-value]
         if compiled:
-            kernels = read_kernels()
+            kernels = self.kernels
             if kernels is not None:
                 found = self.compiled.scan(kernels, plan, message_filter)
                 if found is not None:

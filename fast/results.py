@@ -7,7 +7,7 @@ benchmarks do) never pays for decoding; the first access to a message decodes it
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple, Protocol, cast, overload
 
 import attrs
@@ -237,14 +237,6 @@ class ScannedResult(FastGetMessageResult):
     def __init__(self, scanned: Scanned) -> None:
         object.__setattr__(self, "_scanned", scanned)  # `_messages` is set when first read
 
-    @classmethod
-    def of(cls, scanned: Scanned) -> ScannedResult:
-        """The result of `scanned`, made without a Python-level __init__ (the single pull's
-        path makes one per call)."""
-        made = _new(cls)
-        _set_scanned(made, scanned)
-        return made
-
     @property
     def status(self) -> GetMessageStatus:
         """FOUND, or NO_MATCHED_MESSAGE when every examined entry was filtered out."""
@@ -273,6 +265,12 @@ class ScannedResult(FastGetMessageResult):
     @property
     def total_size(self) -> int:
         """The returned records' total size."""
+        return self._scanned[5]
+
+    @property
+    def buffer_total_size(self) -> int:
+        """The returned records' total size (read directly: the broker reads it on every
+        pull)."""
         return self._scanned[5]
 
     @property
@@ -318,9 +316,10 @@ class ScannedResult(FastGetMessageResult):
         )
 
 
-_new = object.__new__
-#: The setter of ScannedResult's `_scanned` slot (the frozen class refuses setattr).
-_set_scanned = ScannedResult._scanned.__set__  # type: ignore[attr-defined]
+#: The setter of ScannedResult's `_scanned` slot (the frozen class refuses setattr): with
+#: ``object.__new__(ScannedResult)`` it makes a result without a Python-level call, as the
+#: single pull does (fast.read_compiled).
+set_scanned: Callable[[ScannedResult, Scanned], None] = ScannedResult._scanned.__set__  # type: ignore[attr-defined]
 
 
 def offsets_tuple(first: int, rel: np.ndarray) -> tuple[int, ...]:

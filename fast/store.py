@@ -36,6 +36,7 @@ from pullspec.spec.errors import (
     require_int,
     require_str,
 )
+from pullspec.spec.filter import ExpressionMessageFilter
 from pullspec.spec.message import BrokerInnerMessage, StoredMessage
 from pullspec.spec.profiles import Profile
 from pullspec.spec.protocols import MessageFilter, check_get_message_arguments
@@ -451,7 +452,17 @@ class MmapMessageStore(PutPath, RoleHolder):
         message_filter: MessageFilter | None = None,
     ) -> GetMessageResult:
         """Answer a pull exactly as DefaultMessageStore.getMessage does, vectorized."""
-        check_get_message_arguments(group, topic, queue_id, offset, max_msg_nums, message_filter)
+        if not (  # the usual exact types, told apart without a call
+            type(group) is str
+            and type(topic) is str
+            and type(queue_id) is int
+            and type(offset) is int
+            and type(max_msg_nums) is int
+            and (message_filter is None or type(message_filter) is ExpressionMessageFilter)
+        ):
+            check_get_message_arguments(
+                group, topic, queue_id, offset, max_msg_nums, message_filter
+            )
         if self._closed:
             raise ReadOnlyStoreError("get_message on a closed store")
         q = self.queues.get((topic, queue_id))
