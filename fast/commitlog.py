@@ -9,6 +9,7 @@ reader takes `end` first, then `files`, once per call, and holds that list while
 
 from __future__ import annotations
 
+import contextlib
 import os
 import weakref
 from collections.abc import Sequence
@@ -121,13 +122,14 @@ class CommitLog:
             for f in self.files:
                 f.close()
 
-    def _flush_filled(self, f: MappedFile) -> None:
-        """Start flushing a file that just filled, in a background thread: appends go on into
-        the next file meanwhile. `drain` waits for it (and raises what it raised)."""
+    def flush_filled(self, f: MappedFile) -> None:
+        """Start flushing a file that just filled — the log's own, or a consume queue's (the
+        store hands them here) — in a background thread: appends go on into the next file
+        meanwhile. `drain` waits for it (and raises what it raised)."""
         if f.file is None or f.read_only or f.volatile:
             return
-        if self.file_size < BACKGROUND_FLUSH_MIN:
-            f.flush(0, self.file_size)  # a hand-off to a thread costs more than this msync
+        if f.size < BACKGROUND_FLUSH_MIN:
+            f.flush(0, f.size)  # a hand-off to a thread costs more than this msync
             return
         if self._flusher is None:
             self._flusher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pullspec-flush")
@@ -245,13 +247,13 @@ class CommitLog:
             self._new_file(now_ms)
         last = self.files[-1]
         if self.wrote >= self.file_size:
-            self._flush_filled(last)
+            self.flush_filled(last)
             last = self._new_file(now_ms)
         elif needs_end_of_file_blank(length, self.wrote, self.file_size):
             blank = self.rules.encode_blank(self.file_size - self.wrote)
             last.mm[self.wrote : self.wrote + len(blank)] = blank
             self.last_modified[last.start] = now_ms
-            self._flush_filled(last)
+            self.flush_filled(last)
             last.touch(now_ms)
             self.wrote = self.file_size
             last = self._new_file(now_ms)
@@ -294,7 +296,7 @@ class CommitLog:
             self._pending and not self._pending[-1].done()
         ):
             return
-        self._flush_filled(f)
+        self.flush_filled(f)
 
     def runs(self, lengths: I64) -> list[tuple[int, int]]:
         """Split records of `lengths` (each > 0 and, with 8 bytes to spare, no longer than a
@@ -468,5 +470,8 @@ def file_start(phys: int, file_size: int) -> int:
 
 
 def _fdatasync(path: Path) -> None:
-    # The background flusher's call, by a name tests can replace.
-    fdatasync_file(path)
+    # The background flusher's call, by a name tests can replace. A file removed before its
+    # turn (an expired consume-queue file, or one kept as a spare under another name) has
+    # nothing left to make durable.
+    with contextlib.suppress(FileNotFoundError):
+        fdatasync_file(path)

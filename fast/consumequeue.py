@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import struct
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
@@ -107,6 +107,9 @@ class ConsumeQueue(BlockCache):
         self.repaired = False
         #: Append with pwrite instead of through the mapping (the store's transient_store_pool).
         self.transient = False
+        #: How a file that filled is flushed: at once, or in the store's background flusher
+        #: (fast.commitlog.CommitLog.flush_filled, whose `drain` the store's flush waits for).
+        self.flush_filled: Callable[[MappedFile], None] = MappedFile.flush
         self._fd: tuple[int, int] | None = None
         #: Where expired files are kept for reuse (fast.spares); None deletes them.
         self.spares: Spares[MappedFile] | None = None
@@ -384,7 +387,7 @@ class ConsumeQueue(BlockCache):
 
     def _create(self, start: int) -> None:
         if self.files:
-            self.files[-1].flush()
+            self.flush_filled(self.files[-1])
         f = (
             MappedFile.anonymous(start, self.file_size)
             if self.read_only

@@ -203,6 +203,7 @@ class MmapMessageStore(PutPath, RoleHolder):
             self.config.mapped_file_size_commit_log,
         )
         q.transient = self.commit_log.transient
+        q.flush_filled = self.commit_log.flush_filled
         q.spares = self._spares
         q.volatile = self._volatile
         return q

@@ -87,6 +87,30 @@ def test_files_that_fill_are_flushed_in_the_background(tmp_path: Path) -> None:
 
 
 @pytest.mark.usefixtures("background")
+def test_consume_queue_files_that_fill_are_flushed_in_the_background(tmp_path: Path) -> None:
+    # A filled queue file used to be msynced in place, the appending thread waiting on the disk.
+    flushed: list[Path] = []
+    real = pullspec.fast.commitlog._fdatasync
+
+    def record(path: Path) -> None:
+        real(path)
+        flushed.append(path)
+
+    cfg = StoreConfig(mapped_file_size_commit_log=1 << 20, mapped_file_size_consume_queue=200)
+    with mock.patch("pullspec.fast.commitlog._fdatasync", record):
+        s = MmapMessageStore(tmp_path, cfg, Profile.V4_9, ManualClock(5))
+        s.put_messages(_messages(100))  # 50 entries per queue: 5 files of 10 each
+        s.flush()
+        filled = []
+        for queue in sorted((tmp_path / "consumequeue" / "T").iterdir()):
+            names = sorted(queue.iterdir())
+            assert 5 == len(names)
+            filled += names[:-1]  # the last is flushed by flush() itself
+        assert filled == sorted(p for p in flushed if "consumequeue" in p.parts)
+        s.close()
+
+
+@pytest.mark.usefixtures("background")
 def test_a_failed_background_flush_is_raised_by_flush(tmp_path: Path) -> None:
     def broken(path: Path) -> None:
         raise OSError(5, "Input/output error", str(path))
