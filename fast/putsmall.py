@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import attrs
 
 from pullspec.fast.putvector import INT32_RANGE, INT64_RANGE, properties_tags_code
+from pullspec.fast.results import placed
 from pullspec.spec.clock import Clock
 from pullspec.spec.config import StoreConfig
 from pullspec.spec.delay import delay_rewrite, deliver_timestamp
@@ -80,25 +81,6 @@ class Shape(NamedTuple):
 
     encoding: Encoding
     lengths: dict[int, int]
-
-
-_new = object.__new__
-_SET_STATUS, _SET_QUEUE_OFFSET, _SET_WROTE_OFFSET, _SET_WROTE_BYTES = (
-    getattr(PutMessageResult, name).__set__
-    for name in ("status", "queue_offset", "wrote_offset", "wrote_bytes")
-)
-
-
-def _put_ok(queue_offset: int, phys: int, length: int) -> PutMessageResult:
-    """PutMessageResult(PUT_OK, queue_offset, phys, length), built through its slots: the
-    attrs __init__ of a frozen class sets each field through object.__setattr__, a sixth of a
-    one-pass put (it has no validator or converter to skip)."""
-    result: PutMessageResult = _new(PutMessageResult)
-    _SET_STATUS(result, _PUT_OK)
-    _SET_QUEUE_OFFSET(result, queue_offset)
-    _SET_WROTE_OFFSET(result, phys)
-    _SET_WROTE_BYTES(result, length)
-    return result
 
 
 #: Whether a sysFlag without IPv6 host bits is dispatched (STORE-18); other values (IPv6 hosts,
@@ -204,7 +186,7 @@ class SmallPut:
             if q is None:
                 q = self._queue(*key)
             q.append_one(queue_offset, phys, length, enc.tags_code)
-        return _put_ok(queue_offset, phys, length)
+        return placed(queue_offset, phys, length)
 
     def _put_fresh(self, msg: BrokerInnerMessage) -> PutMessageResult:
         """`_put_each` of one message, then remember its shape (when it has no DELAY and its

@@ -4,18 +4,22 @@ per-message record encoder, the filter rows cached by identity, the argument fas
 
 from __future__ import annotations
 
+import copy
 import functools
+import pickle
 import shutil
 from pathlib import Path
 from typing import Any
 from unittest import mock
 
+import attrs
 import numpy as np
 import pytest
 
 import pullspec.fast.consumequeue
 from pullspec.fast.consumequeue import ConsumeQueue
 from pullspec.fast.mapped import MappedFile
+from pullspec.fast.results import PlacedResult
 from pullspec.fast.store import MmapMessageStore
 from pullspec.reference.store import ReferenceMessageStore
 from pullspec.spec.clock import ManualClock
@@ -30,7 +34,8 @@ from pullspec.spec.errors import (
 from pullspec.spec.filter import tag_filter
 from pullspec.spec.message import BrokerInnerMessage, HostAddress
 from pullspec.spec.profiles import ALL_PROFILES, Profile
-from pullspec.spec.status import BrokerRole
+from pullspec.spec.results import PutMessageResult
+from pullspec.spec.status import BrokerRole, PutMessageStatus
 
 CFG = StoreConfig(mapped_file_size_commit_log=1024, mapped_file_size_consume_queue=80)
 MASTER = BrokerRole.ASYNC_MASTER
@@ -378,3 +383,32 @@ def test_put_message_out_of_a_java_field_is_refused_and_stores_nothing(tmp_path:
                 store.put_message(BrokerInnerMessage(**base, **bad))
             assert (store.get_max_phy_offset(), store.get_max_offset_in_queue("T", 0)) == (186, 2)
         assert store.put_message(BrokerInnerMessage(**base)).queue_offset == 2
+
+
+def test_a_one_pass_put_answers_as_a_plain_put_result(tmp_path: Path) -> None:
+    # The one-pass put answers a PlacedResult (one slot for its three numbers): it must read,
+    # compare, hash, show, pickle and copy as the PutMessageResult it stands for.
+    store = MmapMessageStore(tmp_path, StoreConfig(), Profile.V4_9, ManualClock(0))
+    msg = BrokerInnerMessage(topic="T", queue_id=0, body=b"x")
+    store.put_message(msg)  # the first of its shape takes the general path
+    answer = store.put_message(msg)
+    store.close()
+    # A record of topic "T", a 1-byte body and no properties is 93 bytes (LAYOUT-5).
+    expected = PutMessageResult(PutMessageStatus.PUT_OK, 1, 93, 93)
+    assert PlacedResult is type(answer)
+    for result in (answer, pickle.loads(pickle.dumps(answer)), copy.copy(answer)):
+        assert expected == result
+        assert result == expected
+        assert hash(expected) == hash(result)
+        assert repr(expected) == repr(result)
+        assert attrs.asdict(expected) == attrs.asdict(result)
+    assert PutMessageResult is type(pickle.loads(pickle.dumps(answer)))
+    assert {expected} == {answer}
+    for other in (
+        PutMessageResult(PutMessageStatus.PUT_OK, 2, 93, 93),
+        PutMessageResult(PutMessageStatus.PUT_OK, 1, 94, 93),
+        PutMessageResult(PutMessageStatus.PUT_OK, 1, 93, 94),
+        PutMessageResult(PutMessageStatus.FLUSH_DISK_TIMEOUT, 1, 93, 93),
+    ):
+        assert other != answer
+        assert answer != other
