@@ -32,8 +32,9 @@ from pullspec.conformance.cli.common import Progress, nothing_checked, quiet_opt
 from pullspec.conformance.cpu_times import tree_cpu_s
 from pullspec.conformance.ops import MACHINE_AREAS
 
-#: The issue's throughput targets.
-TARGET_OPS_PER_MIN_2_CORES = 2_000_000
+#: The performance issue's throughput targets (3.5 M diffed ops a minute on 2 cores, about 30 k
+#: per core and second; the first campaign issue asked 2 M).
+TARGET_OPS_PER_MIN_2_CORES = 3_500_000
 TARGET_SPEEDUP = 1.8
 
 
