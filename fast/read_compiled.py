@@ -37,6 +37,8 @@ _FILTER_ROWS_KEPT = 256
 Row = tuple[int, I64]
 _FOUND, _NO_MATCH = GetMessageStatus.FOUND, GetMessageStatus.NO_MATCHED_MESSAGE
 _new = object.__new__
+#: LogFacts.cached: (first file's start, max offset, the facts array, the files' views).
+Facts = tuple[int, int, I64, tuple[U8, ...]]
 #: int64 as a dtype: np.empty converts the scalar type to one on every call (about 80 ns).
 _INT64 = np.dtype(np.int64)
 #: The code count of a filter row that matches every entry (a null filter, `*`, class mode).
@@ -129,8 +131,10 @@ class LogFacts:
     limits (bytes and count on disk, bytes and count in memory). The array stays writeable:
     numba types a read-only argument through its slow Python path on every call.
 
-    `array`, `files`, `end` and `views` are the facts last read; `fresh(end, files)` tells
-    whether they still hold (the single pull checks it inline instead of calling `current`)."""
+    `cached` holds the facts last read as one tuple (the first file's start, −1 without files;
+    the max offset; the array; the files' views), replaced whole: readers on other threads take
+    it in one read, so they never pair one reading's key with another's array or views. The
+    single pull checks it inline instead of calling `current`."""
 
     def __init__(self, commit_log: CommitLog, planner: ReadPlanner) -> None:
         self._log = commit_log
@@ -142,12 +146,9 @@ class LogFacts:
             limits.max_transfer_bytes_on_message_in_memory,
             limits.max_transfer_count_on_message_in_memory,
         )
-        #: The facts' key: the first file's start (−1 without files) and the max offset. The
-        #: file list itself is not kept: holding it would keep expired files (fast.retired).
-        self.start = -2
-        self.end = -1
-        self.array: I64 = np.zeros(0, dtype=np.int64)
-        self.views: tuple[U8, ...] = ()
+        # The key is (first file's start, max offset), not the file list: holding the list
+        # would keep expired files (fast.retired).
+        self.cached: Facts = (-2, -1, np.zeros(0, dtype=np.int64), ())
 
     def current(self) -> tuple[I64, list[MappedFile], int, tuple[U8, ...]]:
         """The facts, the commit-log files they were read with (every record they call
@@ -157,12 +158,13 @@ class LogFacts:
         log = self._log
         end = log.end  # before the files (fast.commitlog)
         files = log.files
-        if end != self.end or (files[0].start if files else -1) != self.start:
-            self.read(end, files)
-        return self.array, files, end, self.views
+        facts = self.cached
+        if end != facts[1] or (files[0].start if files else -1) != facts[0]:
+            facts = self.read(end, files)
+        return facts[2], files, end, facts[3]
 
-    def read(self, end: int, files: list[MappedFile]) -> None:
-        """Read the facts of the log at max offset `end` with `files`."""
+    def read(self, end: int, files: list[MappedFile]) -> Facts:
+        """Read (and keep as `cached`) the facts of the log at max offset `end` with `files`."""
         log = self._log
         if files:
             # The "last file" is the one `end` lies in: records before it must lie inside
@@ -171,10 +173,10 @@ class LogFacts:
             log_facts = (files[0].start, end - written, written, log.file_size)
         else:  # nothing is readable: any returned entry bails
             log_facts = (1 << 62, 1 << 62, 0, log.file_size)
-        self.array = np.array((*log_facts, end, self._memory, *self._limits), dtype=np.int64)
-        self.views = tuple(f.data for f in files)
-        self.start = files[0].start if files else -1
-        self.end = end
+        array = np.array((*log_facts, end, self._memory, *self._limits), dtype=np.int64)
+        facts = (files[0].start if files else -1, end, array, tuple(f.data for f in files))
+        self.cached = facts
+        return facts
 
 
 class CompiledScanner:
@@ -200,14 +202,14 @@ class CompiledScanner:
         cap = nums if nums > 1 else 1
         picked = np.empty((2, n if n < cap else cap), _INT64)
         # LogFacts.current inlined: one call fewer on every pull.
-        facts = self.facts
         end = self._log.end  # before the files (fast.commitlog)
         files = self._log.files
-        if end != facts.end or (files[0].start if files else -1) != facts.start:
-            facts.read(end, files)
+        facts = self.facts.cached  # one read: another reader may replace it meanwhile
+        if end != facts[1] or (files[0].start if files else -1) != facts[0]:
+            facts = self.facts.read(end, files)
         wanted, codes = row
         status, scanned, count, total, last_phys, _ = kernels.window_one(
-            lay.addresses[number], first, n, nums, wanted, codes, facts.array, picked
+            lay.addresses[number], first, n, nums, wanted, codes, facts[2], picked
         )
         del lay  # held through the kernel's reads
         if status == kernels.BAIL:  # a returned record is not readable
@@ -230,7 +232,7 @@ class CompiledScanner:
                 self._planner.memory,
                 self,
                 files,
-                facts.views,
+                facts[3],
             ),
         )
         return result

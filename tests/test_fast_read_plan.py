@@ -6,10 +6,12 @@ from __future__ import annotations
 import copy
 import pickle
 from pathlib import Path
+from unittest import mock
 
 import pytest
 
 from pullspec.fast.read_plan import ReadPlanner, ScanPlan
+from pullspec.fast.reader import read_kernels
 from pullspec.fast.store import MmapMessageStore
 from pullspec.spec.clock import ManualClock
 from pullspec.spec.config import StoreConfig
@@ -110,3 +112,30 @@ def test_a_scanned_answer_decodes_its_records_after_the_store_closes(tmp_path: P
     answer = store.get_message("G", "T", 0, 1, 2)
     store.close()
     assert [b"b1", b"b2"] == [m.body for m in answer.messages]
+
+
+def test_a_pull_keeps_the_log_facts_it_read_while_another_reader_replaces_them(
+    tmp_path: Path,
+) -> None:
+    # Readers share the scanner's cached commit-log facts. One that reads them while another
+    # replaces them must use one reading throughout: pairing its files with the other's views
+    # decodes another file's bytes (a record "with magic 0" in a threaded expiry run).
+    kernels = read_kernels()
+    if kernels is None:
+        pytest.skip("the compiled scan needs numba")
+    store = MmapMessageStore(tmp_path, StoreConfig(), Profile.V4_9, ManualClock(0))
+    store.put_messages(
+        [BrokerInnerMessage(topic="T", queue_id=0, body=b"b%d" % k) for k in range(4)]
+    )
+    facts = store.reader.compiled.facts
+    real = kernels.window_one
+
+    def another_reader_meanwhile(*args: object) -> object:
+        answer = real(*args)
+        facts.read(0, [])  # another reader's reading: a log without files
+        return answer
+
+    with mock.patch.object(kernels, "window_one", another_reader_meanwhile):
+        answer = store.get_message("G", "T", 0, 1, 2)
+    assert [b"b1", b"b2"] == [m.body for m in answer.messages]
+    store.close()
