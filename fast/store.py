@@ -459,7 +459,9 @@ class MmapMessageStore(PutPath, RoleHolder):
         message_filter: MessageFilter | None = None,
     ) -> GetMessageResult:
         """Answer a pull exactly as DefaultMessageStore.getMessage does, vectorized."""
-        if not (  # the usual exact types, told apart without a call
+        # check_get_message_arguments' own first test, repeated here so that the usual exact
+        # types cost no call (about 4 % of a warm pull); anything else is checked in full.
+        if not (
             type(group) is str
             and type(topic) is str
             and type(queue_id) is int
