@@ -1,9 +1,10 @@
-"""The compiled scanners of ScanPlans (fast.read_plan): one pull's window (get_message) and every
-request's window of a get_messages batch, by fast.numba_read's loops.
+"""The compiled scanners of ScanPlans (fast.read_plan): one pull's window (get_message, planned
+and scanned in one call) and every request's window of a get_messages batch, by
+fast.numba_read's loops.
 
 What the loops do not model — a filter other than a tag-type ExpressionMessageFilter, a maxMsgNums
 beyond COMPILED_NUMS, a returned record that is not readable (MESSAGE_WAS_REMOVING) — is left
-to the numpy scanner (fast.read_numpy): `scan` answers None, a batch row is redone.
+to the numpy scanner (fast.read_numpy): `pull` answers the ScanPlan, a batch row is redone.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any, cast
 import numpy as np
 
 from pullspec.fast.commitlog import CommitLog
+from pullspec.fast.consumequeue import ConsumeQueue
 from pullspec.fast.gather import I64, U8
 from pullspec.fast.mapped import MappedFile
 from pullspec.fast.read_plan import SCAN_COLUMNS, PlannedPulls, Pull, ReadPlanner, ScanPlan
@@ -27,9 +29,10 @@ from pullspec.fast.results import (
     set_scanned,
 )
 from pullspec.spec.filter import SUB_ALL, ExpressionMessageFilter, is_tag_type
+from pullspec.spec.layout import CQ_STORE_UNIT_SIZE
 from pullspec.spec.protocols import MessageFilter
 from pullspec.spec.results import GetMessageResult
-from pullspec.spec.status import GetMessageStatus
+from pullspec.spec.status import BrokerRole, GetMessageStatus
 
 #: Distinct filters whose kernel rows are kept (filters are frozen values: equal ones share).
 _FILTER_ROWS_KEPT = 256
@@ -37,6 +40,8 @@ _FILTER_ROWS_KEPT = 256
 Row = tuple[int, I64]
 _FOUND, _NO_MATCH = GetMessageStatus.FOUND, GetMessageStatus.NO_MATCHED_MESSAGE
 _new = object.__new__
+#: A ScanPlan from a tuple of its fields, without the named constructor's Python-level call.
+_new_plan = tuple.__new__
 #: LogFacts.cached: (first file's start, max offset, the facts array, the files' views).
 Facts = tuple[int, int, I64, tuple[U8, ...]]
 #: int64 as a dtype: np.empty converts the scalar type to one on every call (about 80 ns).
@@ -190,15 +195,55 @@ class CompiledScanner:
         self._delay_levels = delay_levels
         self.rows = FilterRows()
         self.facts = LogFacts(commit_log, planner)
+        self._budgets = planner.compiled_budgets
+        self._memory = planner.memory
 
-    def scan(
-        self, kernels: ModuleType, plan: ScanPlan, message_filter: MessageFilter | None
-    ) -> GetMessageResult | None:
-        """The answer of one pull's scan, or None when the loop does not model it."""
+    def pull(
+        self,
+        kernels: ModuleType,
+        q: ConsumeQueue,
+        offset: int,
+        max_msg_nums: int,
+        message_filter: MessageFilter | None,
+        role: BrokerRole,
+        offset_check_in_slave: bool,
+    ) -> GetMessageResult | ScanPlan:
+        """One pull (get_message's validated arguments on queue `q`) planned and scanned in one
+        call: its answer, or the ScanPlan of a scan the loop does not model (the caller's numpy
+        scanner answers it). The planner's fast path (ReadPlanner.plan, whose test checks it
+        against the spec) is taken inline when the maxMsgNums has a compiled budget: a ScanPlan
+        built and taken apart again, and the calls between, were a tenth of a warm pull."""
         row = self.rows.match_all if message_filter is None else self.rows.row(message_filter)
-        _, lay, number, first, n, offset, nums, min_offset, max_offset, compiled = plan
-        if row is None or not compiled:
-            return None
+        nums = max_msg_nums
+        budget = self._budgets.get(nums)
+        min_logic = q.min_logic_offset
+        # The published end before the Layout, as ReadPlanner.plan reads them.
+        q_end = q.end
+        lay = q.layout
+        pos = offset * CQ_STORE_UNIT_SIZE
+        number = None
+        if budget is not None and min_logic <= pos < q_end:
+            fs = q.file_size
+            rel = pos % fs
+            number = lay.numbers.get(pos - rel)
+            if number is not None:
+                readable = q_end - (pos - rel)
+                n = ((readable if readable < fs else fs) - rel) // CQ_STORE_UNIT_SIZE
+                n = min(n, budget)
+                first = rel // CQ_STORE_UNIT_SIZE
+                min_offset = min_logic // CQ_STORE_UNIT_SIZE
+                max_offset = q_end // CQ_STORE_UNIT_SIZE
+        if number is None:
+            plan = self._planner.plan(q, offset, nums, role, offset_check_in_slave)
+            if type(plan) is not ScanPlan:
+                return plan
+            _, lay, number, first, n, _, _, min_offset, max_offset, compiled = plan
+            if not compiled:
+                return plan
+        if row is None:
+            return _new_plan(
+                ScanPlan, (q, lay, number, first, n, offset, nums, min_offset, max_offset, True)
+            )
         cap = nums if nums > 1 else 1
         picked = np.empty((2, n if n < cap else cap), _INT64)
         # LogFacts.current inlined: one call fewer on every pull.
@@ -211,9 +256,11 @@ class CompiledScanner:
         status, scanned, count, total, last_phys, _ = kernels.window_one(
             lay.addresses[number], first, n, nums, wanted, codes, facts[2], picked
         )
+        if status == kernels.BAIL:  # a returned record is not readable: numpy answers
+            return _new_plan(
+                ScanPlan, (q, lay, number, first, n, offset, nums, min_offset, max_offset, True)
+            )
         del lay  # held through the kernel's reads
-        if status == kernels.BAIL:  # a returned record is not readable
-            return None
         # Made without a Python-level __init__ (fast.results.set_scanned), for the same reason.
         result: ScannedResult = _new(ScannedResult)
         set_scanned(
@@ -229,7 +276,7 @@ class CompiledScanner:
                 picked,
                 end,
                 last_phys,
-                self._planner.memory,
+                self._memory,
                 self,
                 files,
                 facts[3],

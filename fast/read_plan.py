@@ -95,8 +95,9 @@ class ReadPlanner:
         self.memory = config.memory_residency_bytes
         #: (BATCH-1 budget in entries, compiled_nums) by maxMsgNums that BATCH-4 accepts.
         self._sizes: dict[int, tuple[int, bool]] = {}
-        #: The BATCH-1 budget by maxMsgNums that BATCH-4 accepts and the compiled scans take.
-        self._compiled_budgets: dict[int, int] = {}
+        #: The BATCH-1 budget by maxMsgNums that BATCH-4 accepts and the compiled scans take
+        #: (the single pull's compiled path reads it, fast.read_compiled).
+        self.compiled_budgets: dict[int, int] = {}
         #: Whether a negative maxMsgNums is scanned (BATCH-4 of the profile) rather than refused.
         self.negative_nums_scanned = _accepts_negative(self.rules)
 
@@ -118,10 +119,10 @@ class ReadPlanner:
         sized = (self.budget(max_msg_nums), self.compiled_nums(max_msg_nums))
         if len(self._sizes) >= _SIZES_KEPT:
             self._sizes.clear()
-            self._compiled_budgets.clear()
+            self.compiled_budgets.clear()
         self._sizes[max_msg_nums] = sized
         if sized[1]:
-            self._compiled_budgets[max_msg_nums] = sized[0]
+            self.compiled_budgets[max_msg_nums] = sized[0]
         return sized
 
     def plan(
@@ -184,7 +185,7 @@ class ReadPlanner:
         planned = PlannedPulls(pulls)
         rows, columns, held = planned.rows, planned.columns, planned.held
         filter_ids, filters = planned.filter_ids, planned.filters
-        budgets = self._compiled_budgets
+        budgets = self.compiled_budgets
         # Requests whose queue does not exist yet: planned once every request is checked, so a
         # bad request refuses the batch before any queue is made.
         unseen: list[int] = []

@@ -90,15 +90,15 @@ class Reader:
         """get_message's answer for validated arguments on queue `q`: its plan scanned by the
         compiled scanner, else by numpy, else entry by entry (without `compiled` the compiled
         scanner is skipped, without `vectorized` numpy too)."""
-        plan = self.planner.plan(q, offset, max_msg_nums, role, offset_check_in_slave)
+        kernels = self.kernels if compiled else None
+        if kernels is not None:  # planned and scanned in one call, or left to numpy
+            plan = self.compiled.pull(
+                kernels, q, offset, max_msg_nums, message_filter, role, offset_check_in_slave
+            )
+        else:
+            plan = self.planner.plan(q, offset, max_msg_nums, role, offset_check_in_slave)
         if type(plan) is not ScanPlan:
             return plan  # type: ignore[return-value]
-        if compiled:
-            kernels = self.kernels
-            if kernels is not None:
-                found = self.compiled.scan(kernels, plan, message_filter)
-                if found is not None:
-                    return found
         return self.numpy.scan(plan, message_filter, vectorized)
 
     def get_many(
