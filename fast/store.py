@@ -20,7 +20,7 @@ from pullspec.fast.integrity import QueueFiles, VerifyReport, verify_files
 from pullspec.fast.mapped import MappedFile, fsync_dir, on_ram_filesystem
 from pullspec.fast.putpath import PutPath
 from pullspec.fast.putvector import PutResults
-from pullspec.fast.read_plan import GetRequest
+from pullspec.fast.read_plan import GetRequest, ScanPlan
 from pullspec.fast.reader import Reader
 from pullspec.fast.recovery import RecoveryReport, recover
 from pullspec.fast.results import MultiGetResult
@@ -477,7 +477,18 @@ class MmapMessageStore(PutPath, RoleHolder):
         q = self.queues.get((topic, queue_id))
         if q is None:
             q = self._queue(topic, queue_id)
-        return self.reader.get(
+        # Reader.get's compiled branch inlined: a frame fewer on every pull (about 2 %).
+        reader = self.reader
+        kernels = reader.kernels
+        if kernels is not None:
+            found = reader.compiled.pull(
+                kernels, q, offset, max_msg_nums, message_filter, self._role,
+                self._offset_check_in_slave,
+            )  # fmt: skip
+            if not isinstance(found, ScanPlan):
+                return found
+            return reader.numpy.scan(found, message_filter, True)
+        return reader.get(
             q, offset, max_msg_nums, message_filter, self._role, self._offset_check_in_slave
         )
 
