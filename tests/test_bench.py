@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from unittest import mock
 
+import attrs
 import pytest
 from click.testing import CliRunner
 
@@ -75,6 +76,43 @@ def test_vs_java_divides_rates_by_the_peer_and_the_peer_by_times() -> None:
     # 550 k puts/s is twice Java's 275 k; 2 µs per call is twice as fast as Java's 4.0.
     ratios = bench.vs_java({"w1_put_single_msgs_per_s": 550e3, "w1_all_us_per_call": 2.0})
     assert ratios == {"w1_put_single_vs_java": 2.0, "w1_all_per_call_vs_java": 2.0}
+
+
+class _FakeQueues:
+    """A store of queues 0, 1, 2 holding 70, 5 and 0 messages of 10 bytes each, recording every
+    pull's (queue id, offset): a pull answers up to 32 messages from its offset."""
+
+    maxima = (70, 5, 0)
+
+    def __init__(self) -> None:
+        self.pulls: list[tuple[int, int]] = []
+
+    def get_max_offset_in_queue(self, topic: str, queue_id: int) -> int:
+        return self.maxima[queue_id]
+
+    def get_message(
+        self, group: str, topic: str, queue_id: int, offset: int, nums: int, filt: object
+    ) -> object:
+        self.pulls.append((queue_id, offset))
+        count = min(nums, self.maxima[queue_id] - offset)
+        return _FakeResult(count, 10 * count, offset + count)
+
+
+@attrs.frozen
+class _FakeResult:
+    message_count: int
+    buffer_total_size: int
+    next_begin_offset: int
+
+
+def test_pull_loop_pulls_the_queues_round_robin_to_their_max_offsets() -> None:
+    store = _FakeQueues()
+    # Queue 2 is empty: never pulled. Round 1 pulls queues 0 and 1 at 0; queue 1 is then at
+    # its max (5), so rounds 2 and 3 pull queue 0 alone, at 32 and 64.
+    expected = [4, 75, 750, 75]
+    actual = bench.pull_loop(store, [0, 1, 2], None)  # type: ignore[arg-type]
+    assert expected == actual
+    assert [(0, 0), (1, 0), (0, 32), (0, 64)] == store.pulls
 
 
 def test_the_memory_child_reads_its_status_in_kib(tmp_path: Path) -> None:
