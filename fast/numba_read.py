@@ -250,9 +250,25 @@ def window_one_py(  # pragma: no cover - compiled
     return window(base, first, n, nums, wanted, codes, log, picked[0], picked[1], 0)
 
 
+def window_all_py(  # pragma: no cover - compiled
+    base: int,
+    first: int,
+    n: int,
+    nums: int,
+    log: Any,
+    picked: Any,
+) -> Any:
+    """`window_one_py` for a filter that matches every entry (none, `*`, class mode), the usual
+    pull: two arguments fewer to type and unbox on each call, about a twentieth of a warm
+    pull. The facts stand in for the codes, which a match-all scan never reads."""
+    return window(base, first, n, nums, ALL, log, log, picked[0], picked[1], 0)
+
+
 #: The batch scan of get_messages.
 scan: Any = numba.njit(cache=True, nogil=True)(scan_py)
 #: Consecutive pulls of one queue (pull_through).
 chain: Any = numba.njit(cache=True, nogil=True)(chain_py)
 #: One window (get_message).
 window_one: Any = numba.njit(cache=True, nogil=True)(window_one_py)
+#: One window of a match-all filter (get_message).
+window_all: Any = numba.njit(cache=True, nogil=True)(window_all_py)

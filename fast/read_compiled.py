@@ -253,9 +253,14 @@ class CompiledScanner:
         if end != facts[1] or (files[0].start if files else -1) != facts[0]:
             facts = self.facts.read(end, files)
         wanted, codes = row
-        status, scanned, count, total, last_phys, _ = kernels.window_one(
-            lay.addresses[number], first, n, nums, wanted, codes, facts[2], picked
-        )
+        if wanted == ALL:
+            status, scanned, count, total, last_phys, _ = kernels.window_all(
+                lay.addresses[number], first, n, nums, facts[2], picked
+            )
+        else:
+            status, scanned, count, total, last_phys, _ = kernels.window_one(
+                lay.addresses[number], first, n, nums, wanted, codes, facts[2], picked
+            )
         if status == kernels.BAIL:  # a returned record is not readable: numpy answers
             return _new_plan(
                 ScanPlan, (q, lay, number, first, n, offset, nums, min_offset, max_offset, True)

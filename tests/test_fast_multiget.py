@@ -292,7 +292,7 @@ assert store.get_message("G", "T", 0, 0, 32, tag_filter("T", "*")).msg_offsets =
 assert store.get_messages([GetRequest("G", "T", 0, 1, 32)])[0].msg_offsets == [1, 2]
 assert len(list(store.pull_through("G", "T", 0, 0, 1, None))) == 3
 store.close()
-kernels = (numba_read.window_one, numba_read.scan, numba_read.chain)
+kernels = (numba_read.window_one, numba_read.window_all, numba_read.scan, numba_read.chain)
 print(sum(sum(k.stats.cache_misses.values()) for k in kernels))
 """
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import pickle
+from collections.abc import Callable
 from pathlib import Path
 from unittest import mock
 
@@ -16,6 +17,7 @@ from pullspec.fast.store import MmapMessageStore
 from pullspec.spec.clock import ManualClock
 from pullspec.spec.config import StoreConfig
 from pullspec.spec.errors import IllegalCapacityError
+from pullspec.spec.filter import tag_filter
 from pullspec.spec.message import BrokerInnerMessage
 from pullspec.spec.profiles import ALL_PROFILES, Profile
 from pullspec.spec.status import BrokerRole, GetMessageStatus
@@ -125,17 +127,24 @@ def test_a_pull_keeps_the_log_facts_it_read_while_another_reader_replaces_them(
         pytest.skip("the compiled scan needs numba")
     store = MmapMessageStore(tmp_path, StoreConfig(), Profile.V4_9, ManualClock(0))
     store.put_messages(
-        [BrokerInnerMessage(topic="T", queue_id=0, body=b"b%d" % k) for k in range(4)]
+        [
+            BrokerInnerMessage(topic="T", queue_id=0, body=b"b%d" % k, properties={"TAGS": "a"})
+            for k in range(4)
+        ]
     )
     facts = store.reader.compiled.facts
-    real = kernels.window_one
 
-    def another_reader_meanwhile(*args: object) -> object:
-        answer = real(*args)
-        facts.read(0, [])  # another reader's reading: a log without files
-        return answer
+    def meanwhile(real: Callable[..., object]) -> Callable[..., object]:
+        def another_reader_meanwhile(*args: object) -> object:
+            answer = real(*args)
+            facts.read(0, [])  # another reader's reading: a log without files
+            return answer
 
-    with mock.patch.object(kernels, "window_one", another_reader_meanwhile):
-        answer = store.get_message("G", "T", 0, 1, 2)
-    assert [b"b1", b"b2"] == [m.body for m in answer.messages]
+        return another_reader_meanwhile
+
+    # The match-all window (no filter) and the tag window (a filter with codes) alike.
+    for name, message_filter in (("window_all", None), ("window_one", tag_filter("T", "a"))):
+        with mock.patch.object(kernels, name, meanwhile(getattr(kernels, name))):
+            answer = store.get_message("G", "T", 0, 1, 2, message_filter)
+        assert [b"b1", b"b2"] == [m.body for m in answer.messages]
     store.close()
