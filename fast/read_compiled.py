@@ -23,6 +23,7 @@ from pullspec.fast.read_plan import SCAN_COLUMNS, PlannedPulls, Pull, ReadPlanne
 from pullspec.fast.results import (
     FileView,
     LazyMessages,
+    Picked,
     ScannedResult,
     ScannedRows,
     lazy_records,
@@ -244,8 +245,6 @@ class CompiledScanner:
             return _new_plan(
                 ScanPlan, (q, lay, number, first, n, offset, nums, min_offset, max_offset, True)
             )
-        cap = nums if nums > 1 else 1
-        picked = np.empty((2, n if n < cap else cap), _INT64)
         # LogFacts.current inlined: one call fewer on every pull.
         end = self._log.end  # before the files (fast.commitlog)
         files = self._log.files
@@ -253,11 +252,19 @@ class CompiledScanner:
         if end != facts[1] or (files[0].start if files else -1) != facts[0]:
             facts = self.facts.read(end, files)
         wanted, codes = row
+        picked: Picked
         if wanted == ALL:
+            # Every examined entry is returned, in order: the result reads their commit-log
+            # offsets from the queue's file when its records are first read, holding the
+            # Layout (fast.retired) so that the file stays as it was. No array of picked
+            # positions per pull, and one argument fewer to the kernel.
             status, scanned, count, total, last_phys, _ = kernels.window_all(
-                lay.addresses[number], first, n, nums, facts[2], picked
+                lay.addresses[number], first, n, nums, facts[2]
             )
+            picked = (lay, number, first)
         else:
+            cap = nums if nums > 1 else 1
+            picked = np.empty((2, n if n < cap else cap), _INT64)
             status, scanned, count, total, last_phys, _ = kernels.window_one(
                 lay.addresses[number], first, n, nums, wanted, codes, facts[2], picked
             )

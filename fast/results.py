@@ -180,10 +180,26 @@ class FastGetMessageResult(GetMessageResult):
         return hash(self._key())
 
 
+class EntryFiles(Protocol):
+    """A consume queue's published files as a reader holds them (fast.consumequeue.Layout): each
+    file's entries, which stay as they are while it is held (fast.retired)."""
+
+    @property
+    def views(self) -> list[npt.NDArray[np.void]]:
+        """Each file's entries (CQ_DTYPE records)."""
+        ...
+
+
+#: The entries a compiled window scan returned: their positions (from the pull's offset) and
+#: commit-log offsets as the two rows of one array, or, when every examined entry was returned
+#: in order (a match-all filter), (the queue's files, the file's number, the first entry), read
+#: when the records are.
+Picked = I64 | tuple[EntryFiles, int, int]
+
 #: What one compiled window scan found, as ScannedResult keeps it: (status, nextBeginOffset,
 #: min offset, max offset, messages returned, their total size, the pull's offset, the picked
-#: positions and phys (rows of one array), the commit log's max offset and the last phys the
-#: scan examined (STORE-16), the memory share, the records' decoder).
+#: entries, the commit log's max offset and the last phys the scan examined (STORE-16), the
+#: memory share, the records' decoder).
 Scanned = tuple[
     GetMessageStatus,
     int,
@@ -192,7 +208,7 @@ Scanned = tuple[
     int,
     int,
     int,
-    I64,
+    Picked,
     int,
     int,
     int,
@@ -277,7 +293,10 @@ class ScannedResult(FastGetMessageResult):
     def offsets(self) -> Sequence[int]:
         """The returned entries' queue offsets: a range when they follow each other."""
         done = self._scanned
-        count, offset, positions = done[4], done[6], done[7][0, : done[4]]
+        count, offset, picked = done[4], done[6], done[7]
+        if isinstance(picked, tuple):  # every examined entry, in order
+            return range(offset, offset + count)
+        positions = picked[0, :count]
         if count and positions[count - 1] == count - 1:
             return range(offset, offset + count)
         return tuple((positions + offset).tolist())
@@ -300,7 +319,13 @@ class ScannedResult(FastGetMessageResult):
             found = self._messages
         except AttributeError:
             done = self._scanned
-            found = done[11].records(done[12], done[13], done[7][1, : done[4]])
+            picked, count = done[7], done[4]
+            if isinstance(picked, tuple):
+                files, number, first = picked
+                phys = files.views[number]["phys"][first : first + count].astype(np.int64)
+            else:
+                phys = picked[1, :count]
+            found = done[11].records(done[12], done[13], phys)
             object.__setattr__(self, "_messages", found)
         return cast(tuple[StoredMessage, ...], found)
 

@@ -136,3 +136,26 @@ def test_queue_files_stay_while_a_reader_holds_the_layout(tmp_path: Path) -> Non
     assert 1 == store.delete_expired_files()  # the commit-log min moves: every queue sweeps
     assert not first.exists()
     store.close()
+
+
+def test_a_match_all_answer_keeps_its_queue_file_until_its_records_are_read(
+    tmp_path: Path,
+) -> None:
+    """A match-all pull's answer reads its records' commit-log offsets from the queue's file
+    only when the records are first read (fast.read_compiled): it holds the queue's Layout, so
+    that file outlives expiry's rounds as long as the answer does, entries and all."""
+    store = _store(tmp_path)
+    q = store.consume_queue("T", 0)
+    first = Path(q.layout.files[0].file or "")
+    answer = store.get_message("G", "T", 0, 1, 3)  # entries 1, 2, 3 of the first 4-entry file
+    while q.layout.files[0].file == str(first):
+        assert 1 == store.delete_expired_files()
+    store.put_messages(_messages(30, 10))
+    assert 1 == store.delete_expired_files()  # the sweep that would destroy a file nobody holds
+    assert first.exists()
+    assert [b"%03d" % k * 40 for k in (1, 2, 3)] == [m.body for m in answer.messages]
+    del answer
+    store.put_messages(_messages(40, 10))
+    assert 1 == store.delete_expired_files()
+    assert not first.exists()
+    store.close()
