@@ -213,7 +213,7 @@ class CompiledScanner:
         call: its answer, or the ScanPlan of a scan the loop does not model (the caller's numpy
         scanner answers it). The planner's fast path (ReadPlanner.plan, whose test checks it
         against the spec) is taken inline when the maxMsgNums has a compiled budget: a ScanPlan
-        built and taken apart again, and the calls between, were a tenth of a warm pull."""
+        built and taken apart again, and the calls between, were about 8 % of a warm pull."""
         row = self.rows.match_all if message_filter is None else self.rows.row(message_filter)
         nums = max_msg_nums
         budget = self._budgets.get(nums)
@@ -257,7 +257,8 @@ class CompiledScanner:
             # Every examined entry is returned, in order: the result reads their commit-log
             # offsets from the queue's file when its records are first read, holding the
             # Layout (fast.retired) so that the file stays as it was. No array of picked
-            # positions per pull, and one argument fewer to the kernel.
+            # positions per pull and three arguments fewer to the kernel than window_one takes:
+            # together about a sixth of a warm pull.
             status, scanned, count, total, last_phys, _ = kernels.window_all(
                 lay.addresses[number], first, n, nums, facts[2]
             )
