@@ -43,6 +43,9 @@ __all__ = ["BLOCK", "Block", "ConsumeQueue", "Layout", "Window"]
 
 #: Written entries of a first file up to which correct_min_offset reads them one by one.
 _FEW = 64
+#: ENTRY.pack_into, bound once: Python 3.11 reads a method of a C object (in a `try`, where it
+#: does not use its method-call form) through its generic path, making a bound method per put.
+_pack_entry_into = ENTRY.pack_into
 
 
 @attrs.frozen(eq=False, weakref_slot=True)
@@ -319,7 +322,7 @@ class ConsumeQueue(BlockCache):
         unit = CQ_STORE_UNIT_SIZE
         if files and wrote + unit <= self.file_size and files[-1].start + wrote == index * unit:
             try:
-                ENTRY.pack_into(files[-1].mm, wrote, phys, size, tags_code)
+                _pack_entry_into(files[-1].mm, wrote, phys, size, tags_code)
             except struct.error:  # out of range: undo a partial entry; append_entries raises
                 files[-1].mm[wrote : wrote + unit] = bytes(unit)
                 self.append_entries(index, ((phys, size, tags_code),))

@@ -8,7 +8,6 @@ each commit-log segment with one copy and each queue's entries with one packed w
 
 from __future__ import annotations
 
-import functools
 import struct
 import zlib
 from collections.abc import Sequence
@@ -108,6 +107,26 @@ def stored_tags_code(msg: BrokerInnerMessage, properties_string: str, rules: Lay
     return properties_tags_code(msg.properties, properties_string, rules)
 
 
+def prepared_cache(
+    config: StoreConfig, profile: Profile, delay_levels: tuple[int, ...]
+) -> dict[int, tuple[BrokerInnerMessage, Prepared]]:
+    """The validated messages kept for stores of this configuration (`SmallPut._prepare`),
+    shared by every such store in the process.
+
+    The store keeps it, and its other put caches, as plain attributes set in __init__, never
+    a cached_property or a write through `__dict__`: once an object's `__dict__` has been
+    materialized, Python 3.11 no longer specializes reads of its attributes, and every
+    `self.x` of the one-message put and pull then takes the interpreter's generic path (about
+    40 against 10 ns)."""
+    key = (config.max_message_size, config.mapped_file_size_commit_log, profile, delay_levels)
+    found = _PREPARED.get(key)
+    if found is None:
+        if len(_PREPARED) >= _PREPARED_CONFIGS:
+            _PREPARED.clear()
+        found = _PREPARED[key] = {}
+    return found
+
+
 def _require_java(name: str, value: int, bounds: tuple[int, int]) -> None:
     if not bounds[0] <= value <= bounds[1]:
         raise MessageIllegalError(name, value, "does not fit its Java field", "MESSAGE_ILLEGAL")
@@ -128,13 +147,17 @@ class SmallPut:
         _counters: dict[tuple[str, int], int]
         _last_store_timestamp: int
         _delay_levels: tuple[int, ...]
+        # The caches below are plain attributes the store sets in its __init__ (see
+        # `prepared_cache`).
+        #: The shapes `_put_one` takes.
+        _shapes: dict[tuple[str, Any], Shape]
+        #: Encodings by (topic, properties), for `_encoded`.
+        _encoding_cache: dict[tuple[str, Any], Encoding]
+        #: Validated messages by identity, for `_prepare`.
+        _prepared: dict[int, tuple[BrokerInnerMessage, Prepared]]
 
         def _queue(self, topic: str, queue_id: int) -> ConsumeQueue: ...
         def _checkpoint(self) -> None: ...
-
-    @functools.cached_property
-    def _shapes(self) -> dict[tuple[str, Any], Shape]:
-        return {}
 
     def _put_one(self, msg: BrokerInnerMessage) -> PutMessageResult:
         """put_message under the put lock. A message of a shape this store has stored before
@@ -159,7 +182,10 @@ class SmallPut:
         if shape is None or dispatched is None or len(born.ip) != 4 or len(store.ip) != 4:
             return self._put_fresh(msg)
         body = msg.body
-        length = shape.lengths.get(len(body), 0)
+        # Unpacked: a NamedTuple's field read is a descriptor call the interpreter does not
+        # specialize.
+        enc, lengths = shape
+        length = lengths.get(len(body), 0)
         log = self.commit_log
         phys = log.room(length) if length else -1
         if phys < 0:
@@ -178,15 +204,15 @@ class SmallPut:
             )  # fmt: skip
         except struct.error:  # a value out of its Java field: _validate names it
             return self._put_each([msg])[0]
-        enc = shape.encoding
-        log.append_in_place(b"".join((head, body, enc.tail)), now)
+        _, _, _, tags_code, tail, _ = enc
+        log.append_in_place(b"".join((head, body, tail)), now)
         self._last_store_timestamp = now
         if dispatched:
             counters[key] = counter + 1
             q = self.queues.get(key)
             if q is None:
                 q = self._queue(*key)
-            q.append_one(queue_offset, phys, length, enc.tags_code)
+            q.append_one(queue_offset, phys, length, tags_code)
         # fast.results.placed inlined: a call fewer on every put.
         result: PlacedResult = _new(PlacedResult)
         set_placed(result, (queue_offset, phys, length))
@@ -196,7 +222,7 @@ class SmallPut:
         """`_put_each` of one message, then remember its shape (when it has no DELAY and its
         record length) for `_put_one`."""
         result = self._put_each([msg])[0]
-        enc = self._encodings().get((msg.topic, msg.properties))
+        enc = self._encoding_cache.get((msg.topic, msg.properties))
         if enc is not None and not enc.delay and enc.tail and result.status is _PUT_OK:
             shapes = self._shapes
             shape = shapes.get((msg.topic, msg.properties))
@@ -215,7 +241,7 @@ class SmallPut:
         """The Encoding of a message's topic and properties, cached per (topic, properties): a
         workload repeats a handful of them. IllegalTopicError for a topic TopicValidator
         refuses."""
-        cache = self._encodings()
+        cache = self._encoding_cache
         key = (msg.topic, msg.properties)
         found = cache.get(key)
         if found is None:
@@ -242,27 +268,6 @@ class SmallPut:
             cache[key] = found
         return found
 
-    def _encodings(self) -> dict[tuple[str, Any], Encoding]:
-        found: dict[tuple[str, Any], Encoding] | None = self.__dict__.get("_encoding_cache")
-        if found is None:
-            found = self.__dict__["_encoding_cache"] = {}
-        return found
-
-    @functools.cached_property
-    def _prepared(self) -> dict[int, tuple[BrokerInnerMessage, Prepared]]:
-        key = (
-            self.config.max_message_size,
-            self.config.mapped_file_size_commit_log,
-            self.profile,
-            self._delay_levels,
-        )
-        found = _PREPARED.get(key)
-        if found is None:
-            if len(_PREPARED) >= _PREPARED_CONFIGS:
-                _PREPARED.clear()
-            found = _PREPARED[key] = {}
-        return found
-
     def _prepare(self, msg: BrokerInnerMessage) -> Prepared:
         """Validate one message (types, TopicValidator, LAYOUT-11, Java field ranges, fitting a
         commit-log file) without touching the store. A message object put again (a producer's
@@ -287,7 +292,7 @@ class SmallPut:
         level = 0
         enc = None
         if msg.stored_properties is None:
-            enc = self._encodings().get((msg.topic, msg.properties))
+            enc = self._encoding_cache.get((msg.topic, msg.properties))
         if enc is None or enc.delay:
             # Not seen, or DELAY is set: delay_rewrite decides (and raises first).
             rewrite = delay_rewrite(

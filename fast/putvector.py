@@ -94,6 +94,9 @@ class VectorPut:
         _role: BrokerRole
         _counters: dict[tuple[str, int], int]
         _last_store_timestamp: int
+        #: Plain attributes the store sets in its __init__ (see fast.putsmall.prepared_cache).
+        _topic_cache: dict[str, bytes | None]
+        _set_cache: dict[Properties, EncodedSet | None]
 
         def _queue(self, topic: str, queue_id: int) -> ConsumeQueue: ...
         def _checkpoint(self) -> None: ...
@@ -101,8 +104,7 @@ class VectorPut:
     def _caches(self) -> tuple[dict[str, bytes | None], dict[Properties, EncodedSet | None]]:
         """Per distinct topic its UTF-8 bytes (None when TopicValidator refuses it), per distinct
         property set its EncodedSet (None when it asks for the delay rewrite)."""
-        topics: dict[str, bytes | None] = self.__dict__.setdefault("_topic_cache", {})
-        sets: dict[Properties, EncodedSet | None] = self.__dict__.setdefault("_set_cache", {})
+        topics, sets = self._topic_cache, self._set_cache
         if len(topics) > _CACHE_LIMIT:
             topics.clear()
         if len(sets) > _CACHE_LIMIT:

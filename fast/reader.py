@@ -10,7 +10,6 @@ kernel call or one numpy pass; pull_through runs the compiled chain (fast.read_t
 
 from __future__ import annotations
 
-import functools
 import importlib
 from collections.abc import Callable, Sequence
 from types import ModuleType
@@ -69,12 +68,19 @@ class Reader:
         self.planner = ReadPlanner(config, profile)
         self.compiled = CompiledScanner(commit_log, self.planner, delay_levels)
         self.numpy = NumpyScanner(commit_log, self.planner, delay_levels)
+        #: `read_kernels()` once `load_kernels` has looked it up (at the first pull, so that
+        #: numba is imported then, not when the store opens), else None. A plain attribute,
+        #: not a cached_property, as the single pull reads it on every call: see
+        #: fast.putsmall.prepared_cache.
+        self.kernels: ModuleType | None = None
+        self.kernels_loaded = False
 
-    @functools.cached_property
-    def kernels(self) -> ModuleType | None:
-        """`read_kernels()`, looked up at the first pull (importing numba then, not when the
-        store opens) and kept: the single pull reads it on every call."""
-        return read_kernels()
+    def load_kernels(self) -> ModuleType | None:
+        """Look up `read_kernels()` once and keep it in `kernels`."""
+        if not self.kernels_loaded:
+            self.kernels = read_kernels()
+            self.kernels_loaded = True
+        return self.kernels
 
     def get(
         self,
@@ -90,7 +96,7 @@ class Reader:
         """get_message's answer for validated arguments on queue `q`: its plan scanned by the
         compiled scanner, else by numpy, else entry by entry (without `compiled` the compiled
         scanner is skipped, without `vectorized` numpy too)."""
-        kernels = self.kernels if compiled else None
+        kernels = (self.kernels or self.load_kernels()) if compiled else None
         if kernels is not None:  # planned and scanned in one call, or left to numpy
             plan = self.compiled.pull(
                 kernels, q, offset, max_msg_nums, message_filter, role, offset_check_in_slave
