@@ -10,6 +10,7 @@ reader takes `end` first, then `files`, once per call, and holds that list while
 from __future__ import annotations
 
 import contextlib
+import mmap
 import os
 import weakref
 from collections.abc import Sequence
@@ -264,29 +265,30 @@ class CommitLog:
             self._flush_early(last)
         return phys
 
-    def room(self, length: int) -> int:
-        """The phys where a record of `length` bytes goes when it fits the last file (with 8
-        bytes to spare for its end-of-file blank, LAYOUT-7), else −1: `reserve` then places it."""
+    def room(self, length: int) -> tuple[mmap.mmap, int, int] | None:
+        """Where a record of `length` bytes goes when it fits the last file (with 8 bytes to
+        spare for its end-of-file blank, LAYOUT-7): (that file's mapping, the write position in
+        it, the record's phys), else None: `reserve` then places it. The writer encodes the
+        record there, straight into the mapping (for a single record a pwrite costs more than
+        the page faults it spares, even with `transient`), then calls `appended`."""
         files = self.files
         wrote = self.wrote
         if files and length + END_FILE_MIN_BLANK_LENGTH <= self.file_size - wrote:
-            return files[-1].start + wrote
-        return -1
+            last = files[-1]
+            return last.mm, wrote, last.start + wrote
+        return None
 
-    def append_in_place(self, data: bytes, now_ms: int) -> None:
-        """Write records placed by `room` at the write position and publish them: one copy
-        through the mapping (for a single record, a pwrite costs more than the page faults it
-        spares, even with `transient`), then `end` moves past them."""
-        last = self.files[-1]
-        wrote = self.wrote
-        stop = wrote + len(data)
-        last.mm[wrote:stop] = data
+    def appended(self, length: int, now_ms: int) -> None:
+        """Publish the record of `length` bytes the writer encoded where `room` said: the write
+        position and `end` move past it (every byte before `end` is written)."""
+        start = self.files[-1].start
+        stop = self.wrote + length
         self.wrote = stop
-        self.last_modified[last.start] = now_ms
-        self.end = last.start + stop  # publish: every byte before it is written
-        self._since_flush += stop - wrote
+        self.last_modified[start] = now_ms
+        self.end = start + stop
+        self._since_flush += length
         if self._since_flush >= FLUSH_EVERY:
-            self._flush_early(last)
+            self._flush_early(self.files[-1])
 
     def _flush_early(self, f: MappedFile) -> None:
         """Start writing back the file being appended to, as FlushRealTimeService does every

@@ -3,14 +3,16 @@
 message, encode its record from a struct-packed head and cached topic and property bytes, write
 each commit-log segment with one copy and each queue's entries with one packed write.
 
-`_put_one` is put_message's one-pass path for a message of a shape the store has stored before
+`put_message` has a one-pass path for a message of a shape the store has stored before
 (docs/using/fast.md, "One message per call"); everything else goes through `_put_each`."""
 
 from __future__ import annotations
 
+import functools
 import struct
+import threading
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import attrs
@@ -74,13 +76,26 @@ class Encoding(NamedTuple):
     delay: bool
 
 
+#: Packs a whole record into a buffer at a position: `struct.Struct.pack_into` of
+#: `record_packer`'s format, taking the head's fields, the body and the tail.
+PackInto = Callable[..., None]
+
+
 class Shape(NamedTuple):
     """What put_message's one-pass path knows of a (topic, properties) pair the store has
-    stored before without DELAY: its Encoding, and by body length the record length of the
-    lengths LAYOUT-11 and the commit-log file size have accepted."""
+    stored before without DELAY: its Encoding, and by body length, for the lengths LAYOUT-11
+    and the commit-log file size have accepted, the record length and its packer."""
 
     encoding: Encoding
-    lengths: dict[int, int]
+    lengths: dict[int, tuple[int, PackInto]]
+
+
+@functools.lru_cache(maxsize=_CACHE_LIMIT)
+def record_packer(body_length: int, tail_length: int) -> PackInto:
+    """The `pack_into` of a whole IPv4 record (LAYOUT-5) with a body and a tail (topic and
+    properties with their lengths) of these lengths: the head's fields, then the two as
+    bytes. struct refuses a head value out of its Java field (struct.error)."""
+    return struct.Struct(f"{_HEAD_V4.format}{body_length}s{tail_length}s").pack_into
 
 
 #: Whether a sysFlag without IPv6 host bits is dispatched (STORE-18); other values (IPv6 hosts,
@@ -147,9 +162,12 @@ class SmallPut:
         _counters: dict[tuple[str, int], int]
         _last_store_timestamp: int
         _delay_levels: tuple[int, ...]
+        _put_lock: threading.Lock
+        read_only: bool
+        _closed: bool
         # The caches below are plain attributes the store sets in its __init__ (see
         # `prepared_cache`).
-        #: The shapes `_put_one` takes.
+        #: The shapes put_message's one-pass path takes.
         _shapes: dict[tuple[str, Any], Shape]
         #: Encodings by (topic, properties), for `_encoded`.
         _encoding_cache: dict[tuple[str, Any], Encoding]
@@ -158,69 +176,86 @@ class SmallPut:
 
         def _queue(self, topic: str, queue_id: int) -> ConsumeQueue: ...
         def _checkpoint(self) -> None: ...
+        def _require_writable(self, what: str) -> None: ...
 
-    def _put_one(self, msg: BrokerInnerMessage) -> PutMessageResult:
-        """put_message under the put lock. A message of a shape this store has stored before
-        (topic and properties without DELAY, IPv4 hosts, a body length already checked) goes
-        in one pass: the checks that depend on the message alone run here, and the Java field
-        ranges by packing its head (struct refuses a value out of its field), all before the
-        store changes; the record is written through the mapping, published, then its entry.
-        Anything else — a new shape, a record that starts a new file, a sync flush, a slave,
-        a value out of range — takes `_put_each`, which validates in full and names the
-        error."""
-        if (
-            type(msg) is not BrokerInnerMessage
-            or msg.stored_properties is not None
-            or self._role is _SLAVE
-            or self.flush_mode == "sync"
-        ):
-            return self._put_each([msg])[0]
-        topic = msg.topic
-        shape = self._shapes.get((topic, msg.properties))
-        born, store = msg.born_host, msg.store_host
-        dispatched = _DISPATCHED.get(msg.sys_flag)
-        if shape is None or dispatched is None or len(born.ip) != 4 or len(store.ip) != 4:
-            return self._put_fresh(msg)
-        body = msg.body
-        # Unpacked: a NamedTuple's field read is a descriptor call the interpreter does not
-        # specialize.
-        enc, lengths = shape
-        length = lengths.get(len(body), 0)
-        log = self.commit_log
-        phys = log.room(length) if length else -1
-        if phys < 0:
-            return self._put_fresh(msg)
-        key = (topic, msg.queue_id)
-        counters = self._counters
-        counter = counters.get(key, 0)
-        queue_offset = counter if dispatched else 0
-        now = self.clock.now_ms()
+    def put_message(self, msg: BrokerInnerMessage) -> PutMessageResult:
+        """Append one message to the commit log and dispatch it to its consume queue.
+
+        Under the put lock, a message of a shape this store has stored before (topic and
+        properties without DELAY, IPv4 hosts, a body length already checked) goes in one pass:
+        the checks that depend on the message alone run here, and the Java field ranges by
+        packing its record straight into the commit log's mapping past the write position
+        (struct refuses a value out of its field; what it wrote is zeroed again), all before
+        the store changes; then the record is published, then its entry. Anything else — a
+        new shape, a record that starts a new file, a sync flush, a slave, a value out of
+        range — takes `_put_each`, which validates in full and names the error."""
+        # acquire/release rather than `with`, and the one-pass path in this frame: the context
+        # protocol's two calls and a second frame each cost a few per cent of a put.
+        lock = self._put_lock
+        lock.acquire()
         try:
-            head = _HEAD_V4.pack(
-                length, MESSAGE_MAGIC_CODE, zlib.crc32(body) & 0x7FFFFFFF, msg.queue_id,
-                msg.flag, queue_offset, phys, msg.sys_flag, msg.born_timestamp, born.ip,
-                born.port, now, store.ip, store.port, msg.reconsume_times,
-                msg.prepared_transaction_offset, len(body),
-            )  # fmt: skip
-        except struct.error:  # a value out of its Java field: _validate names it
-            return self._put_each([msg])[0]
-        _, _, _, tags_code, tail, _ = enc
-        log.append_in_place(b"".join((head, body, tail)), now)
-        self._last_store_timestamp = now
-        if dispatched:
-            counters[key] = counter + 1
-            q = self.queues.get(key)
-            if q is None:
-                q = self._queue(*key)
-            q.append_one(queue_offset, phys, length, tags_code)
-        # fast.results.placed inlined: a call fewer on every put.
-        result: PlacedResult = _new(PlacedResult)
-        set_placed(result, (queue_offset, phys, length))
-        return result
+            if self.read_only or self._closed:
+                self._require_writable("put")
+            if (
+                type(msg) is not BrokerInnerMessage
+                or msg.stored_properties is not None
+                or self._role is _SLAVE
+                or self.flush_mode == "sync"
+            ):
+                return self._put_each([msg])[0]
+            topic = msg.topic
+            shape = self._shapes.get((topic, msg.properties))
+            born, store = msg.born_host, msg.store_host
+            dispatched = _DISPATCHED.get(msg.sys_flag)
+            if shape is None or dispatched is None or len(born.ip) != 4 or len(store.ip) != 4:
+                return self._put_fresh(msg)
+            body = msg.body
+            # Unpacked: a NamedTuple's field read is a descriptor call the interpreter does not
+            # specialize.
+            enc, lengths = shape
+            placed = lengths.get(len(body))
+            if placed is None:
+                return self._put_fresh(msg)
+            length, pack_record = placed
+            log = self.commit_log
+            at = log.room(length)
+            if at is None:
+                return self._put_fresh(msg)
+            mm, pos, phys = at
+            key = (topic, msg.queue_id)
+            counters = self._counters
+            counter = counters.get(key, 0)
+            queue_offset = counter if dispatched else 0
+            now = self.clock.now_ms()
+            _, _, _, tags_code, tail, _ = enc
+            try:  # the whole record, packed straight into the file's mapping past its write position
+                pack_record(
+                    mm, pos, length, MESSAGE_MAGIC_CODE, zlib.crc32(body) & 0x7FFFFFFF, msg.queue_id,
+                    msg.flag, queue_offset, phys, msg.sys_flag, msg.born_timestamp, born.ip,
+                    born.port, now, store.ip, store.port, msg.reconsume_times,
+                    msg.prepared_transaction_offset, len(body), body, tail,
+                )  # fmt: skip
+            except struct.error:  # a value out of its Java field: _validate names it
+                mm[pos : pos + length] = bytes(length)  # nothing past the write position is written
+                return self._put_each([msg])[0]
+            log.appended(length, now)
+            self._last_store_timestamp = now
+            if dispatched:
+                counters[key] = counter + 1
+                q = self.queues.get(key)
+                if q is None:
+                    q = self._queue(*key)
+                q.append_one(queue_offset, phys, length, tags_code)
+            # fast.results.placed inlined: a call fewer on every put.
+            result: PlacedResult = _new(PlacedResult)
+            set_placed(result, (queue_offset, phys, length))
+            return result
+        finally:
+            lock.release()
 
     def _put_fresh(self, msg: BrokerInnerMessage) -> PutMessageResult:
         """`_put_each` of one message, then remember its shape (when it has no DELAY and its
-        record length) for `_put_one`."""
+        record length) for put_message's one-pass path."""
         result = self._put_each([msg])[0]
         enc = self._encoding_cache.get((msg.topic, msg.properties))
         if enc is not None and not enc.delay and enc.tail and result.status is _PUT_OK:
@@ -232,8 +267,9 @@ class SmallPut:
                 shape = shapes[(msg.topic, msg.properties)] = Shape(enc, {})
             if len(shape.lengths) > _CACHE_LIMIT:
                 shape.lengths.clear()
-            shape.lengths[len(msg.body)] = calc_msg_length(
-                0, len(msg.body), len(enc.topic), len(enc.properties)
+            shape.lengths[len(msg.body)] = (
+                calc_msg_length(0, len(msg.body), len(enc.topic), len(enc.properties)),
+                record_packer(len(msg.body), len(enc.tail)),
             )
         return result
 

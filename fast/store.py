@@ -419,19 +419,6 @@ class MmapMessageStore(PutPath, RoleHolder):
 
     # -- the protocol's put and get (PutPath and fast.reader hold the work) -------------------
 
-    def put_message(self, msg: BrokerInnerMessage) -> PutMessageResult:
-        """Append one message to the commit log and dispatch it to its consume queue."""
-        # acquire/release rather than `with`: the context protocol's two calls are a twentieth
-        # of a one-pass put.
-        lock = self._put_lock
-        lock.acquire()
-        try:
-            if self.read_only or self._closed:
-                self._require_writable("put")
-            return self._put_one(msg)
-        finally:
-            lock.release()
-
     def put_messages(
         self, msgs: Sequence[BrokerInnerMessage] | MessageBatch
     ) -> list[PutMessageResult]:
@@ -442,10 +429,10 @@ class MmapMessageStore(PutPath, RoleHolder):
             return self.put_batch(msgs).to_list()
         if isinstance(msgs, BrokerInnerMessage) or not isinstance(msgs, Sequence):
             raise InvalidTypeError("msgs", msgs, "a sequence of BrokerInnerMessage")
+        if len(msgs) == 1:  # all validated before any is stored holds for one message
+            return [self.put_message(msgs[0])]
         with self._put_lock:
             self._require_writable("put")
-            if len(msgs) == 1:  # all validated before any is stored holds for one message
-                return [self._put_one(msgs[0])]
             return self._put_list(msgs)
 
     def put_batch(self, batch: MessageBatch) -> PutResults:

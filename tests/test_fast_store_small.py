@@ -384,6 +384,9 @@ def test_put_message_out_of_a_java_field_is_refused_and_stores_nothing(tmp_path:
             with pytest.raises(MessageIllegalError, match=next(iter(bad))):
                 store.put_message(BrokerInnerMessage(**base, **bad))
             assert (store.get_max_phy_offset(), store.get_max_offset_in_queue("T", 0)) == (186, 2)
+            # The one-pass path packs the record straight into the mapping: a refused one
+            # leaves no byte of it past the write position (a recovery would scan them).
+            assert bytes(93) == bytes(store.commit_log.files[-1].mm[186 : 186 + 93])
         assert store.put_message(BrokerInnerMessage(**base)).queue_offset == 2
 
 
