@@ -81,13 +81,12 @@ class Encoding(NamedTuple):
 PackInto = Callable[..., None]
 
 
-class Shape(NamedTuple):
-    """What put_message's one-pass path knows of a (topic, properties) pair the store has
-    stored before without DELAY: its Encoding, and by body length, for the lengths LAYOUT-11
-    and the commit-log file size have accepted, the record length and its packer."""
-
-    encoding: Encoding
-    lengths: dict[int, tuple[int, PackInto]]
+#: What put_message's one-pass path knows of a (topic, properties) pair the store has stored
+#: before without DELAY: its tags code (FILTER-1), its record's tail (Encoding.tail), and by body
+#: length, for the lengths LAYOUT-11 and the commit-log file size have accepted, the record
+#: length and its packer. A plain tuple: the interpreter unpacks an exact tuple in one
+#: specialized step, a NamedTuple through an iterator.
+Shape = tuple[int, bytes, dict[int, tuple[int, PackInto]]]
 
 
 @functools.lru_cache(maxsize=_CACHE_LIMIT)
@@ -210,9 +209,7 @@ class SmallPut:
             if shape is None or dispatched is None or len(born.ip) != 4 or len(store.ip) != 4:
                 return self._put_fresh(msg)
             body = msg.body
-            # Unpacked: a NamedTuple's field read is a descriptor call the interpreter does not
-            # specialize.
-            enc, lengths = shape
+            tags_code, tail, lengths = shape
             placed = lengths.get(len(body))
             if placed is None:
                 return self._put_fresh(msg)
@@ -227,7 +224,6 @@ class SmallPut:
             counter = counters.get(key, 0)
             queue_offset = counter if dispatched else 0
             now = self.clock.now_ms()
-            _, _, _, tags_code, tail, _ = enc
             try:  # the whole record, packed straight into the file's mapping past its write position
                 pack_record(
                     mm, pos, length, MESSAGE_MAGIC_CODE, zlib.crc32(body) & 0x7FFFFFFF, msg.queue_id,
@@ -264,10 +260,11 @@ class SmallPut:
             if shape is None:
                 if len(shapes) > _CACHE_LIMIT:
                     shapes.clear()
-                shape = shapes[(msg.topic, msg.properties)] = Shape(enc, {})
-            if len(shape.lengths) > _CACHE_LIMIT:
-                shape.lengths.clear()
-            shape.lengths[len(msg.body)] = (
+                shape = shapes[(msg.topic, msg.properties)] = (enc.tags_code, enc.tail, {})
+            lengths = shape[2]
+            if len(lengths) > _CACHE_LIMIT:
+                lengths.clear()
+            lengths[len(msg.body)] = (
                 calc_msg_length(0, len(msg.body), len(enc.topic), len(enc.properties)),
                 record_packer(len(msg.body), len(enc.tail)),
             )
