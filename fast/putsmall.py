@@ -131,7 +131,7 @@ def prepared_cache(
     a cached_property or a write through `__dict__`: once an object's `__dict__` has been
     materialized, Python 3.11 no longer specializes reads of its attributes, and every
     `self.x` of the one-message put and pull then takes the interpreter's generic path (about
-    40 against 10 ns)."""
+    50 against 12 ns a read)."""
     key = (config.max_message_size, config.mapped_file_size_commit_log, profile, delay_levels)
     found = _PREPARED.get(key)
     if found is None:
@@ -224,15 +224,17 @@ class SmallPut:
             counter = counters.get(key, 0)
             queue_offset = counter if dispatched else 0
             now = self.clock.now_ms()
-            try:  # the whole record, packed straight into the file's mapping past its write position
+            # The whole record, packed straight into the file's mapping past its write position.
+            try:
                 pack_record(
-                    mm, pos, length, MESSAGE_MAGIC_CODE, zlib.crc32(body) & 0x7FFFFFFF, msg.queue_id,
-                    msg.flag, queue_offset, phys, msg.sys_flag, msg.born_timestamp, born.ip,
-                    born.port, now, store.ip, store.port, msg.reconsume_times,
-                    msg.prepared_transaction_offset, len(body), body, tail,
+                    mm, pos, length, MESSAGE_MAGIC_CODE, zlib.crc32(body) & 0x7FFFFFFF,
+                    msg.queue_id, msg.flag, queue_offset, phys, msg.sys_flag,
+                    msg.born_timestamp, born.ip, born.port, now, store.ip, store.port,
+                    msg.reconsume_times, msg.prepared_transaction_offset, len(body), body, tail,
                 )  # fmt: skip
             except struct.error:  # a value out of its Java field: _validate names it
-                mm[pos : pos + length] = bytes(length)  # nothing past the write position is written
+                # struct wrote the fields before it: nothing past the write position may stay.
+                mm[pos : pos + length] = bytes(length)
                 return self._put_each([msg])[0]
             log.appended(length, now)
             self._last_store_timestamp = now

@@ -75,10 +75,10 @@ class MmapMessageStore(PutPath, RoleHolder):
     queue offsets and commit-log positions are assigned in commit-log order. Reads take no
     lock: a record is written before the commit log's max offset moves past it, and its
     consume-queue entry after that, so a read sees a message whole or not at all; a file
-    that expiry removes stays mapped while a read holds it (a later round deletes it). close() must not run beside any
-    other call; nor may set_role (harmless, but not atomic with a read: a read may see the old
-    role and the new offsetCheckInSlave). Returned results decode their messages from the
-    mapped files when read, safely from any thread.
+    that expiry removes stays mapped while a read holds it (a later round deletes it).
+    close() must not run beside any other call; nor may set_role (harmless, but not atomic
+    with a read: a read may see the old role and the new offsetCheckInSlave). Returned results
+    decode their messages from the mapped files when read, safely from any thread.
 
     >>> import tempfile
     >>> from pullspec.spec import BrokerInnerMessage, ManualClock, Profile, StoreConfig
