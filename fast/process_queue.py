@@ -32,6 +32,7 @@ from pullspec.spec.errors import (
     JAVA_INT_MAX,
     InvalidTypeError,
     NoSuchElementError,
+    conforms,
     require_bool,
     require_int,
     require_non_negative,
@@ -64,7 +65,7 @@ class FastProcessQueue:
         lock_max_live_time_ms: int = pq.LOCK_MAX_LIVE_TIME_MS,
         pull_max_idle_time_ms: int = pq.PULL_MAX_IDLE_TIME_MS,
     ) -> None:
-        if not isinstance(clock, Clock):
+        if not conforms(clock, Clock):
             raise InvalidTypeError("clock", clock, "Clock")
         self._clock = clock
         self._profile = Profile.parse(profile)

@@ -18,7 +18,7 @@ tree is empty).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Protocol, runtime_checkable
+from typing import Protocol, cast, runtime_checkable
 
 import attrs
 
@@ -35,7 +35,12 @@ from pullspec.spec.consume_concurrently import (
     ShutdownStep,
 )
 from pullspec.spec.consumer_config import ConsumerConfig, MessageModel
-from pullspec.spec.errors import IndexOutOfBoundsError, InvalidTypeError, RejectedExecutionError
+from pullspec.spec.errors import (
+    IndexOutOfBoundsError,
+    InvalidTypeError,
+    RejectedExecutionError,
+    conforms,
+)
 from pullspec.spec.message import MessageQueue, StoredMessage, with_namespace
 from pullspec.spec.offset_store import OffsetStore
 from pullspec.spec.profiles import Profile
@@ -130,7 +135,7 @@ class ReferenceConsumeConcurrentlyService:
     ) -> None:
         if not isinstance(scheduler, Scheduler):
             raise InvalidTypeError("scheduler", scheduler, "Scheduler")
-        if not isinstance(send_back, sb.SendBackClient):
+        if not conforms(send_back, sb.SendBackClient):
             raise InvalidTypeError("send_back", send_back, "SendBackClient")
         self.scheduler = scheduler
         self.group = group
@@ -424,8 +429,10 @@ class ReferenceConsumeConcurrentlyService:
     def clean_expire_msg(self) -> None:
         """One cleaner run: PQ-18 over every ProcessQueue of the rebalance table."""
         for pq in list(self.process_queues().values()):
-            if isinstance(pq, ExpirableProcessQueue):
-                pq.clean_expired_msg(self._cleaner_send_back, self.config.consume_timeout, False)
+            if conforms(pq, ExpirableProcessQueue):  # conforms does not narrow as isinstance
+                cast(ExpirableProcessQueue, pq).clean_expired_msg(
+                    self._cleaner_send_back, self.config.consume_timeout, False
+                )
 
     def _clean(self, schedule: PeriodicTask, due: int) -> None:
         try:

@@ -39,7 +39,7 @@ from pullspec.spec.consume_orderly import (
     ResultAction,
 )
 from pullspec.spec.consumer_config import ConsumerConfig
-from pullspec.spec.errors import InvalidTypeError, RejectedExecutionError
+from pullspec.spec.errors import InvalidTypeError, RejectedExecutionError, conforms
 from pullspec.spec.message import PROPERTY_RECONSUME_TIME, MessageQueue, StoredMessage, put_property
 from pullspec.spec.offset_store import OffsetStore
 from pullspec.spec.profiles import Profile
@@ -125,7 +125,7 @@ class ReferenceConsumeOrderlyService:
     ) -> None:
         if not isinstance(scheduler, Scheduler):
             raise InvalidTypeError("scheduler", scheduler, "Scheduler")
-        if not isinstance(rebalance, RebalanceLocking):
+        if not conforms(rebalance, RebalanceLocking):
             raise InvalidTypeError("rebalance", rebalance, "RebalanceLocking")
         self.scheduler = scheduler
         self.group = group

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 
 from pullspec.spec import lease
 from pullspec.spec.clock import Clock
-from pullspec.spec.errors import InvalidTypeError, require_non_negative, require_str
+from pullspec.spec.errors import InvalidTypeError, conforms, require_non_negative, require_str
 from pullspec.spec.message import MessageQueue
 
 
@@ -35,7 +35,7 @@ class ReferenceLockManager:
     def __init__(
         self, clock: Clock, lock_max_live_time_ms: int = lease.REBALANCE_LOCK_MAX_LIVE_TIME_MS
     ) -> None:
-        if not isinstance(clock, Clock):
+        if not conforms(clock, Clock):
             raise InvalidTypeError("clock", clock, "Clock")
         self._max_live = require_non_negative("lock_max_live_time_ms", lock_max_live_time_ms)
         self._clock = clock

@@ -14,7 +14,13 @@ import attrs
 
 from pullspec.spec import process_queue as pq
 from pullspec.spec.clock import Clock
-from pullspec.spec.errors import InvalidTypeError, require_bool, require_int, require_non_negative
+from pullspec.spec.errors import (
+    InvalidTypeError,
+    conforms,
+    require_bool,
+    require_int,
+    require_non_negative,
+)
 from pullspec.spec.message import StoredMessage
 from pullspec.spec.process_queue import SendMessageBack
 from pullspec.spec.profiles import Profile
@@ -35,7 +41,7 @@ class ReferenceProcessQueue:
         lock_max_live_time_ms: int = pq.LOCK_MAX_LIVE_TIME_MS,
         pull_max_idle_time_ms: int = pq.PULL_MAX_IDLE_TIME_MS,
     ) -> None:
-        if not isinstance(clock, Clock):
+        if not conforms(clock, Clock):
             raise InvalidTypeError("clock", clock, "Clock")
         self._clock = clock
         self._profile = Profile.parse(profile)

@@ -19,6 +19,7 @@ from pullspec.reference.scheduler import Scheduler
 from pullspec.spec.errors import (
     InvalidTypeError,
     check_bool,
+    conforms,
     require_int,
     require_non_negative,
     require_str,
@@ -49,7 +50,7 @@ def _mq(instance: Any, attribute: attrs.Attribute[MessageQueue], value: object) 
 
 
 def _pq(instance: Any, attribute: attrs.Attribute[ProcessQueue], value: object) -> None:
-    if not isinstance(value, ProcessQueue):
+    if not conforms(value, ProcessQueue):
         raise InvalidTypeError(attribute.name, value, "ProcessQueue")
 
 
@@ -150,7 +151,7 @@ class PullMessageService:
     def register_consumer(self, group: str, consumer: PullConsumer) -> bool:
         """Register `consumer` for `group`; False (and no change) when the group has one."""
         name = require_str("group", group)
-        if not isinstance(consumer, PullConsumer):
+        if not conforms(consumer, PullConsumer):
             raise InvalidTypeError("consumer", consumer, "PullConsumer")
         if name in self._consumers:
             return False

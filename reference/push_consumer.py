@@ -27,7 +27,7 @@ from pullspec.spec.consumer_config import (
     MessageModel,
     ReadOffsetType,
 )
-from pullspec.spec.errors import InvalidTypeError, require_str
+from pullspec.spec.errors import InvalidTypeError, conforms, require_str
 from pullspec.spec.filter import SubscriptionData
 from pullspec.spec.message import MessageQueue
 from pullspec.spec.offset_store import OffsetStore, persist_consumer_offset_targets
@@ -161,7 +161,7 @@ class PullOutcome:
 
 
 def _require(name: str, value: object, kind: type) -> None:
-    if not isinstance(value, kind):
+    if not conforms(value, kind):
         raise InvalidTypeError(name, value, kind.__name__)
 
 

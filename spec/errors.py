@@ -10,7 +10,7 @@ of a negative maxMsgNums — is INVALID_ARGUMENT.
 from __future__ import annotations
 
 import enum
-from typing import Any
+from typing import Any, Protocol
 
 import attrs
 
@@ -241,3 +241,38 @@ def check_int(_instance: object, attribute: attrs.Attribute[int], value: int) ->
 def check_bool(_instance: object, attribute: attrs.Attribute[bool], value: bool) -> None:
     """An attrs validator: `require_bool` on a bool attribute."""
     require_bool(attribute.name, value)
+
+
+def conforms(value: object, kind: type) -> bool:
+    """isinstance(value, kind), remembered per type of `value` once it held.
+
+    Python 3.11 lists a runtime-checkable Protocol's members afresh on every isinstance against
+    it: about 190 µs under a profiler and 30 µs without for the 26 of ProcessQueue, and the
+    client side checks its collaborators on every pull. A type that conformed once conforms
+    again; only the protocol's data members its class does not define (attributes an instance
+    sets itself) are looked up on each value. Example: ``conforms(3, int)`` is True and
+    ``conforms(True, str)`` False."""
+    key = (type(value), kind)
+    own = _CONFORMING.get(key)
+    if own is not None:
+        return not own or all(hasattr(value, name) for name in own)
+    if not isinstance(value, kind):
+        return False
+    if len(_CONFORMING) < _CONFORMING_KEPT:  # types made on the fly must not grow it forever
+        _CONFORMING[key] = _instance_members(type(value), kind)
+    return True
+
+
+def _instance_members(cls: type, kind: type) -> tuple[str, ...]:
+    """The members the protocols among `kind`'s bases declare that `cls` itself lacks (none for
+    a class that is not a protocol): those an instance of `cls` must carry on its own."""
+    names: set[str] = set()  # typing's own bookkeeping starts with "_", as no member of ours
+    for base in kind.__mro__:
+        if Protocol in base.__bases__:  # a protocol names Protocol among its bases
+            names.update(vars(base), getattr(base, "__annotations__", {}))
+    return tuple(sorted(n for n in names if not n.startswith("_") and not hasattr(cls, n)))
+
+
+#: (type, class) -> the members an instance must still have itself (see `conforms`).
+_CONFORMING: dict[tuple[type, type], tuple[str, ...]] = {}
+_CONFORMING_KEPT = 4096

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Protocol, runtime_checkable
 
-from pullspec.spec.errors import InvalidTypeError, require_int, require_str
+from pullspec.spec.errors import InvalidTypeError, conforms, require_int, require_str
 from pullspec.spec.filter import ExpressionMessageFilter
 from pullspec.spec.message import BrokerInnerMessage, MessageQueue, StoredMessage
 from pullspec.spec.process_queue import ProcessQueueState
@@ -130,7 +130,7 @@ def check_get_message_arguments(
     if (
         message_filter is not None
         and type(message_filter) is not ExpressionMessageFilter
-        and not isinstance(message_filter, MessageFilter)
+        and not conforms(message_filter, MessageFilter)
     ):
         raise InvalidTypeError("message_filter", message_filter, "MessageFilter or None")
 

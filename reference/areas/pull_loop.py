@@ -22,7 +22,7 @@ from pullspec.spec.client_errors import MQBrokerError, MQClientError
 from pullspec.spec.clock import ManualClock
 from pullspec.spec.code import PullResponse
 from pullspec.spec.consumer_config import ConsumerConfig
-from pullspec.spec.errors import InvalidArgumentError, InvalidTypeError, require_int
+from pullspec.spec.errors import InvalidArgumentError, InvalidTypeError, conforms, require_int
 from pullspec.spec.filter import build_subscription_data
 from pullspec.spec.message import MessageQueue, StoredMessage
 from pullspec.spec.offset_store import OffsetStore
@@ -190,7 +190,7 @@ class ScriptedConsumeService:
     ) -> None:
         if not isinstance(scheduler, Scheduler):
             raise InvalidTypeError("scheduler", scheduler, "Scheduler")
-        if not isinstance(offset_store, OffsetStore):
+        if not conforms(offset_store, OffsetStore):
             raise InvalidTypeError("offset_store", offset_store, "OffsetStore")
         if listener is not None and not callable(listener):
             raise InvalidTypeError("listener", listener, "a callable")
@@ -218,7 +218,7 @@ class ScriptedConsumeService:
         """submitConsumeRequest: one consume event per batch, whatever dispatch_to_consume says
         (the concurrent service ignores it, CONC-2)."""
         batch = require_messages("msgs", msgs)
-        if not isinstance(process_queue, ProcessQueue):
+        if not conforms(process_queue, ProcessQueue):
             raise InvalidTypeError("process_queue", process_queue, "ProcessQueue")
         mq = _mq(message_queue)
         if not isinstance(dispatch_to_consume, bool):
