@@ -118,9 +118,13 @@ def filter_by_tags(
     return tuple(m for m in messages if m.tags is not None and m.tags in subscription_data.tags_set)
 
 
-def _put_property(message: StoredMessage, name: str, value: str) -> StoredMessage:
-    props = [(k, v) for k, v in message.properties if k != name]
-    return attrs.evolve(message, properties=(*props, (name, value)))
+def _put_properties(message: StoredMessage, *pairs: tuple[str, str]) -> StoredMessage:
+    """MessageAccessor.putProperty of each pair (their names distinct) in turn: a name already
+    present moves to the end with its new value. One evolve for all of them: a StoredMessage
+    validates every property again when made."""
+    names = {name for name, _ in pairs}
+    props = [(k, v) for k, v in message.properties if k not in names]
+    return attrs.evolve(message, properties=(*props, *pairs))
 
 
 @rule("RESULT-4", source=_PROCESS, seeds=_S2)
@@ -134,14 +138,8 @@ def stamp_offsets(
     post: all(m.get_property("MAX_OFFSET") == str(max_offset) for m in __return__)
     """
     # These are consume-queue (logical) offsets, not commit-log offsets (S-17).
-    return tuple(
-        _put_property(
-            _put_property(m, PROPERTY_MIN_OFFSET, str(min_offset)),
-            PROPERTY_MAX_OFFSET,
-            str(max_offset),
-        )
-        for m in messages
-    )
+    stamps = ((PROPERTY_MIN_OFFSET, str(min_offset)), (PROPERTY_MAX_OFFSET, str(max_offset)))
+    return tuple(_put_properties(m, *stamps) for m in messages)
 
 
 def transaction_id(message: StoredMessage) -> str | None:

@@ -81,6 +81,14 @@ def test_result_4_offset_properties_and_transaction_id() -> None:
     assert transaction_id(msg(1, UNIQ_KEY="u1")) is None
 
 
+def test_result_4_stamps_again_a_message_that_has_the_offsets() -> None:
+    # putProperty of MIN_OFFSET then MAX_OFFSET: each present name moves to the end, once.
+    old = msg(1, "A", MAX_OFFSET="1", KEYS="k", MIN_OFFSET="0")
+    (stamped,) = stamp_offsets((old,), 3, 42)
+    expected = (("KEYS", "k"), ("TAGS", "A"), ("MIN_OFFSET", "3"), ("MAX_OFFSET", "42"))
+    assert expected == stamped.properties
+
+
 def test_result_5_found_with_messages() -> None:
     h = on_success(found(12, msg(10, "A"), msg(11, "B")), 10, SD_AB, 0, CONFIG)
     assert h.next_offset == 12 and [m.queue_offset for m in h.messages] == [10, 11]
