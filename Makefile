@@ -68,10 +68,19 @@ verify: $(VENV)/.installed-test
 verify-quick: $(VENV)/.installed-test
 	$(BIN)/pullspec verify --quick
 
-# Speed figures as JSON, each ratio measured in one run (fast vs reference, then the campaign).
+# The client areas: `fast` implements none of them, so their campaign bench runs the reference
+# against itself (every op is two reference runs).
+CLIENT_AREAS := pull_loop,pull_decision,pull_result,pull_request,pull_service,offset_store
+CLIENT_AREAS := $(CLIENT_AREAS),allocate,rebalance,consume_concurrently,consume_orderly
+CLIENT_AREAS := $(CLIENT_AREAS),process_queue_maintenance,schedule
+
+# Speed figures as JSON, each ratio measured in one run (fast vs reference, then the campaign
+# over fast's areas, then over the client areas).
 bench: $(VENV)/.installed-test java-check
 	$(BIN)/pullspec bench --json
 	$(BIN)/pullspec bench-campaign --json
+	$(BIN)/pullspec bench-campaign --json --impl reference --area $(CLIENT_AREAS) --seeds 32 \
+	  --repeat 3
 
 # Long fuzzing: every Hypothesis test at the fuzz budget, 200 kill -9 trials of a fast writer,
 # 1000 of a process whose four threads write at once, and 4 writer x 2 reader threads x 2,000.
