@@ -229,6 +229,22 @@ def test_summary_figures_and_json() -> None:
     assert ["STORE-3"] == s.to_json()["areas"]["store"]["rules_hit"]
 
 
+def test_text_widens_the_area_column_for_a_long_area_name() -> None:
+    unsupported = {"lock_manager": "no factory", "consume_concurrently": "no driver"}
+    lines = campaign_report.text(_summary(unsupported=unsupported)).splitlines()
+    # 21 columns for the area (20 letters and a blank), then traces in 8 and ops in 11.
+    expected = [
+        "store" + " " * 16 + " " * 7 + "4" + " " * 8 + "800",
+        "lock_manager         UNSUPPORTED: no factory",
+        "consume_concurrently UNSUPPORTED: no driver",
+    ]
+    assert expected == [
+        line[:40] if line.startswith("store") else line
+        for line in lines
+        if line.startswith(("store", "lock_manager", "consume_concurrently"))
+    ]
+
+
 def test_text_markdown_html_and_svg_render(tmp_path: Path) -> None:
     s = _summary()
     text = campaign_report.text(s)

@@ -51,15 +51,17 @@ def _targets(s: Summary) -> list[str]:
 
 def text(s: Summary) -> str:
     """The summary table printed at the end of a campaign."""
-    head = f"{'area':<14}{'traces':>8}{'ops':>11}" + "".join(f"{v:>12}" for v in VERDICTS[:4])
+    # The area column as wide as the longest name and a blank (consume_concurrently is 20).
+    w = max([14, *(len(a.area) + 1 for a in s.areas), *(len(a) + 1 for a in s.unsupported)])
+    head = f"{'area':<{w}}{'traces':>8}{'ops':>11}" + "".join(f"{v:>12}" for v in VERDICTS[:4])
     lines = [_header(s), head + f"{'ops/s/core':>12}{'rules':>8}"]
     for a in s.areas:
         counts = "".join(f"{a.verdicts.get(v, 0):>12}" for v in VERDICTS[:4])
         rules = a.rules_shown("/")
         lines.append(
-            f"{a.area:<14}{a.traces:>8}{a.ops:>11,}{counts}{a.ops_per_core_s:>12,.0f}{rules:>8}"
+            f"{a.area:<{w}}{a.traces:>8}{a.ops:>11,}{counts}{a.ops_per_core_s:>12,.0f}{rules:>8}"
         )
-    lines.extend(f"{area:<14}UNSUPPORTED: {why}" for area, why in s.unsupported.items())
+    lines.extend(f"{area:<{w}}UNSUPPORTED: {why}" for area, why in s.unsupported.items())
     if len(s.diffed) < len(s.areas):
         lines.append(
             "(simulation: the simulator run with the reference's parts and with the "
