@@ -12,13 +12,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import attrs
-
 from pullspec.fast.mapped import list_mapped_files
 from pullspec.fast.store import MmapMessageStore
 from pullspec.spec.clock import Clock, SystemClock
 from pullspec.spec.config import StoreConfig
 from pullspec.spec.errors import InvalidArgumentError, InvalidTypeError
+from pullspec.spec.evolve import evolve
 from pullspec.spec.profiles import Profile
 from pullspec.spec.status import BrokerRole
 
@@ -78,7 +77,7 @@ def open_broker_store(
         raise InvalidTypeError("offset_check_in_slave", offset_check_in_slave, "bool")
     base = StoreConfig() if config is None else config
     commit_log, queue = broker_file_sizes(store_dir)
-    sized = attrs.evolve(
+    sized = evolve(
         base,
         mapped_file_size_commit_log=commit_log or base.mapped_file_size_commit_log,
         mapped_file_size_consume_queue=queue or base.mapped_file_size_consume_queue,

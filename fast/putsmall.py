@@ -15,14 +15,13 @@ import zlib
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-import attrs
-
 from pullspec.fast.putvector import INT32_RANGE, INT64_RANGE, properties_tags_code
 from pullspec.fast.results import PlacedResult, set_placed
 from pullspec.spec.clock import Clock
 from pullspec.spec.config import StoreConfig
 from pullspec.spec.delay import delay_rewrite, deliver_timestamp
 from pullspec.spec.errors import IllegalTopicError, InvalidTypeError, MessageIllegalError
+from pullspec.spec.evolve import evolve
 from pullspec.spec.layout import (
     END_FILE_MIN_BLANK_LENGTH,
     MAX_PROPERTIES_LENGTH,
@@ -335,7 +334,7 @@ class SmallPut:
             )
             if rewrite is not None:  # Java re-serialises the rewritten map
                 topic_name, queue_id, rewritten, level = rewrite
-                msg = attrs.evolve(
+                msg = evolve(
                     msg,
                     topic=topic_name,
                     queue_id=queue_id,
@@ -343,7 +342,7 @@ class SmallPut:
                     stored_properties=None,
                 )
             elif msg.stored_properties is not None:
-                msg = attrs.evolve(msg, properties=msg.stored_properties, stored_properties=None)
+                msg = evolve(msg, properties=msg.stored_properties, stored_properties=None)
             enc = self._encoded(msg)
         born, store = msg.born_host, msg.store_host
         sys_flag = msg.sys_flag

@@ -20,6 +20,7 @@ import attrs
 from pullspec.spec.clock import Clock
 from pullspec.spec.config import PERM_WRITE, BrokerConfig, SubscriptionGroupConfig, TopicConfig
 from pullspec.spec.errors import MessageIllegalError, NullPointerError, require_str
+from pullspec.spec.evolve import evolve
 from pullspec.spec.filter import SubscriptionData
 from pullspec.spec.message import RETRY_GROUP_TOPIC_PREFIX, BrokerInnerMessage, retry_topic_name
 from pullspec.spec.profiles import Profile
@@ -279,7 +280,7 @@ class ClientRequests:
             )
             self.topics.setdefault(target.topic, dlq)
         # The header's reconsumeTimes becomes the record's (SendMessageProcessor sets it)
-        stored = attrs.evolve(
+        stored = evolve(
             msg, topic=target.topic, queue_id=target.queue_id, reconsume_times=reconsume_times or 0
         )
         try:

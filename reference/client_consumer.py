@@ -22,8 +22,6 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import cast
 
-import attrs
-
 from pullspec.reference.client_instance import ReferenceClientInstance
 from pullspec.reference.client_parts import (
     ClientRebalance,
@@ -47,6 +45,7 @@ from pullspec.spec.consume_concurrently import ConcurrentListener
 from pullspec.spec.consume_orderly import OrderlyListener
 from pullspec.spec.consumer_config import ConsumeMode, ConsumerConfig, MessageModel
 from pullspec.spec.errors import InvalidArgumentError, require_str
+from pullspec.spec.evolve import evolve
 from pullspec.spec.filter import SubscriptionData, build_subscription_data
 from pullspec.spec.message import MessageQueue, retry_topic_name
 from pullspec.spec.offset_store import OffsetStore
@@ -205,7 +204,7 @@ class ClientConsumer:
         for topic, expression in topics.items():
             # SubscriptionData's subVersion is its creation time
             sub = build_subscription_data(topic, expression)
-            self.rebalance.subscribe(attrs.evolve(sub, sub_version=now))
+            self.rebalance.subscribe(evolve(sub, sub_version=now))
         self.consume_service.start()
         try:
             self.instance.register_consumer(self)
@@ -280,7 +279,7 @@ def new_push_consumer(
     `orderly` (or an ORDERLY config) makes it an orderly consumer; `listener` is then an
     OrderlyListener."""
     if orderly and not config.orderly:
-        config = attrs.evolve(config, consume_mode=ConsumeMode.ORDERLY)
+        config = evolve(config, consume_mode=ConsumeMode.ORDERLY)
     if instance is None:
         instance = ReferenceClientInstance(
             scheduler,

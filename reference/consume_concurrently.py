@@ -41,6 +41,7 @@ from pullspec.spec.errors import (
     RejectedExecutionError,
     conforms,
 )
+from pullspec.spec.evolve import evolve
 from pullspec.spec.message import MessageQueue, StoredMessage, with_namespace
 from pullspec.spec.offset_store import OffsetStore
 from pullspec.spec.profiles import Profile
@@ -398,7 +399,7 @@ class ReferenceConsumeConcurrentlyService:
             self.config.max_reconsume_times,
             self.namespace,
         )
-        after = attrs.evolve(msg, topic=plan.topic_after)
+        after = evolve(msg, topic=plan.topic_after)
         self.send_backs.append(SendBackRecord(msg, delay_level, broker_name, plan))
         try:
             self.send_back.send_message_back(
@@ -408,7 +409,7 @@ class ReferenceConsumeConcurrentlyService:
         except Exception as exc:
             self.log.append(("error", f"sendMessageBack Exception, {self.group}: {exc!r}"))
         # The fallback build puts into the consumed message's own property map
-        after = attrs.evolve(after, properties=plan.fallback.original_properties)
+        after = evolve(after, properties=plan.fallback.original_properties)
         try:
             self.send_back.send_retry_message(plan.fallback.message)
         except Exception as exc:
@@ -419,7 +420,7 @@ class ReferenceConsumeConcurrentlyService:
     def _cleaner_send_back(self, msg: StoredMessage, delay_level: int) -> None:
         """DefaultMQPushConsumer.sendMessageBack(msg, delayLevel), as PQ-18 calls it: no
         broker name (the store host is used); raises when both ways failed."""
-        wrapped = attrs.evolve(msg, topic=with_namespace(msg.topic, self.namespace))
+        wrapped = evolve(msg, topic=with_namespace(msg.topic, self.namespace))
         ok, _ = self._impl_send_back(wrapped, delay_level, None)
         if not ok:
             raise RuntimeError("sendMessageBack failed")

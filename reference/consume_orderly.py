@@ -40,6 +40,7 @@ from pullspec.spec.consume_orderly import (
 )
 from pullspec.spec.consumer_config import ConsumerConfig
 from pullspec.spec.errors import InvalidTypeError, RejectedExecutionError, conforms
+from pullspec.spec.evolve import evolve
 from pullspec.spec.message import PROPERTY_RECONSUME_TIME, MessageQueue, StoredMessage, put_property
 from pullspec.spec.offset_store import OffsetStore
 from pullspec.spec.profiles import Profile
@@ -470,7 +471,7 @@ class ReferenceConsumeOrderlyService:
                     msg, self.group, self.config.max_reconsume_times
                 )
                 # The build shares (and so mutates) the consumed message's property map
-                msg = attrs.evolve(msg, properties=build.original_properties)
+                msg = evolve(msg, properties=build.original_properties)
                 try:
                     self.send_back.send_retry_message(build.message)
                     ok = True

@@ -10,8 +10,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-import attrs
-
 from pullspec.spec import process_queue as pq
 from pullspec.spec.clock import Clock
 from pullspec.spec.errors import (
@@ -21,6 +19,7 @@ from pullspec.spec.errors import (
     require_int,
     require_non_negative,
 )
+from pullspec.spec.evolve import evolve
 from pullspec.spec.message import StoredMessage
 from pullspec.spec.process_queue import SendMessageBack
 from pullspec.spec.profiles import Profile
@@ -213,7 +212,7 @@ class ReferenceProcessQueue:
 
     @locked.setter
     def locked(self, value: bool) -> None:
-        self._state = attrs.evolve(self._state, locked=require_bool("locked", value))
+        self._state = evolve(self._state, locked=require_bool("locked", value))
 
     @property
     def last_lock_timestamp(self) -> int:
@@ -223,7 +222,7 @@ class ReferenceProcessQueue:
     @last_lock_timestamp.setter
     def last_lock_timestamp(self, value: int) -> None:
         ts = require_int("last_lock_timestamp", value)
-        self._state = attrs.evolve(self._state, last_lock_timestamp=ts)
+        self._state = evolve(self._state, last_lock_timestamp=ts)
 
     @property
     def last_pull_timestamp(self) -> int:
@@ -233,4 +232,4 @@ class ReferenceProcessQueue:
     @last_pull_timestamp.setter
     def last_pull_timestamp(self, value: int) -> None:
         ts = require_int("last_pull_timestamp", value)
-        self._state = attrs.evolve(self._state, last_pull_timestamp=ts)
+        self._state = evolve(self._state, last_pull_timestamp=ts)

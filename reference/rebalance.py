@@ -30,6 +30,7 @@ from pullspec.spec.consumer_config import (
 )
 from pullspec.spec.consumer_config import parse_consume_timestamp as parse_timestamp
 from pullspec.spec.errors import InvalidTypeError, NullPointerError
+from pullspec.spec.evolve import evolve
 from pullspec.spec.filter import SubscriptionData
 from pullspec.spec.message import MessageQueue
 from pullspec.spec.offset_store import OffsetStore
@@ -327,7 +328,7 @@ class ReferenceRebalancePushImpl:
             self.scheduler.clock.now_ms(), len(self._table), self.config
         )
         self.queue_changes.append(plan)
-        self.subscription_inner[topic] = attrs.evolve(sub, sub_version=plan.sub_version)
+        self.subscription_inner[topic] = evolve(sub, sub_version=plan.sub_version)
         if plan.queue_thresholds is not None:
             self.config = self.config.with_queue_thresholds(*plan.queue_thresholds)
             self.config_changed(self.config)

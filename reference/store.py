@@ -24,6 +24,7 @@ from pullspec.spec.errors import (
     require_int,
     require_str,
 )
+from pullspec.spec.evolve import evolve
 from pullspec.spec.filter import tags_string_to_tags_code
 from pullspec.spec.layout import (
     CQ_STORE_UNIT_SIZE,
@@ -194,14 +195,14 @@ class ReferenceMessageStore(RoleHolder):
         level = 0
         if rewrite is not None:  # Java re-serialises the rewritten map
             topic, queue_id, properties, level = rewrite
-            msg = attrs.evolve(
+            msg = evolve(
                 msg, topic=topic, queue_id=queue_id, properties=properties, stored_properties=None
             )
         elif msg.stored_properties is not None:
-            msg = attrs.evolve(msg, properties=msg.stored_properties, stored_properties=None)
+            msg = evolve(msg, properties=msg.stored_properties, stored_properties=None)
         flags = host_sys_flag(msg.sys_flag, msg.born_host, msg.store_host)
         if flags != msg.sys_flag:
-            msg = attrs.evolve(msg, sys_flag=flags)
+            msg = evolve(msg, sys_flag=flags)
         return (msg, self._validate(msg), level)
 
     def _validate(self, msg: BrokerInnerMessage) -> int:

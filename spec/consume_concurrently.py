@@ -26,6 +26,7 @@ from pullspec.spec.errors import (
     require_int,
     set_int,
 )
+from pullspec.spec.evolve import evolve
 from pullspec.spec.message import (
     PROPERTY_CONSUME_START_TIME,
     PROPERTY_RETRY_TOPIC,
@@ -354,8 +355,7 @@ def clustering_result(
     back_failed = {i for i, ok in zip(failed, send_back_ok, strict=True) if not ok}
     # Which send-backs failed: only those stay cached, with the counter bumped in memory.
     retry = tuple(
-        attrs.evolve(msgs[i], reconsume_times=msgs[i].reconsume_times + 1)
-        for i in sorted(back_failed)
+        evolve(msgs[i], reconsume_times=msgs[i].reconsume_times + 1) for i in sorted(back_failed)
     )
     # Java removes them by identity (MessageExt has no equals), i.e. by position here
     remove = tuple(m for i, m in enumerate(msgs) if i not in back_failed)
@@ -392,7 +392,7 @@ def reset_retry_and_namespace(
         original = msg.get_property(PROPERTY_RETRY_TOPIC)
         # Both conditions: a RETRY_TOPIC on a message of another topic is left alone.
         topic = original if original is not None and msg.topic == group_topic else msg.topic
-        out.append(attrs.evolve(msg, topic=without_namespace(topic, namespace)))
+        out.append(evolve(msg, topic=without_namespace(topic, namespace)))
     return tuple(out)
 
 

@@ -23,6 +23,7 @@ import attrs
 from pullspec.spec.consume_concurrently import ConsumeReturnType, PeriodicTask, ShutdownStep
 from pullspec.spec.consumer_config import ConsumeMode, MessageModel
 from pullspec.spec.errors import check_bool, check_int, set_bool, set_int
+from pullspec.spec.evolve import evolve
 from pullspec.spec.message import PROPERTY_RECONSUME_TIME, MessageQueue, StoredMessage, put_property
 from pullspec.spec.offset_store import OffsetUpdate
 from pullspec.spec.process_queue import LOCK_INTERVAL_MS
@@ -419,7 +420,7 @@ def check_reconsume_times(
                 out.append(msg)
                 continue
         suspend = True
-        out.append(attrs.evolve(msg, reconsume_times=msg.reconsume_times + 1))
+        out.append(evolve(msg, reconsume_times=msg.reconsume_times + 1))
     return suspend, tuple(out)
 
 

@@ -11,6 +11,7 @@ from typing import Any
 import attrs
 
 from pullspec.spec.errors import InvalidArgumentError, InvalidTypeError, check_bool, require_int
+from pullspec.spec.evolve import evolve
 from pullspec.spec.rules import rule
 
 # --- constants (rulebook §11) -----------------------------------------------------------------
@@ -265,7 +266,7 @@ class ConsumerConfig:
         self, pull_threshold_for_queue: int, pull_threshold_size_for_queue: int
     ) -> ConsumerConfig:
         """A copy with the per-queue thresholds replaced by FLOW-14's rewrite, not re-validated."""
-        copy = attrs.evolve(self)
+        copy = evolve(self)
         # FLOW-15: the setters RocketMQ calls here bypass checkConfig, so a rewritten value may
         # lie outside the start-up range (e.g. a topic threshold of 100000 over one queue).
         count = require_int("pull_threshold_for_queue", pull_threshold_for_queue)

@@ -17,6 +17,7 @@ from typing import Protocol, runtime_checkable
 import attrs
 
 from pullspec.spec.errors import InvalidArgumentError
+from pullspec.spec.evolve import evolve
 from pullspec.spec.message import MessageQueue
 from pullspec.spec.rules import rule
 from pullspec.spec.status import ResponseCode
@@ -156,7 +157,7 @@ def is_locked(
     # Check that the caller owns the entry and its lease is live.
     if not holds(now, entry, client_id, max_live):
         return False, entry
-    return True, attrs.evolve(entry, last_update_timestamp=now)
+    return True, evolve(entry, last_update_timestamp=now)
 
 
 @rule("LEASE-5", source="RebalanceLockManager.tryLock", seeds=())
@@ -175,7 +176,7 @@ def try_lock(
         return True, new_lock_entry(client_id, now)
     # Whether the caller already holds the live lease (then it is only refreshed).
     if holds(now, entry, client_id, max_live):
-        return True, attrs.evolve(entry, last_update_timestamp=now)
+        return True, evolve(entry, last_update_timestamp=now)
     # The entry has expired: whoever owned it, the caller takes it over.
     if is_expired(now, entry, max_live):
         return True, LockEntry(client_id, now)

@@ -16,6 +16,7 @@ from pullspec.spec.errors import (
     require_range,
     require_str,
 )
+from pullspec.spec.evolve import evolve
 from pullspec.spec.rules import rule
 
 # Property names (MessageConst).
@@ -222,7 +223,7 @@ def dlq_topic_name(group: str) -> str:
 
 def put_property(msg: StoredMessage, name: str, value: str) -> StoredMessage:
     """A copy of `msg` with property `name` set to `value` (Java mutates the cached object)."""
-    return attrs.evolve(msg, properties={**dict(msg.properties), name: value})
+    return evolve(msg, properties={**dict(msg.properties), name: value})
 
 
 def _prefix_of(resource: str) -> str:

@@ -26,6 +26,7 @@ from pullspec.spec.errors import (
     require_int,
     require_range,
 )
+from pullspec.spec.evolve import evolve
 from pullspec.spec.message import PROPERTY_CONSUME_START_TIME, PROPERTY_MAX_OFFSET, StoredMessage
 from pullspec.spec.profiles import Profile
 from pullspec.spec.rules import Rules, rule, stated
@@ -106,7 +107,7 @@ def set_dropped(state: ProcessQueueState, dropped: bool) -> ProcessQueueState:
     post: __return__.dropped == dropped
     raises: InvalidTypeError
     """
-    return attrs.evolve(state, dropped=require_bool("dropped", dropped))
+    return evolve(state, dropped=require_bool("dropped", dropped))
 
 
 @rule("PQ-17", source="ProcessQueue.removeMessage")
@@ -116,7 +117,7 @@ def mark_consumed_at(state: ProcessQueueState, now: int) -> ProcessQueueState:
 
     post: __return__.last_consume_timestamp == now
     """
-    return attrs.evolve(state, last_consume_timestamp=now)
+    return evolve(state, last_consume_timestamp=now)
 
 
 @rule("PQ-20", source="ProcessQueue.incTryUnlockTimes")
@@ -126,7 +127,7 @@ def inc_try_unlock_times(state: ProcessQueueState) -> ProcessQueueState:
 
     post: __return__.try_unlock_times == state.try_unlock_times + 1
     """
-    return attrs.evolve(state, try_unlock_times=state.try_unlock_times + 1)
+    return evolve(state, try_unlock_times=state.try_unlock_times + 1)
 
 
 # -- the two trees ---------------------------------------------------------------------------------
@@ -194,7 +195,7 @@ def put_message(
     acc = state.msg_acc_cnt
     if batch:
         acc = msg_acc_cnt_after(acc, batch[-1].queue_offset, last_max_offset)
-    nxt = attrs.evolve(
+    nxt = evolve(
         state,
         msg_tree=tree,
         msg_count=count,
@@ -285,7 +286,7 @@ def remove_message(
         if prev is not None:
             count, size = count - 1, size - len(msg.body)
     result = tree[0].queue_offset if tree else state.queue_offset_max + 1
-    return attrs.evolve(stamped, msg_tree=tree, msg_count=count, msg_size=size), result
+    return evolve(stamped, msg_tree=tree, msg_count=count, msg_size=size), result
 
 
 @rule("PQ-8", source="ProcessQueue.takeMessages", seeds=(S_004,))
@@ -311,7 +312,7 @@ def take_messages(
     consuming_tree = state.consuming_tree
     for msg in taken:
         consuming_tree, _ = _tree_put(consuming_tree, msg)
-    return attrs.evolve(
+    return evolve(
         stamped,
         msg_tree=state.msg_tree[n:],
         consuming_tree=consuming_tree,
@@ -336,7 +337,7 @@ def commit(state: ProcessQueueState) -> tuple[ProcessQueueState, int]:
         raise NoSuchElementError("commit: the consuming tree is empty")
     offset = state.consuming_tree[-1].queue_offset
     released = sum(len(m.body) for m in state.consuming_tree)
-    nxt = attrs.evolve(
+    nxt = evolve(
         state,
         consuming_tree=(),
         msg_count=state.msg_count - len(state.consuming_tree),
@@ -356,7 +357,7 @@ def rollback(state: ProcessQueueState) -> ProcessQueueState:
     tree = state.msg_tree
     for msg in state.consuming_tree:
         tree, _ = _tree_put(tree, msg)
-    return attrs.evolve(state, msg_tree=tree, consuming_tree=())
+    return evolve(state, msg_tree=tree, consuming_tree=())
 
 
 @rule("PQ-11", source="ProcessQueue.makeMessageToConsumeAgain", seeds=(S_004,), versions=(
@@ -376,7 +377,7 @@ def make_message_to_consume_again(
     for msg in batch:
         consuming_tree, _ = _tree_remove(consuming_tree, msg.queue_offset)
         tree, _ = _tree_put(tree, msg)
-    return attrs.evolve(state, msg_tree=tree, consuming_tree=consuming_tree)
+    return evolve(state, msg_tree=tree, consuming_tree=consuming_tree)
 
 
 def has_temp_message(state: ProcessQueueState) -> bool:
@@ -393,7 +394,7 @@ def clear(state: ProcessQueueState) -> ProcessQueueState:
     post: __return__.msg_count == 0 and __return__.queue_offset_max == 0
     post: __return__.consuming == state.consuming
     """
-    return attrs.evolve(
+    return evolve(
         state, msg_tree=(), consuming_tree=(), msg_count=0, msg_size=0, queue_offset_max=0
     )
 

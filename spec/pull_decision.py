@@ -19,6 +19,7 @@ from pullspec.spec.consumer_config import (
     ConsumerConfig,
 )
 from pullspec.spec.errors import InvalidArgumentError, require_int
+from pullspec.spec.evolve import evolve
 from pullspec.spec.profiles import Profile
 from pullspec.spec.pull_actions import (
     NO_FLOW_CONTROL,
@@ -301,9 +302,9 @@ def _flow_controlled(
     old = counters.queue_max_span_flow_control_times if span else counters.queue_flow_control_times
     new, logs = count_flow_control(old)
     if span:
-        counters = attrs.evolve(counters, queue_max_span_flow_control_times=new)
+        counters = evolve(counters, queue_max_span_flow_control_times=new)
     else:
-        counters = attrs.evolve(counters, queue_flow_control_times=new)
+        counters = evolve(counters, queue_flow_control_times=new)
     log = FlowControlLog(delay.reason, new, flow_control_log_suppressed(process_queue))
     return counters, log if logs else None
 
@@ -338,10 +339,10 @@ def decide_pull(
     )
     dropped = check_dropped(process_queue)
     if dropped is not None:
-        return attrs.evolve(same, action=dropped)
+        return evolve(same, action=dropped)
     gate = check_consumer_state(consumer.running, config) or check_paused(consumer.paused)
     if gate is not None:
-        return attrs.evolve(same, action=gate)
+        return evolve(same, action=gate)
     flow = check_cached_message_count(process_queue.msg_count, config) or check_cached_message_size(
         process_queue.msg_size, config
     )
@@ -350,10 +351,10 @@ def decide_pull(
         delay = flow or span
         assert delay is not None
         new_counters, log = _flow_controlled(delay, process_queue, counters, span is not None)
-        return attrs.evolve(same, action=delay, counters=new_counters, flow_control_log=log)
+        return evolve(same, action=delay, counters=new_counters, flow_control_log=log)
     not_locked = check_locked(process_queue, config)
     if not_locked is not None:
-        return attrs.evolve(same, action=not_locked)
+        return evolve(same, action=not_locked)
     if config.orderly:
         if compute_first_lock_offset is None and not previously_locked:
             raise InvalidArgumentError(
@@ -362,18 +363,18 @@ def decide_pull(
         step = rules.correct_first_lock_offset(
             previously_locked, next_offset, compute_first_lock_offset or _unused, config
         )
-        same = attrs.evolve(
+        same = evolve(
             same,
             next_offset=step.next_offset,
             previously_locked=step.previously_locked,
             first_lock_correction=step.correction,
         )
         if step.delay is not None:
-            return attrs.evolve(same, action=step.delay)
+            return evolve(same, action=step.delay)
     no_subscription = check_subscription(consumer.has_subscription, config)
     if no_subscription is not None:
-        return attrs.evolve(same, action=no_subscription)
-    return attrs.evolve(same, action=Pull(same.next_offset))
+        return evolve(same, action=no_subscription)
+    return evolve(same, action=Pull(same.next_offset))
 
 
 def _max_span(config: ConsumerConfig) -> int:

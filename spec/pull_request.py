@@ -13,6 +13,7 @@ from pullspec.spec.consumer_config import (
     ConsumerConfig,
     MessageModel,
 )
+from pullspec.spec.evolve import evolve
 from pullspec.spec.filter import SubscriptionData
 from pullspec.spec.message import MessageQueue
 from pullspec.spec.profiles import Profile
@@ -216,7 +217,7 @@ def pull_message_request_header_v49(
     """
     # The bname field names the queue's broker even when the request goes to a slave.
     header = pull_message_request_header_v47(consumer_group, call, broker)
-    return attrs.evolve(header, bname=call.mq.broker_name)
+    return evolve(header, bname=call.mq.broker_name)
 
 
 @rule("REQ-11", source=_SOURCE, seeds=("000_26b83a4251c26823.txt", *_SEEDS_2_4))

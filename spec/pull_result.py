@@ -14,6 +14,7 @@ from pullspec.spec.consumer_config import (
     ConsumerConfig,
     MessageModel,
 )
+from pullspec.spec.evolve import evolve
 from pullspec.spec.filter import SubscriptionData
 from pullspec.spec.message import (
     PROPERTY_MAX_OFFSET,
@@ -124,7 +125,7 @@ def _put_properties(message: StoredMessage, *pairs: tuple[str, str]) -> StoredMe
     validates every property again when made."""
     names = {name for name, _ in pairs}
     props = [(k, v) for k, v in message.properties if k not in names]
-    return attrs.evolve(message, properties=(*props, *pairs))
+    return evolve(message, properties=(*props, *pairs))
 
 
 @rule("RESULT-4", source=_PROCESS, seeds=_S2)
@@ -157,7 +158,7 @@ def process_pull_result(pull_result: PullResult, subscription_data: Subscription
         return pull_result
     kept = filter_by_tags(pull_result.msg_found_list or (), subscription_data)
     stamped = stamp_offsets(kept, pull_result.min_offset, pull_result.max_offset)
-    return attrs.evolve(pull_result, msg_found_list=stamped)
+    return evolve(pull_result, msg_found_list=stamped)
 
 
 @rule("RESULT-7", source=_CALLBACK, seeds=("002_c88c8921902728c1.txt", "004_60fc00b6c6a023ff.txt"))
@@ -300,7 +301,7 @@ def on_success(
         handling = no_new_or_no_matched(processed, msg_count)
     else:
         handling = offset_illegal(processed)
-    return attrs.evolve(handling, pull_from_which_node=pull_from_which_node(processed))
+    return evolve(handling, pull_from_which_node=pull_from_which_node(processed))
 
 
 @rule("RESULT-12", source=_CALLBACK)

@@ -38,6 +38,7 @@ from pullspec.spec.errors import (
     require_int,
     require_str,
 )
+from pullspec.spec.evolve import evolve
 from pullspec.spec.layout import is_dispatched_type
 from pullspec.spec.message import (
     PROPERTY_DELAY,
@@ -502,7 +503,7 @@ def delivered_message(record: StoredMessage) -> BrokerInnerMessage:
     # Check that the record says where it is to be delivered.
     if real_topic is None or real_qid is None or not real_qid.lstrip("-").isdigit():
         raise InvalidArgumentError("record", record.msg_id, "no usable REAL_TOPIC / REAL_QID")
-    return attrs.evolve(
+    return evolve(
         _message(record, real_topic, int(real_qid), dict(record.properties)),
         reconsume_times=record.reconsume_times,
     )
@@ -763,7 +764,7 @@ def service_send_back_call(
     post: __return__.broker_name == context.message_queue.broker_name
     """
     # The delay level comes from the context, not from the message.
-    wrapped = attrs.evolve(msg, topic=with_namespace(msg.topic, namespace))
+    wrapped = evolve(msg, topic=with_namespace(msg.topic, namespace))
     return SendBackCall(
         wrapped, context.delay_level_when_next_consume, context.message_queue.broker_name
     )

@@ -31,6 +31,7 @@ from typing import Any, Generic, Self, TypeVar, cast, overload
 import attrs
 
 from pullspec.spec.errors import InvalidArgumentError
+from pullspec.spec.evolve import evolve
 from pullspec.spec.profiles import ALL_PROFILES, Profile
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -153,7 +154,7 @@ def rule(
             if any(v.function == variant.function for v in existing.variants):
                 return fn  # module re-import
             versions_text = existing.versions if versions == "same" else versions
-            _REGISTRY[rule_id] = attrs.evolve(
+            _REGISTRY[rule_id] = evolve(
                 existing, variants=(*existing.variants, variant), versions=versions_text
             )
         for p in profs:

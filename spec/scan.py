@@ -14,6 +14,7 @@ from pullspec.spec.batch import (
     is_the_batch_full,
     max_filter_message_count,
 )
+from pullspec.spec.evolve import evolve
 from pullspec.spec.layout import CQ_STORE_UNIT_SIZE
 from pullspec.spec.rules import rule
 from pullspec.spec.status import GetMessageStatus
@@ -76,8 +77,8 @@ def scan_entry(
     """
     # crosshair: off  (CrossHair cannot build symbolic callables; Hypothesis checks the contract)
     phys, size, tags_code = entry
-    state = attrs.evolve(state, max_phy_offset_pulling=phys)
-    counted = attrs.evolve(state, scanned=state.scanned + 1)
+    state = evolve(state, max_phy_offset_pulling=phys)
+    counted = evolve(state, scanned=state.scanned + 1)
     # Check that the entry is not inside a commit-log file already found missing.
     if state.next_phy_file_start_offset is not None and phys < state.next_phy_file_start_offset:
         return counted, False
@@ -92,24 +93,20 @@ def scan_entry(
     # Check that the tag code matches the subscription.
     if not matches_consume_queue(code):
         return (
-            attrs.evolve(counted, status=GetMessageStatus.NO_MATCHED_MESSAGE)
-            if nothing_yet
-            else counted
+            evolve(counted, status=GetMessageStatus.NO_MATCHED_MESSAGE) if nothing_yet else counted
         ), False
     # Check that the commit log can serve the entry's bytes (STORE-21).
     if not record_present(phys, size):
         skip_to = commit_log_roll_next_file(phys, commit_log_file_size)
         status = GetMessageStatus.MESSAGE_WAS_REMOVING if nothing_yet else counted.status
-        return attrs.evolve(counted, status=status, next_phy_file_start_offset=skip_to), False
+        return evolve(counted, status=status, next_phy_file_start_offset=skip_to), False
     # Check that the record passes the commit-log stage of the filter.
     if not matches_commit_log(phys):
         return (
-            attrs.evolve(counted, status=GetMessageStatus.NO_MATCHED_MESSAGE)
-            if nothing_yet
-            else counted
+            evolve(counted, status=GetMessageStatus.NO_MATCHED_MESSAGE) if nothing_yet else counted
         ), False
     return (
-        attrs.evolve(
+        evolve(
             counted,
             status=GetMessageStatus.FOUND,
             next_phy_file_start_offset=None,

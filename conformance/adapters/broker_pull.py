@@ -29,8 +29,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import attrs
-
 from pullspec.conformance.adapters import _client
 from pullspec.conformance.adapters._config import store_config
 from pullspec.conformance.adapters.store import message
@@ -51,6 +49,7 @@ from pullspec.spec.code import (
 )
 from pullspec.spec.config import BrokerConfig
 from pullspec.spec.errors import PullspecError
+from pullspec.spec.evolve import evolve
 from pullspec.spec.message import MessageQueue
 from pullspec.spec.profiles import Profile
 from pullspec.spec.status import BrokerRole, ResponseCode
@@ -83,7 +82,7 @@ class Reference(_client.ReferenceDriver):
         super().__init__(config, profile)
         self.clock = ManualClock(0)
         self.topic, self.group = "T", "G"
-        scfg = attrs.evolve(store_config(config), broker_role=BrokerRole.ASYNC_MASTER)
+        scfg = evolve(store_config(config), broker_role=BrokerRole.ASYNC_MASTER)
         self.broker_config = BrokerConfig(
             long_polling_enable=as_given(bool, config.get("longPollingEnable", True)),
             short_polling_time_mills=as_given(int, config.get("shortPollingTimeMills", 1000)),

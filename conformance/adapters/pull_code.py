@@ -14,6 +14,7 @@ from pullspec.conformance.jsontypes import JSONObject, JSONValue, as_given
 from pullspec.spec.clock import ManualClock
 from pullspec.spec.code import FLAG_SUBSCRIPTION, PullMessageRequest
 from pullspec.spec.errors import UnsupportedError
+from pullspec.spec.evolve import evolve
 from pullspec.spec.profiles import Profile
 from pullspec.spec.status import BrokerRole
 
@@ -34,7 +35,7 @@ def create(
     """A fresh broker whose store starts as a master; the case's set_role steps switch it."""
     new_broker = factory(candidate, "broker")
     clock = ManualClock(0)
-    scfg = attrs.evolve(store_config(config), broker_role=BrokerRole.ASYNC_MASTER)
+    scfg = evolve(store_config(config), broker_role=BrokerRole.ASYNC_MASTER)
     broker = new_broker(scfg, broker_config(config), profile, clock)
     topic = as_given(str, config.get("topic", "T"))
     group = as_given(str, config.get("group", "G"))

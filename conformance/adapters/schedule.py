@@ -23,8 +23,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import attrs
-
 from pullspec.conformance.adapters import _client
 from pullspec.conformance.adapters._config import store_config
 from pullspec.conformance.adapters.store import message
@@ -35,6 +33,7 @@ from pullspec.reference.store import ReferenceMessageStore
 from pullspec.spec import delay, retry
 from pullspec.spec.clock import ManualClock
 from pullspec.spec.config import SubscriptionGroupConfig
+from pullspec.spec.evolve import evolve
 from pullspec.spec.message import PROPERTY_DELAY, BrokerInnerMessage, StoredMessage
 from pullspec.spec.profiles import Profile
 
@@ -68,7 +67,7 @@ class Reference(_client.ReferenceDriver):
         scfg = store_config(config)
         if "messageDelayLevel" in config:
             levels = as_given(str, config["messageDelayLevel"])
-            scfg = attrs.evolve(scfg, message_delay_level=levels)
+            scfg = evolve(scfg, message_delay_level=levels)
         self.store = ReferenceMessageStore(config=scfg, profile=profile, clock=self.clock)
         self.broker = ReferenceBroker(store=self.store, profile=profile, clock=self.clock)
         self.broker.create_topic("T", 4)

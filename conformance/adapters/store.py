@@ -21,6 +21,7 @@ from pullspec.conformance.jsontypes import JSONObject, JSONValue, as_array, as_g
 from pullspec.spec.clock import ManualClock
 from pullspec.spec.config import StoreConfig
 from pullspec.spec.errors import UnsupportedError
+from pullspec.spec.evolve import evolve
 from pullspec.spec.filter import ExpressionMessageFilter, tag_filter
 from pullspec.spec.message import BrokerInnerMessage, HostAddress
 from pullspec.spec.profiles import Profile
@@ -82,9 +83,9 @@ def _replayed(
     rows = [json.loads(line) for line in (path / "messages.jsonl").open(encoding="utf-8")]
     expired = [r for r in rows if r.get("on_disk") is False]
     # As the generating run did: write as a master, keep files 1 h, age the expired files 2 h.
-    live = attrs.evolve(cfg, broker_role=BrokerRole.ASYNC_MASTER, file_reserved_time=1)
+    live = evolve(cfg, broker_role=BrokerRole.ASYNC_MASTER, file_reserved_time=1)
     store = new_store(
-        live if expired else attrs.evolve(cfg, broker_role=BrokerRole.ASYNC_MASTER), profile, clock
+        live if expired else evolve(cfg, broker_role=BrokerRole.ASYNC_MASTER), profile, clock
     )
     for row in rows:
         clock.jump_to(row["store_timestamp"])

@@ -21,7 +21,6 @@ import tempfile
 from pathlib import Path
 from typing import NotRequired, TypedDict
 
-import attrs
 import click
 
 from pullspec.conformance.campaign import rows as campaign_rows
@@ -31,6 +30,7 @@ from pullspec.conformance.cli.campaign import check_environment, fail, parse_are
 from pullspec.conformance.cli.common import Progress, nothing_checked, quiet_option
 from pullspec.conformance.cpu_times import tree_cpu_s
 from pullspec.conformance.ops import MACHINE_AREAS
+from pullspec.spec.evolve import evolve
 
 #: The performance issue's throughput targets (3.5 M diffed ops a minute on 2 cores, about 30 k
 #: per core and second; the first campaign issue asked 2 M).
@@ -113,7 +113,7 @@ def measure(
         campaign_spark.run_job(spark, plan, 10**9, warm_seeds, warm_out, warm_seeds)
         ran("warm-up")
         # A job's fixed cost: the same tasks, each one trace of one step.
-        tiny = attrs.evolve(plan, steps=1)
+        tiny = evolve(plan, steps=1)
         fixed_runs = []
         for i in range(repeat):
             fixed_out = str(folder / f"fixed-{cores}-{i}")
@@ -206,7 +206,7 @@ def bench_campaign_command(
     chosen = parse_areas(areas) if areas else MACHINE_AREAS
     plan = campaign.Plan(impl, chosen, ("4.9",), steps, scratch or campaign_spark.default_scratch())
     unsupported = campaign.unsupported_areas(plan)
-    plan = attrs.evolve(plan, areas=tuple(a for a in chosen if a not in unsupported))
+    plan = evolve(plan, areas=tuple(a for a in chosen if a not in unsupported))
     if not plan.areas:
         nothing_checked(f"{impl} supports none of the areas {', '.join(chosen)}", False)
     # The same tasks on every core count: those a campaign would cut for the most cores.

@@ -15,8 +15,9 @@ from __future__ import annotations
 import json
 import sys
 
-import attrs
 import click
+
+from pullspec.spec.evolve import evolve
 
 #: What the `*_vs_java` ratios are measured against.
 PEER_JAVA_SOURCE = (
@@ -48,7 +49,7 @@ def bench_command(quick: bool, sim_steps: int | None, quiet: bool, as_json: bool
         click.echo("measuring the store workloads…", err=True)
     sizes = bench.Sizes.quick() if quick else bench.Sizes()
     if sim_steps is not None:
-        sizes = attrs.evolve(sizes, sim_steps=sim_steps)
+        sizes = evolve(sizes, sim_steps=sim_steps)
     figures: dict[str, float] = dict(bench.run(sizes=sizes))
     if not quiet:
         click.echo("measuring the process queue…", err=True)

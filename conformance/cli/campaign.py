@@ -45,6 +45,7 @@ from pullspec.conformance.cli.common import (
 )
 from pullspec.conformance.ops import MACHINE_AREAS
 from pullspec.spec.errors import PullspecError
+from pullspec.spec.evolve import evolve
 from pullspec.spec.profiles import ALL_PROFILES
 
 if TYPE_CHECKING:
@@ -331,7 +332,7 @@ def campaign_command(
             f"{impl} supports none of the areas {', '.join(chosen)}: nothing was checked",
             allow_unsupported,
         )
-    plan = attrs.evolve(plan, areas=runnable)
+    plan = evolve(plan, areas=runnable)
     session = Session(master, executor_python, conf, overwrite, quiet or not progress)
     try:
         summary = _run(plan, session, first_seed, seeds, out, partitions, unsupported)
@@ -342,7 +343,7 @@ def campaign_command(
     started = time.perf_counter()
     replays = _shrink(summary.failures, plan, folder / "vectors", shrink_max)
     timings = {**summary.timings, "shrink": time.perf_counter() - started}
-    summary = attrs.evolve(summary, replays=replays, report_dir=str(folder), timings=timings)
+    summary = evolve(summary, replays=replays, report_dir=str(folder), timings=timings)
     campaign_report.write(summary, folder)
     if as_json:
         click.echo(json.dumps(summary.to_json(), default=str))

@@ -11,9 +11,8 @@ import importlib
 import random
 from collections.abc import Callable, Iterator
 
-import attrs
-
 from pullspec.conformance.client_cases.base import Case
+from pullspec.spec.evolve import evolve
 
 __all__ = ["AREAS", "RANDOM_CASES", "Case", "all_cases", "factories"]
 
@@ -51,4 +50,4 @@ def all_cases(seed: int) -> Iterator[Case]:
                 # A string seed is hashed the same way in every process (random.seed, version 2).
                 rng = random.Random(f"{area}-{seed}-{i}")
                 for case in randoms(rng, i):
-                    yield attrs.evolve(case, area=area, kind="random", name=f"{seed}-{case.name}")
+                    yield evolve(case, area=area, kind="random", name=f"{seed}-{case.name}")

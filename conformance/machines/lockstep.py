@@ -28,6 +28,7 @@ from pullspec.conformance.observe import Divergence, DivergenceKind, Session, co
 from pullspec.conformance.ops import Observation, Op, rule_sort_key, rules_for
 from pullspec.conformance.vectors import Case, Verdict
 from pullspec.spec.errors import UnsupportedError
+from pullspec.spec.evolve import evolve
 from pullspec.spec.profiles import Profile
 
 R = TypeVar("R")
@@ -294,7 +295,7 @@ def write_replay(report: MachineReport, directory: Path) -> MachineReport:
         f"pullspec vectors check {shlex.quote(str(path))} --impl {shlex.quote(report.impl)} "
         f"--profile {report.profile.value}"
     )
-    return attrs.evolve(report, replay=command)
+    return evolve(report, replay=command)
 
 
 def sorted_rules(rules: set[str]) -> tuple[str, ...]:

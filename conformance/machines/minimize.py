@@ -12,13 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import attrs
-
 from pullspec.conformance.candidates import Candidate
 from pullspec.conformance.jsontypes import JSONValue, is_array
 from pullspec.conformance.machines.lockstep import MachineReport, replay_trace
 from pullspec.conformance.ops import Op
 from pullspec.conformance.vectors import Verdict
+from pullspec.spec.evolve import evolve
 
 #: Replays one minimisation may spend (a bound for slow subprocess candidates).
 MAX_REPLAYS = 2000
@@ -53,9 +52,7 @@ def minimize(report: MachineReport, reference: Candidate, candidate: Candidate) 
         for key in [k for k, v in ops[i].args.items() if isinstance(v, list)]:
             j = 0
             while j < len(items := _items(ops[i].args[key])):
-                smaller = attrs.evolve(
-                    ops[i], args={**ops[i].args, key: [*items[:j], *items[j + 1 :]]}
-                )
+                smaller = evolve(ops[i], args={**ops[i].args, key: [*items[:j], *items[j + 1 :]]})
                 found = still_fails([*ops[:i], smaller, *ops[i + 1 :]])
                 if found is not None and len(found.steps) == len(ops):
                     best, ops = found, [s.op for s in found.steps]

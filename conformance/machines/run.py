@@ -11,7 +11,6 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-import attrs
 from hypothesis import HealthCheck, Phase, Verbosity, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis.errors import Flaky, FlakyFailure
@@ -34,6 +33,7 @@ from pullspec.conformance.observe import Session
 from pullspec.conformance.ops import AREAS, MACHINE_AREAS
 from pullspec.conformance.vectors import Verdict
 from pullspec.spec.errors import UnsupportedError
+from pullspec.spec.evolve import evolve
 from pullspec.spec.profiles import Profile
 
 __all__ = ["AREAS", "MACHINE_AREAS", "MachineReport", "Step", "run_machine"]
@@ -118,7 +118,7 @@ def run_machine(
         report = MachineReport(area, impl, profile, Verdict.PASS, seed)
     if shrink:
         report = minimize(report, reference, candidate)
-    report = attrs.evolve(
+    report = evolve(
         report, ops=tracker.ops, examples=tracker.examples, covered=sorted_rules(tracker.covered)
     )
     if report.verdict not in (Verdict.PASS, Verdict.UNSUPPORTED) and replay_dir is not None:

@@ -41,6 +41,7 @@ from pullspec.reference.sim.faults import format_schedule, parse_schedule
 from pullspec.reference.sim.hooks import SimHooks
 from pullspec.reference.sim.parts import SimParts
 from pullspec.reference.sim.simulator import Simulator
+from pullspec.spec.evolve import evolve
 from pullspec.spec.profiles import Profile
 
 #: Candidate factory → the SimParts / ConsumerParts field it fills.
@@ -301,17 +302,17 @@ def shrink(
                 best, high = found, mid
         return high, best
 
-    cfg = attrs.evolve(config, schedule=parse_schedule(divergence.schedule))
+    cfg = evolve(config, schedule=parse_schedule(divergence.schedule))
     steps, best = fewest_steps(cfg, steps, divergence)
     kept = list(cfg.schedule or ())
     for fault in list(kept):  # greedy one-at-a-time removal (delta debugging, granularity 1)
         trial = [f for f in kept if f is not fault]
-        found = diverges(attrs.evolve(cfg, schedule=tuple(trial)), steps)
+        found = diverges(evolve(cfg, schedule=tuple(trial)), steps)
         if found is not None:
             kept, best = trial, found
-    final = attrs.evolve(cfg, schedule=tuple(kept))
+    final = evolve(cfg, schedule=tuple(kept))
     steps, best = fewest_steps(final, steps, best)  # fewer faults may diverge sooner
-    return steps, attrs.evolve(
+    return steps, evolve(
         best,
         schedule=format_schedule(kept),
         replay=replay_command(impl, final, steps, format_schedule(kept)),
@@ -367,7 +368,7 @@ def main(argv: list[str] | None = None) -> int:
         seed=args.seed, profile=Profile.parse(args.profile), mean_fault_gap_ms=args.fault_gap_ms
     )
     if args.schedule is not None:
-        config = attrs.evolve(config, schedule=parse_schedule(args.schedule))
+        config = evolve(config, schedule=parse_schedule(args.schedule))
     verdict, events, divergence, detail = lockstep(
         resolve(args.impl), config, args.steps, impl=args.impl
     )

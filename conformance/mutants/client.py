@@ -15,8 +15,6 @@ import importlib
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
-import attrs
-
 from pullspec.conformance.candidates import AreaDriver
 from pullspec.conformance.jsontypes import JSONValue
 from pullspec.conformance.mutants._patch import Candidate, Replace, mutate, wrap
@@ -29,6 +27,7 @@ from pullspec.spec.consume_concurrently import (
     PeriodicTask,
 )
 from pullspec.spec.consumer_config import ConsumerConfig, MessageModel
+from pullspec.spec.evolve import evolve
 from pullspec.spec.message import MessageQueue
 from pullspec.spec.process_queue import Tree
 from pullspec.spec.profiles import Profile
@@ -70,7 +69,7 @@ def _client_mutant(
     def build() -> Candidate:
         from pullspec.reference.areas import _wiring
 
-        record = attrs.evolve(_wiring.REFERENCE, **classes())
+        record = evolve(_wiring.REFERENCE, **classes())
         factories: dict[str, Callable[..., object]] = {}
         for area in areas:
             module = importlib.import_module(f"pullspec.reference.areas.{area}")
@@ -226,14 +225,14 @@ def _count_inclusive(
 def _found_empty_keeps_offset(
     f: Callable[[PullResult, int], PullResultHandling], result: PullResult, prev: int, /
 ) -> PullResultHandling:
-    return attrs.evolve(f(result, prev), next_offset=prev)
+    return evolve(f(result, prev), next_offset=prev)
 
 
 def _commit_zero(
     f: Callable[[MessageModel, int], CommitOffset], model: MessageModel, memory: int, /
 ) -> CommitOffset:
     answer = f(model, memory)
-    return attrs.evolve(answer, enable=answer.enable or memory == 0)
+    return evolve(answer, enable=answer.enable or memory == 0)
 
 
 def _overwriting_store() -> Mapping[str, type]:

@@ -6,12 +6,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-import attrs
-
 from pullspec.conformance.mutants._patch import Candidate, mutate, wrap
 from pullspec.conformance.mutants.base import Mutant
 from pullspec.spec import process_queue as pq
 from pullspec.spec.clock import Clock
+from pullspec.spec.evolve import evolve
 from pullspec.spec.message import StoredMessage
 from pullspec.spec.process_queue import ProcessQueueState, Tree
 from pullspec.spec.profiles import Profile
@@ -65,7 +64,7 @@ def _take_keeps_consuming(
     /,
 ) -> tuple[ProcessQueueState, Tree]:
     nxt, taken = f(state, n, now)
-    return attrs.evolve(nxt, consuming=state.consuming), taken
+    return evolve(nxt, consuming=state.consuming), taken
 
 
 def _commit_empty(
@@ -81,7 +80,7 @@ def _consume_again_counts(
     /,
 ) -> ProcessQueueState:
     nxt = f(state, msgs)
-    return attrs.evolve(nxt, msg_count=nxt.msg_count + len(msgs))
+    return evolve(nxt, msg_count=nxt.msg_count + len(msgs))
 
 
 MUTANTS: tuple[Mutant, ...] = (

@@ -6,8 +6,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, ParamSpec, TypeVar, overload
 
-import attrs
-
 from pullspec.conformance.mutants._patch import Candidate, mutate, wrap
 from pullspec.conformance.mutants.base import Mutant
 from pullspec.spec import batch, scan
@@ -15,6 +13,7 @@ from pullspec.spec import store as spec_store
 from pullspec.spec.batch import BatchLimits
 from pullspec.spec.clock import Clock
 from pullspec.spec.config import BrokerConfig, StoreConfig, SubscriptionGroupConfig
+from pullspec.spec.evolve import evolve
 from pullspec.spec.message import Properties, StoredMessage
 from pullspec.spec.profiles import Profile
 from pullspec.spec.protocols import MessageFilter
@@ -178,7 +177,7 @@ def _stop_entry_counted(
     original: Callable[P, tuple[ScanState, bool]], /, *args: P.args, **kwargs: P.kwargs
 ) -> tuple[ScanState, bool]:
     state, stop = original(*args, **kwargs)
-    return (attrs.evolve(state, scanned=state.scanned + 1) if stop else state), stop
+    return (evolve(state, scanned=state.scanned + 1) if stop else state), stop
 
 
 def _no_read_at_0_elsewhere(
@@ -315,7 +314,7 @@ MUTANTS: tuple[Mutant, ...] = (
             }
         },
     ),
-    attrs.evolve(
+    evolve(
         _mutant(
             "empty-property-kept",
             "LAYOUT-13",

@@ -17,8 +17,6 @@ that is not a reply is `CandidateCrashedError` (verdict CRASHED).
 
 from __future__ import annotations
 
-import attrs
-
 from pullspec.conformance.candidates import CandidateCrashedError
 from pullspec.conformance.jsontypes import JSONObject, is_object
 from pullspec.conformance.ops import error_kind
@@ -36,6 +34,7 @@ from pullspec.spec.clock import Clock
 from pullspec.spec.config import BrokerConfig, StoreConfig, SubscriptionGroupConfig
 from pullspec.spec.delay import parse_delay_levels
 from pullspec.spec.errors import PullspecError, UnsupportedError
+from pullspec.spec.evolve import evolve
 from pullspec.spec.process_queue import LOCK_MAX_LIVE_TIME_MS, PULL_MAX_IDLE_TIME_MS
 from pullspec.spec.profiles import Profile
 from pullspec.spec.ruleset import Ruleset
@@ -160,7 +159,7 @@ class SubprocessCandidate:
         clock: object,
     ) -> RemoteSendBack:
         """A forwarding send-back processor (area `send_back`)."""
-        if attrs.evolve(group_config, retry_max_times=0, retry_queue_nums=1) != (
+        if evolve(group_config, retry_max_times=0, retry_queue_nums=1) != (
             SubscriptionGroupConfig(group_name=group_config.group_name, retry_max_times=0)
         ):
             raise UnsupportedError("a subscription group config beyond the vectors' keys")

@@ -16,6 +16,7 @@ from pullspec.conformance.jsontypes import JSONObject, JSONValue
 from pullspec.conformance.ops import error_kind
 from pullspec.spec.config import BrokerConfig, StoreConfig
 from pullspec.spec.errors import ErrorKind, PullspecError, UnsupportedError
+from pullspec.spec.evolve import evolve
 from pullspec.spec.profiles import Profile
 from pullspec.spec.retry import MQ_VERSION_ORDINALS
 from pullspec.spec.ruleset import Ruleset
@@ -58,7 +59,7 @@ def store_config_json(config: StoreConfig) -> JSONObject:
 
 def broker_config_json(config: BrokerConfig) -> JSONObject:
     """A BrokerConfig in the vectors' keys (only slaveReadEnable may differ from the default)."""
-    if attrs.evolve(config, slave_read_enable=False) != BrokerConfig():
+    if evolve(config, slave_read_enable=False) != BrokerConfig():
         raise UnsupportedError("a BrokerConfig beyond slaveReadEnable")
     return {"slaveReadEnable": config.slave_read_enable}
 

@@ -21,6 +21,7 @@ from pullspec.conformance.jsontypes import (
 from pullspec.conformance.remote.session import VERSION_NAMES, RemoteSession, raise_observed
 from pullspec.spec.code import FLAG_SUBSCRIPTION, PullMessageRequest, PullResponse
 from pullspec.spec.errors import UnsupportedError
+from pullspec.spec.evolve import evolve
 from pullspec.spec.filter import ExpressionMessageFilter
 from pullspec.spec.message import BrokerInnerMessage, StoredMessage
 from pullspec.spec.results import GetMessageResult, PutMessageResult
@@ -32,7 +33,7 @@ def _message_json(msg: BrokerInnerMessage) -> JSONObject:
     plain = BrokerInnerMessage(
         msg.topic, msg.queue_id, bytes(len(msg.body)), reconsume_times=msg.reconsume_times
     )
-    if attrs.evolve(msg, properties=()) != plain or set(dict(msg.properties)) - {"TAGS"}:
+    if evolve(msg, properties=()) != plain or set(dict(msg.properties)) - {"TAGS"}:
         raise UnsupportedError("a message beyond {queueId, tags, bodySize, reconsumeTimes}")
     out: JSONObject = {"queueId": msg.queue_id, "tags": msg.tags, "bodySize": len(msg.body)}
     if msg.reconsume_times:

@@ -10,8 +10,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-import attrs
-
 from pullspec.reference.areas import _vocab as _client
 from pullspec.reference.areas import _wiring
 from pullspec.reference.consume_concurrently import ReferenceConsumeConcurrentlyService
@@ -22,6 +20,7 @@ from pullspec.spec import retry as csb
 from pullspec.spec.clock import ManualClock
 from pullspec.spec.consume_concurrently import ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus
 from pullspec.spec.consume_orderly import has_consume_timeout_cleaner
+from pullspec.spec.evolve import evolve
 from pullspec.spec.message import PROPERTY_CONSUME_START_TIME, MessageQueue, StoredMessage
 from pullspec.spec.profiles import Profile
 
@@ -133,7 +132,7 @@ class Driver(_client.DriverBase):
                     **dict(msg.properties),
                     PROPERTY_CONSUME_START_TIME: str(raw["consumeStartTime"]),
                 }
-                msg = attrs.evolve(msg, properties=props)
+                msg = evolve(msg, properties=props)
             msgs.append(msg)
         self.cache.update({m.queue_offset: m for m in msgs})
         self.pq.put_messages(msgs)
@@ -143,7 +142,7 @@ class Driver(_client.DriverBase):
         """submitConsumeRequest of the cached messages with a pool that rejects the
         `rejectedAt`-th request (CONC-2, CONC-3); the requests run when the clock advances."""
         service = self.service
-        service.config = attrs.evolve(
+        service.config = evolve(
             self.consumer, consume_message_batch_max_size=args.int("batchMaxSize")
         )
         rejected_at, accepted = args.get("rejectedAt"), [0]

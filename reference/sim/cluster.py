@@ -22,6 +22,7 @@ from pullspec.reference.store import ReferenceMessageStore
 from pullspec.spec.clock import Clock, ManualClock
 from pullspec.spec.code import PullMessageRequest, PullResponse
 from pullspec.spec.config import HOUR_MS, BrokerConfig, StoreConfig, SubscriptionGroupConfig
+from pullspec.spec.evolve import evolve
 from pullspec.spec.message import BrokerInnerMessage, MessageQueue, StoredMessage
 from pullspec.spec.pull_request import PullMessageRequestHeader
 from pullspec.spec.results import PutMessageResult
@@ -253,7 +254,7 @@ def build_brokers(
     slave: LaggingSlave | None = None
     if config.slave:
         slave_store = ReplicaStore(
-            config=attrs.evolve(store_config, broker_role=BrokerRole.SLAVE),
+            config=evolve(store_config, broker_role=BrokerRole.SLAVE),
             profile=profile,
             clock=clock,
         )
