@@ -174,6 +174,22 @@ def test_seventeenth_send_back_goes_straight_to_the_dlq_v49() -> None:
     assert sb.schedule.deliver_due() == 0
 
 
+def test_next_due_at_is_the_earliest_undelivered_schedule_message() -> None:
+    sb, clock = make(Profile.V4_9)
+    assert sb.schedule.next_due_at() is None
+    # Parked at level 5 (1 min) at T0, then at level 3 (10 s) 5 s later.
+    assert sb.send_back(request(original(sb).commitlog_offset, delay_level=5)) == OK
+    clock.advance(5 * S)
+    assert sb.send_back(request(original(sb).commitlog_offset)) == OK
+    assert T0 + 15 * S == sb.schedule.next_due_at()
+    clock.advance(10 * S)
+    assert sb.schedule.deliver_due() == 1
+    assert T0 + M == sb.schedule.next_due_at()  # level 3 is past its only entry now
+    clock.advance(M)
+    assert sb.schedule.deliver_due() == 1
+    assert sb.schedule.next_due_at() is None
+
+
 def test_seventeenth_send_back_detours_through_the_schedule_topic_v47() -> None:
     sb, _clock, current = run_to_last_retry(Profile.V4_7)
     assert current.get_property("DELAY") == "18"  # RETRY-9: the stored record keeps DELAY
