@@ -43,6 +43,11 @@ def to_properties(value: Mapping[str, str] | Iterable[tuple[str, str]] | None) -
     """Normalise a property map (or pairs) to an ordered tuple of (name, value) pairs."""
     if value is None:
         return ()
+    if type(value) is tuple and all(
+        type(pair) is tuple and len(pair) == 2 and type(pair[0]) is str and type(pair[1]) is str
+        for pair in value
+    ):  # already normalised: what every evolve of a message hands its converter again
+        return value
     items = value.items() if isinstance(value, Mapping) else value
     out: list[tuple[str, str]] = []
     for k, v in items:

@@ -12,6 +12,7 @@ and ``mq_json`` of it gives the object back.
 from __future__ import annotations
 
 import enum
+import functools
 import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, ClassVar, TypeVar
@@ -28,6 +29,7 @@ from pullspec.spec.consumer_config import (
     MessageModel,
 )
 from pullspec.spec.errors import InvalidArgumentError, UnsupportedError
+from pullspec.spec.evolve import evolve
 from pullspec.spec.filter import SubscriptionData, build_subscription_data, java_string_hash
 from pullspec.spec.message import PROPERTY_TAGS, MessageQueue, StoredMessage
 from pullspec.spec.profiles import Profile
@@ -202,8 +204,10 @@ def action_json(action: Pull | Delay | Immediately | Drop | None) -> dict[str, A
     return {"kind": "DROP"}
 
 
+@functools.lru_cache(maxsize=1024)
 def camel(name: str) -> str:
-    """snake_case → camelCase."""
+    """snake_case → camelCase (remembered: the observations spell the same few field names
+    after every op)."""
     head, *rest = name.split("_")
     return head + "".join(p[:1].upper() + p[1:] for p in rest)
 
@@ -235,28 +239,44 @@ def subscription(value: Mapping[str, Any] | None, topic: str = "T") -> Subscript
     built = build_subscription_data(
         value.get("topic", topic), value.get("expression"), value.get("expressionType")
     )
-    return attrs.evolve(
+    return evolve(
         built,
         class_filter_mode=value.get("classFilterMode", False),
         sub_version=value.get("subVersion", 0),
     )
 
 
+#: The JSON leaves value_json answers as they are (most of what it is handed), by exact type.
+_LEAVES = frozenset({int, str, bool, float, type(None)})
+_ACTIONS = (Pull, Delay, Immediately, Drop)
+
+
+_CAMEL_FIELDS: dict[type, tuple[tuple[str, str], ...]] = {}
+
+
+def _camel_fields(cls: type) -> tuple[tuple[str, str], ...]:
+    """(camelCase key, attribute name) of each field of the attrs class `cls`, remembered."""
+    found = _CAMEL_FIELDS.get(cls)
+    if found is None:
+        found = _CAMEL_FIELDS[cls] = tuple((camel(f.name), f.name) for f in attrs.fields(cls))
+    return found
+
+
 def value_json(value: Any) -> Any:
     """Plain JSON of a spec value: enums by value, queues and messages as above, attrs classes
     as camelCase objects, sets sorted."""
+    if type(value) in _LEAVES:
+        return value
     if isinstance(value, enum.Enum):
         return value.value
     if isinstance(value, MessageQueue):
         return mq_json(value)
     if isinstance(value, StoredMessage):
         return message_json(value)
-    if isinstance(value, Pull | Delay | Immediately | Drop):
+    if isinstance(value, _ACTIONS):
         return action_json(value)
     if attrs.has(type(value)):
-        return {
-            camel(f.name): value_json(getattr(value, f.name)) for f in attrs.fields(type(value))
-        }
+        return {key: value_json(getattr(value, name)) for key, name in _camel_fields(type(value))}
     if isinstance(value, frozenset | set):
         if all(isinstance(v, MessageQueue) for v in value):
             return mqs_json(value)
