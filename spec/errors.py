@@ -177,6 +177,8 @@ class RejectedExecutionError(PullspecError):
 
 def require_int(name: str, value: object) -> int:
     """Return `value` if it is an int (not a bool), else raise InvalidTypeError naming it."""
+    if type(value) is int:  # the usual case in one test (every validated field calls this)
+        return value
     if isinstance(value, bool) or not isinstance(value, int):
         raise InvalidTypeError(name, value, "int")
     return value
@@ -184,6 +186,8 @@ def require_int(name: str, value: object) -> int:
 
 def require_str(name: str, value: object) -> str:
     """Return `value` if it is a str, else raise InvalidTypeError naming it."""
+    if type(value) is str:
+        return value
     if not isinstance(value, str):
         raise InvalidTypeError(name, value, "str")
     return value

@@ -1,5 +1,6 @@
-"""spec.errors' `conforms`: isinstance, remembered per type, for the runtime-checkable protocols
-the reference checks its collaborators against on every pull."""
+"""spec.errors' checks: `require_int` and `require_str` by type, and `conforms`: isinstance,
+remembered per type, for the runtime-checkable protocols the reference checks its collaborators
+against on every pull."""
 
 from __future__ import annotations
 
@@ -8,9 +9,31 @@ from typing import Protocol, runtime_checkable
 import pytest
 
 from pullspec.spec.clock import Clock, ManualClock
-from pullspec.spec.errors import conforms
+from pullspec.spec.errors import InvalidTypeError, conforms, require_int, require_str
 from pullspec.spec.profiles import Profile
 from pullspec.spec.protocols import ProcessQueue
+
+
+class Count(int):
+    """An int subclass: an int to require_int (only bool is refused among them)."""
+
+
+@pytest.mark.parametrize("value", [0, -(2**63), 2**70, Count(4)])
+def test_require_int_answers_an_int(value: int) -> None:
+    assert value is require_int("n", value)
+
+
+@pytest.mark.parametrize("value", [True, False, 3.0, "3", None, b"3"])
+def test_require_int_refuses_anything_else_and_bool(value: object) -> None:
+    with pytest.raises(InvalidTypeError):
+        require_int("n", value)
+
+
+def test_require_str() -> None:
+    assert "a" == require_str("s", "a")
+    for value in (b"a", 1, None):
+        with pytest.raises(InvalidTypeError):
+            require_str("s", value)
 
 
 @runtime_checkable
