@@ -45,7 +45,10 @@ def _plan(cls: type) -> _Plan:
     else:
         getter = lambda _inst: ()  # noqa: E731
     positions = {a.alias: i for i, a in enumerate(fields)}
-    return getter, positions, sum(not a.kw_only for a in fields)
+    # A class with its own __init__ (attrs' init=False makes __attrs_init__ instead) is called
+    # by keyword, as attrs.evolve calls every class: only attrs' own __init__ has their order.
+    custom = hasattr(cls, "__attrs_init__")
+    return getter, positions, 0 if custom else sum(not a.kw_only for a in fields)
 
 
 def _evolve(inst: T, /, **changes: Any) -> T:

@@ -50,6 +50,17 @@ class Interleaved:
     b: int = 0
 
 
+@attrs.frozen(init=False)
+class OwnInit:
+    """A class with its own __init__, whose arguments come in another order."""
+
+    x: int
+    y: str
+
+    def __init__(self, y: str, x: int = 0) -> None:
+        self.__attrs_init__(x, y)
+
+
 @attrs.frozen
 class One:
     only: str
@@ -107,6 +118,7 @@ def test_evolve_refuses_a_name_init_does_not_take(name: str) -> None:
 
 def test_evolve_of_one_field_a_subclass_and_spec_values() -> None:
     assert Interleaved(1, 5, k=3) == evolve(Interleaved(1, 2, k=3), b=5)
+    assert OwnInit("b", 1) == evolve(OwnInit("a", 1), y="b") == attrs.evolve(OwnInit("a", 1), y="b")
     assert Interleaved(1, 2, k=4) == evolve(Interleaved(1, 2, k=3), k=4)
     assert One("b") == evolve(One("a"), only="b")
     assert Child("a", 2) == evolve(Child("a", 1), extra=2)
