@@ -99,9 +99,9 @@ class ReferenceScheduleService:
         due: list[int] = []
         for level in range(1, len(self.levels) + 1):
             offset = self.offset(level)
-            # A level's queue with nothing at or past the offset answers no message (OFFSET-
-            # OVERFLOW or no queue): skip the read. The brokers of the client areas ask this
-            # after every event, for 18 levels that are mostly empty.
+            # A level's queue with nothing at or past the offset answers no message
+            # (OFFSET_OVERFLOW_ONE or _BADLY, or no queue): skip the read. The client areas'
+            # brokers ask this after every event, for 18 levels that are mostly empty.
             if self.store.get_max_offset_in_queue(SCHEDULE_TOPIC, level - 1) <= offset:
                 continue
             while True:
