@@ -155,3 +155,58 @@ def test_bench_campaign_json_reports_cpu_per_core(tmp_path: Path) -> None:
     assert run["ops"] == 6  # 2 seeds × 3 steps of one area
     assert {"cpu_per_core", "runs_cpu_per_core", "ops_per_s", "job_fixed_s"} <= run.keys()
     assert run["cpu_per_core"] > 0 and len(run["runs_cpu_per_core"]) == 1
+
+
+def _fake_sessions(walls: dict[int, list[float]], order: list[int]) -> object:
+    """A stand-in for bench's measure_session answering each core count's wall times in turn
+    (`order` records the core counts in the order they ran)."""
+    from pullspec.conformance.cli import bench as cli_bench
+
+    def measure(
+        plan: object, cores: int, seeds: int, partitions: int, out: Path, progress: object
+    ) -> cli_bench.SessionRun:
+        order.append(cores)
+        wall = walls[cores][sum(1 for c in order if c == cores) - 1]
+        return cli_bench.SessionRun(cores, wall, 1.0, 0.5, out)
+
+    return measure
+
+
+def test_bench_campaign_alternates_the_core_counts_and_judges_the_rounds_median() -> None:
+    from pullspec.conformance.campaign import rows as campaign_rows
+    from pullspec.conformance.cli import bench as cli_bench
+
+    # Round 1: 10 s on one core, 5 s on two (2.0×); round 2: 12 s and 8 s (1.5×). The fastest
+    # runs (10 s and 5 s) alone would say 2.0×; the rounds' median is 1.75×, under 1.8.
+    order: list[int] = []
+    groups = {"groups": [{"ops": 600, "cpu_s": 6.0, "traces": 3, "verdict": "PASS"}]}
+    argv = ["bench-campaign", "--json", "-q", "--repeat", "2", "--partitions", "2"]
+    with (
+        mock.patch.object(
+            cli_bench, "measure_session", _fake_sessions({1: [10, 12], 2: [5, 8]}, order)
+        ),
+        mock.patch.object(cli_bench, "check_environment", lambda: None),
+        mock.patch.object(campaign_rows, "aggregates", lambda path: groups),
+    ):
+        result = CliRunner().invoke(main, argv)
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    assert [1, 2, 1, 2] == order
+    assert [2.0, 1.5] == report["speedup_1_to_2_rounds"]
+    assert 1.75 == report["speedup_1_to_2_median"]
+    assert 2.0 == report["speedup_1_to_2"]
+    assert report["targets"]["met_speedup"] is False
+    assert [60.0, 50.0] == report["runs"]["1"]["runs_ops_per_s"]
+    assert 120.0 == report["runs"]["2"]["ops_per_s"]  # 600 ops in the fastest 5 s
+    assert 100.0 == report["runs"]["1"]["ops_per_core_s"]
+
+
+def test_round_speedups_pairs_each_round_and_refuses_unequal_rounds() -> None:
+    from pullspec.conformance.cli.bench import SessionRun, round_speedups
+
+    def runs(cores: int, walls: list[float]) -> list[SessionRun]:
+        return [SessionRun(cores, w, 1.0, 0.5, Path("x")) for w in walls]
+
+    assert [1.8, 2.5, 1.0] == round_speedups(runs(1, [9.0, 10.0, 4.0]), runs(2, [5.0, 4.0, 4.0]))
+    with pytest.raises(ValueError):
+        round_speedups(runs(1, [9.0, 10.0]), runs(2, [5.0]))
