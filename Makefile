@@ -79,8 +79,7 @@ CLIENT_AREAS := $(CLIENT_AREAS),process_queue_maintenance,schedule
 bench: $(VENV)/.installed-test java-check
 	$(BIN)/pullspec bench --json
 	$(BIN)/pullspec bench-campaign --json
-	$(BIN)/pullspec bench-campaign --json --impl reference --area $(CLIENT_AREAS) --seeds 32 \
-	  --repeat 3
+	$(BIN)/pullspec bench-campaign --json --impl reference --area $(CLIENT_AREAS) --seeds 64
 
 # Long fuzzing: every Hypothesis test at the fuzz budget, 200 kill -9 trials of a fast writer,
 # 1000 of a process whose four threads write at once, and 4 writer x 2 reader threads x 2,000.
