@@ -107,6 +107,7 @@ BAD_INPUTS: list[tuple[str, ...]] = [
     ("bench-campaign --cores 0", "expected core counts like 1,2"),
     ("bench-campaign --cores x", "expected core counts like 1,2"),
     ("bench-campaign --scratch {file}", "is a file"),
+    ("bench-campaign --repeat 0", "0 is not in the range x>=1"),
     ("nosuch", "No such command 'nosuch'"),
 ]
 
