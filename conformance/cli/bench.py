@@ -125,10 +125,11 @@ def measure_session(
     """Run `seeds` seeds of `plan` once on a fresh `local[cores]` session, after an uncounted
     warm-up job and the fixed-cost job; its rows go to `out`. `progress` counts the jobs."""
 
-    def ran(what: str) -> None:
+    def ran(after: str | None) -> None:
+        """Count a job done and name the one that runs next, in one update: the progress
+        lines then name the job under way."""
         if progress is not None:
-            progress.advance()
-            progress.note(f"local[{cores}] {what}")
+            progress.update(progress.done + 1, f"local[{cores}] {after}" if after else None)
 
     spark, owned = campaign_spark.start_session(f"local[{cores}]", "pullspec-bench-campaign")
     if not owned:
@@ -137,16 +138,18 @@ def measure_session(
     try:
         # Warm-up: fork the workers, import, and let the JVM compile the job's code paths.
         warm_seeds = 4 * cores
+        if progress is not None:
+            progress.note(f"local[{cores}] warm-up")
         campaign_spark.run_job(spark, plan, 10**9, warm_seeds, f"{out}-warm", warm_seeds)
-        ran("warm-up")
+        ran("fixed cost")
         # A job's fixed cost: the same tasks, each one trace of one step.
         tiny = evolve(plan, steps=1)
         fixed = campaign_spark.run_job(spark, tiny, 10**9, partitions, f"{out}-fixed", partitions)
-        ran("fixed cost")
+        ran("run")
         before = tree_cpu_s()
         job = campaign_spark.run_job(spark, plan, 0, seeds, str(out), partitions)
         cpu_per_core = (tree_cpu_s() - before) / (job.wall_s * cores)
-        ran("run")
+        ran(None)
     finally:
         spark.stop()
     return SessionRun(cores, job.wall_s, cpu_per_core, fixed.wall_s, out)
