@@ -148,13 +148,20 @@ def test_bench_campaign_json_reports_cpu_per_core(tmp_path: Path) -> None:
     if problem:
         pytest.skip(problem)
     argv = ["bench-campaign", "--json", "-q", "--seeds", "2", "--steps", "3", "--area", "store"]
-    argv += ["--cores", "1", "--repeat", "1", "--scratch", str(tmp_path)]
+    argv += ["--cores", "1,2", "--repeat", "1", "--scratch", str(tmp_path)]
     result = CliRunner().invoke(main, argv)
     assert result.exit_code == 0, result.output
-    run = json.loads(result.output)["runs"]["1"]
-    assert run["ops"] == 6  # 2 seeds × 3 steps of one area
-    assert {"cpu_per_core", "runs_cpu_per_core", "ops_per_s", "job_fixed_s"} <= run.keys()
-    assert run["cpu_per_core"] > 0 and len(run["runs_cpu_per_core"]) == 1
+    report = json.loads(result.output)
+    for cores in ("1", "2"):
+        run = report["runs"][cores]
+        assert run["ops"] == 6  # 2 seeds × 3 steps of one area
+        assert {"cpu_per_core", "runs_cpu_per_core", "ops_per_s", "job_fixed_s"} <= run.keys()
+        assert run["cpu_per_core"] > 0 and len(run["runs_cpu_per_core"]) == 1
+    # One round: its speed-up, the 1-core run's wall time over the 2-core run's, is the median.
+    (speedup,) = report["speedup_1_to_2_rounds"]
+    walls = report["runs"]["1"]["wall_s"] / report["runs"]["2"]["wall_s"]
+    assert speedup == pytest.approx(walls, rel=0.01)
+    assert speedup == report["speedup_1_to_2_median"]
 
 
 def _fake_sessions(walls: dict[int, list[float]], order: list[int]) -> object:
