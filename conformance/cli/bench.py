@@ -48,7 +48,7 @@ TARGET_SPEEDUP = 1.8
 
 
 class CoresRun(TypedDict):
-    """The figures of one core count (`measure`): its fastest run, and every run's rates."""
+    """The figures of one core count (`summarize`): its fastest run, and every run's rates."""
 
     cores: int
     ops: int
