@@ -129,12 +129,63 @@ def test_partitions_per_core_and_per_seed() -> None:
     assert 12 == campaign_spark.partitions_for(1000, 4, 0.05)
 
 
-def test_seed_seconds_estimates_lockstep_ops_and_simulator_steps() -> None:
+def test_seed_seconds_scales_each_areas_cheapest_probe_trace() -> None:
     plan = campaign.Plan(
-        "fast", ("store", "process_queue", campaign_rows.SIMULATION), ("4.7", "4.9")
+        "fast",
+        ("store", "process_queue", "pull_loop", campaign_rows.SIMULATION),
+        ("4.7", "4.9"),
+        steps=200,
+        sim_steps=2000,
     )
-    expected = 2 * (2 * 200 / campaign_spark.LOCKSTEP_OPS_PER_S + 2000 / 2400)
-    assert expected == campaign_spark.seed_seconds(plan)
+    # (area, ops, elapsed seconds) of the probe's three seeds, 5 to 7.
+    probed = {
+        5: (("store", 100, 0.7), ("process_queue", 0, 0.001), ("pull_loop", 3, 0.05)),
+        6: (("store", 100, 0.01), ("process_queue", 0, 0.001), ("pull_loop", 100, 0.4)),
+        7: (("store", 100, 0.02), ("process_queue", 0, 0.001), ("pull_loop", 100, 0.5)),
+    }
+    sims = {5: 0.1, 6: 0.3, 7: 0.2}
+    asked: list[tuple[campaign.Plan, list[int]]] = []
+
+    def rows_of(probe: campaign.Plan, seeds: Any) -> list[campaign_rows.Row]:
+        asked.append((probe, list(seeds)))
+        rows: list[campaign_rows.Row] = []
+        for seed in asked[-1][1]:
+            traces = (*probed[seed], (campaign_rows.SIMULATION, 7, sims[seed]))
+            for area, ops, took in traces:
+                verdict = "DIVERGED" if area == "pull_loop" and ops == 3 else "PASS"
+                rows.append(
+                    (
+                        seed,
+                        area,
+                        "4.7",
+                        "fast",
+                        ops,
+                        verdict,
+                        *(None,) * 4,
+                        [],
+                        [],
+                        [],
+                        None,
+                        took,
+                        took,
+                    )
+                )
+        return rows
+
+    # Per area, the cheapest seed: the store at 200/100 of 0.01 s; the process queue ran no op
+    # (18,000 ops/s assumed); the pull loop stopped at op 3 (taken as it is, 0.05 s); the
+    # simulation at 2000/100 of 0.1 s. Both profiles.
+    expected = 2 * (0.02 + 200 / 18000 + 0.05 + 2.0)
+    assert expected == pytest.approx(campaign_spark.seed_seconds(plan, 5, rows_of))
+    ((probe, seeds),) = asked
+    assert (("4.7",), 100, 100, [5, 6, 7]) == (probe.profiles, probe.steps, probe.sim_steps, seeds)
+    assert plan.areas == probe.areas
+
+
+def test_seed_seconds_times_real_traces() -> None:
+    plan = campaign.Plan("reference", ("process_queue",), ("4.9",), steps=80)
+    # Two short probe traces of the reference against itself: well under a second each.
+    assert 0 < campaign_spark.seed_seconds(plan, 0) < 2.0
 
 
 def test_areas_profiles_and_report_folders() -> None:

@@ -40,6 +40,7 @@ from pullspec.conformance.campaign.rows import (
     Group,
     Row,
     RowJSON,
+    as_json,
 )
 from pullspec.conformance.campaign.run import Plan, run_seeds
 
@@ -67,9 +68,15 @@ TASK_SECONDS = 5.0
 #: a local task costs about 0.1 s of CPU besides its traces (Python worker and JVM), a tenth of a
 #: one-second task, and on a 2-core machine the JVM's share is taken from the traces' cores.
 MIN_TASKS_PER_CORE = 2
-#: Rough single-core rates the task size is estimated from (measured: docs/using/campaigns.md).
+#: The single-core rate `seed_seconds` assumes for an area whose probe ran no op. Measured rates
+#: differ by area more than fortyfold (docs/using/campaigns.md): a process-queue op of `fast`
+#: takes about 45 µs, a client pull loop's, the reference on both sides, about 700.
 LOCKSTEP_OPS_PER_S = 18000.0
-SIM_STEPS_PER_S = 2400.0
+#: The probe's ops per area, simulator steps and seeds. Each area's cheapest seed counts: the
+#: first store trace in a fresh process took 740 ms for 100 ops, the next ones 13-18 ms.
+PROBE_STEPS = 100
+PROBE_SIM_STEPS = 100
+PROBE_SEEDS = 3
 
 
 def spark_schema() -> StructType:
@@ -217,11 +224,37 @@ def default_scratch() -> str | None:
     return str(shm) if shm.is_dir() and os.access(shm, os.W_OK) else None
 
 
-def seed_seconds(plan: Plan) -> float:
-    """Estimated single-core seconds of one seed of `plan` (every area and profile)."""
-    lockstep = sum(a != SIMULATION for a in plan.areas) * plan.steps / LOCKSTEP_OPS_PER_S
-    simulated = plan.sim_steps / SIM_STEPS_PER_S if SIMULATION in plan.areas else 0.0
-    return len(plan.profiles) * (lockstep + simulated)
+def seed_seconds(
+    plan: Plan,
+    seed: int,
+    rows_of: Callable[[Plan, Iterable[int]], Iterable[Row]] = run_seeds,
+) -> float:
+    """Single-core seconds of one seed of `plan`, timed in this process on short traces of each
+    area (PROBE_SEEDS seeds from `seed`, PROBE_STEPS ops, the first profile) and scaled to the
+    plan's steps and profiles. A probe that stopped early (a divergence, a crash) is taken as
+    it is: the campaign's traces of that candidate will likely stop early too; one that ran no
+    op is estimated at LOCKSTEP_OPS_PER_S. `rows_of` runs the traces (`run_seeds`).
+
+    Example: a store op of 85 µs and 200 steps make the store's part of a seed 0.017 s."""
+    probe = attrs.evolve(
+        plan,
+        profiles=plan.profiles[:1],
+        steps=min(plan.steps, PROBE_STEPS),
+        sim_steps=min(plan.sim_steps, PROBE_SIM_STEPS),
+    )
+    cheapest: dict[str, float] = {}
+    for row in map(as_json, rows_of(probe, range(seed, seed + PROBE_SEEDS))):
+        area, ops, elapsed = row["area"], row["ops"], row["elapsed_s"]
+        if area == SIMULATION:
+            seconds = elapsed * plan.sim_steps / max(probe.sim_steps, 1)
+        elif ops == 0:
+            seconds = plan.steps / LOCKSTEP_OPS_PER_S
+        elif ops < probe.steps:
+            seconds = elapsed
+        else:
+            seconds = elapsed * plan.steps / ops
+        cheapest[area] = min(seconds, cheapest.get(area, seconds))
+    return len(plan.profiles) * sum(cheapest.values())
 
 
 def partitions_for(seeds: int, parallelism: int, seconds_per_seed: float) -> int:
@@ -313,7 +346,10 @@ def run_job(
 ) -> JobResult:
     """Run `seeds` seeds of `plan` and write their rows as Parquet in `out` (replacing it)."""
     sc = spark.sparkContext
-    parts = partitions or partitions_for(seeds, sc.defaultParallelism, seed_seconds(plan))
+    # The probe runs only when no task count is given: the bench's jobs give theirs.
+    parts = partitions or partitions_for(
+        seeds, sc.defaultParallelism, seed_seconds(plan, first_seed)
+    )
     ranges = seed_ranges(first_seed, seeds, parts)
     counters = (sc.accumulator(0), sc.accumulator(0), sc.accumulator(0))
     rows = sc.parallelize(ranges, len(ranges)).mapPartitions(

@@ -249,7 +249,7 @@ def bench_campaign_command(
         nothing_checked(f"{impl} supports none of the areas {', '.join(chosen)}", False)
     # The same tasks on every core count: those a campaign would cut for the most cores.
     parts = partitions or campaign_spark.partitions_for(
-        seeds, counts[-1], campaign_spark.seed_seconds(plan)
+        seeds, counts[-1], campaign_spark.seed_seconds(plan, 0)
     )
     jobs = JOBS_PER_SESSION * repeat * len(counts)
     sessions: dict[int, list[SessionRun]] = {n: [] for n in counts}
