@@ -182,6 +182,27 @@ def test_seed_seconds_scales_each_areas_cheapest_probe_trace() -> None:
     assert plan.areas == probe.areas
 
 
+def test_seed_seconds_falls_back_to_fixed_rates_when_the_probe_fails() -> None:
+    plan = campaign.Plan(
+        "fast",
+        ("store", campaign_rows.SIMULATION),
+        ("4.9",),
+        steps=300,
+        scratch="/no/such/folder",
+        sim_steps=3000,
+    )
+    asked: list[campaign.Plan] = []
+
+    def failing(probe: campaign.Plan, seeds: Any) -> list[campaign_rows.Row]:
+        asked.append(probe)
+        raise OSError("the candidate's program is not on this machine")
+
+    # 300 steps at 18,000 ops/s and 3,000 simulator steps at 1,500 a second.
+    assert 300 / 18000 + 2.0 == pytest.approx(campaign_spark.seed_seconds(plan, 0, failing))
+    # A scratch folder only the executors have is not used by the driver's probe.
+    assert [None] == [probe.scratch for probe in asked]
+
+
 def test_seed_seconds_times_real_traces() -> None:
     plan = campaign.Plan("reference", ("process_queue",), ("4.9",), steps=80)
     # Two short probe traces of the reference against itself: well under a second each.

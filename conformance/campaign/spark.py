@@ -68,10 +68,12 @@ TASK_SECONDS = 5.0
 #: a local task costs about 0.1 s of CPU besides its traces (Python worker and JVM), a tenth of a
 #: one-second task, and on a 2-core machine the JVM's share is taken from the traces' cores.
 MIN_TASKS_PER_CORE = 2
-#: The single-core rate `seed_seconds` assumes for an area whose probe ran no op. Measured rates
-#: differ by area more than fortyfold (docs/using/campaigns.md): a process-queue op of `fast`
-#: takes about 45 µs, a client pull loop's, the reference on both sides, about 700.
+#: The single-core rates `seed_seconds` assumes where its probe measured nothing (an area whose
+#: probe ran no op, or a probe that failed). Measured rates differ by area up to twentyfold
+#: (docs/using/campaigns.md): a process-queue op of `fast` takes about 45 µs, a client pull
+#: loop's, the reference on both sides, about 700; the simulator about 650 µs a step.
 LOCKSTEP_OPS_PER_S = 18000.0
+SIM_STEPS_PER_S = 1500.0
 #: The probe's ops per area, simulator steps and seeds. Each area's cheapest seed counts: the
 #: first store trace in a fresh process took 740 ms for 100 ops, the next ones 13-18 ms.
 PROBE_STEPS = 100
@@ -232,29 +234,43 @@ def seed_seconds(
     """Single-core seconds of one seed of `plan`, timed in this process on short traces of each
     area (PROBE_SEEDS seeds from `seed`, PROBE_STEPS ops, the first profile) and scaled to the
     plan's steps and profiles. A probe that stopped early (a divergence, a crash) is taken as
-    it is: the campaign's traces of that candidate will likely stop early too; one that ran no
-    op is estimated at LOCKSTEP_OPS_PER_S. `rows_of` runs the traces (`run_seeds`).
+    it is: the campaign's traces of that candidate will likely stop early too. An area the
+    probe measured nothing of is estimated at LOCKSTEP_OPS_PER_S (SIM_STEPS_PER_S). `rows_of`
+    runs the traces (`run_seeds`).
 
     Example: a store op of 85 µs and 200 steps make the store's part of a seed 0.017 s."""
+    # The scratch folder may exist only on the executors (a cluster's local disks).
+    scratch = plan.scratch if plan.scratch is None or os.path.isdir(plan.scratch) else None
     probe = attrs.evolve(
         plan,
         profiles=plan.profiles[:1],
         steps=min(plan.steps, PROBE_STEPS),
         sim_steps=min(plan.sim_steps, PROBE_SIM_STEPS),
+        scratch=scratch,
     )
-    cheapest: dict[str, float] = {}
-    for row in map(as_json, rows_of(probe, range(seed, seed + PROBE_SEEDS))):
+    seconds_of = {
+        area: plan.sim_steps / SIM_STEPS_PER_S
+        if area == SIMULATION
+        else plan.steps / LOCKSTEP_OPS_PER_S
+        for area in plan.areas
+    }
+    measured: dict[str, float] = {}
+    try:
+        rows = [as_json(row) for row in rows_of(probe, range(seed, seed + PROBE_SEEDS))]
+    except Exception:  # the probe only sizes the tasks: the job itself reports what fails
+        rows = []
+    for row in rows:
         area, ops, elapsed = row["area"], row["ops"], row["elapsed_s"]
         if area == SIMULATION:
             seconds = elapsed * plan.sim_steps / max(probe.sim_steps, 1)
         elif ops == 0:
-            seconds = plan.steps / LOCKSTEP_OPS_PER_S
+            continue
         elif ops < probe.steps:
             seconds = elapsed
         else:
             seconds = elapsed * plan.steps / ops
-        cheapest[area] = min(seconds, cheapest.get(area, seconds))
-    return len(plan.profiles) * sum(cheapest.values())
+        measured[area] = min(seconds, measured.get(area, seconds))
+    return len(plan.profiles) * sum({**seconds_of, **measured}.values())
 
 
 def partitions_for(seeds: int, parallelism: int, seconds_per_seed: float) -> int:
