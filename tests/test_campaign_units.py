@@ -129,6 +129,12 @@ def test_partitions_per_core_and_per_seed() -> None:
     assert 12 == campaign_spark.partitions_for(1000, 4, 0.05)
 
 
+def _probe_row(seed: int, area: str, ops: int, took: float) -> campaign_rows.Row:
+    """A row of a probe trace that ran `ops` ops in `took` seconds (3 ops: it diverged)."""
+    verdict = "DIVERGED" if ops == 3 else "PASS"
+    return (seed, area, "4.7", "fast", ops, verdict, *(None,) * 4, [], [], [], None, took, took)
+
+
 def test_seed_seconds_scales_each_areas_cheapest_probe_trace() -> None:
     plan = campaign.Plan(
         "fast",
@@ -148,29 +154,11 @@ def test_seed_seconds_scales_each_areas_cheapest_probe_trace() -> None:
 
     def rows_of(probe: campaign.Plan, seeds: Any) -> list[campaign_rows.Row]:
         asked.append((probe, list(seeds)))
-        rows: list[campaign_rows.Row] = []
-        for seed in asked[-1][1]:
-            traces = (*probed[seed], (campaign_rows.SIMULATION, 7, sims[seed]))
-            for area, ops, took in traces:
-                verdict = "DIVERGED" if area == "pull_loop" and ops == 3 else "PASS"
-                rows.append(
-                    (
-                        seed,
-                        area,
-                        "4.7",
-                        "fast",
-                        ops,
-                        verdict,
-                        *(None,) * 4,
-                        [],
-                        [],
-                        [],
-                        None,
-                        took,
-                        took,
-                    )
-                )
-        return rows
+        return [
+            _probe_row(seed, area, ops, took)
+            for seed in asked[-1][1]
+            for area, ops, took in (*probed[seed], (campaign_rows.SIMULATION, 7, sims[seed]))
+        ]
 
     # Per area, the cheapest seed: the store at 200/100 of 0.01 s; the process queue ran no op
     # (18,000 ops/s assumed); the pull loop stopped at op 3 (taken as it is, 0.05 s); the
@@ -205,7 +193,7 @@ def test_seed_seconds_falls_back_to_fixed_rates_when_the_probe_fails() -> None:
 
 def test_seed_seconds_times_real_traces() -> None:
     plan = campaign.Plan("reference", ("process_queue",), ("4.9",), steps=80)
-    # Two short probe traces of the reference against itself: well under a second each.
+    # Three short probe traces of the reference against itself: well under a second each.
     assert 0 < campaign_spark.seed_seconds(plan, 0) < 2.0
 
 

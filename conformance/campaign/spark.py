@@ -248,7 +248,7 @@ def seed_seconds(
         sim_steps=min(plan.sim_steps, PROBE_SIM_STEPS),
         scratch=scratch,
     )
-    seconds_of = {
+    assumed = {
         area: plan.sim_steps / SIM_STEPS_PER_S
         if area == SIMULATION
         else plan.steps / LOCKSTEP_OPS_PER_S
@@ -270,7 +270,7 @@ def seed_seconds(
         else:
             seconds = elapsed * plan.steps / ops
         measured[area] = min(seconds, measured.get(area, seconds))
-    return len(plan.profiles) * sum({**seconds_of, **measured}.values())
+    return len(plan.profiles) * sum({**assumed, **measured}.values())
 
 
 def partitions_for(seeds: int, parallelism: int, seconds_per_seed: float) -> int:
