@@ -193,8 +193,17 @@ def test_seed_seconds_falls_back_to_fixed_rates_when_the_probe_fails() -> None:
 
 def test_seed_seconds_times_real_traces() -> None:
     plan = campaign.Plan("reference", ("process_queue",), ("4.9",), steps=80)
-    # Three short probe traces of the reference against itself: well under a second each.
-    assert 0 < campaign_spark.seed_seconds(plan, 0) < 2.0
+    ran: list[campaign_rows.Row] = []
+
+    def traced(probe: campaign.Plan, seeds: Any) -> list[campaign_rows.Row]:
+        ran.extend(campaign.run_seeds(probe, seeds))
+        return ran
+
+    estimate = campaign_spark.seed_seconds(plan, 0, traced)
+    # Three whole traces of the reference against itself, the plan's 80 steps each: the
+    # estimate is the quickest one's time, measured, not the fixed rate.
+    assert [(s, 80, "PASS") for s in (0, 1, 2)] == [(r[0], r[4], r[5]) for r in ran]
+    assert min(r[14] for r in ran) == pytest.approx(estimate)
 
 
 def test_areas_profiles_and_report_folders() -> None:
