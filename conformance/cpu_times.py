@@ -28,16 +28,14 @@ def parse_stat(text: str) -> tuple[int, int, int]:
     return pid, int(fields[1]), sum(int(f) for f in fields[11:15])
 
 
-def tree_cpu_s(root: int | None = None) -> float:
-    """CPU seconds used so far by process `root` (default: this one) and every descendant
-    (reaped ones included); 0.0 where /proc is missing."""
-    root = os.getpid() if root is None else root
+def _processes() -> tuple[dict[int, int], dict[int, list[int]]]:
+    """({pid: CPU ticks}, {parent pid: child pids}) of every live process; empty without /proc."""
     ticks: dict[int, int] = {}
     children: dict[int, list[int]] = {}
     try:
         entries = [p for p in os.listdir("/proc") if p.isdigit()]
     except OSError:
-        return 0.0
+        return ticks, children
     for name in entries:
         try:
             pid, parent, used = parse_stat(Path(f"/proc/{name}/stat").read_text())
@@ -45,6 +43,27 @@ def tree_cpu_s(root: int | None = None) -> float:
             continue  # ended meanwhile
         ticks[pid] = used
         children.setdefault(parent, []).append(pid)
+    return ticks, children
+
+
+def tree_pids(root: int | None = None) -> list[int]:
+    """Process `root` (default: this one) and its live descendants, root first; just `root`
+    where /proc is missing."""
+    root = os.getpid() if root is None else root
+    _, children = _processes()
+    found, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        found.append(pid)
+        todo.extend(children.get(pid, ()))
+    return found
+
+
+def tree_cpu_s(root: int | None = None) -> float:
+    """CPU seconds used so far by process `root` (default: this one) and every descendant
+    (reaped ones included); 0.0 where /proc is missing."""
+    root = os.getpid() if root is None else root
+    ticks, children = _processes()
     total, todo = 0, [root]
     while todo:
         pid = todo.pop()

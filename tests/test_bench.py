@@ -4,6 +4,7 @@ values are timings of a tiny run and are not checked)."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from unittest import mock
 
@@ -13,6 +14,7 @@ from click.testing import CliRunner
 
 from pullspec.conformance import bench, bench_memory
 from pullspec.conformance.cli import main
+from pullspec.conformance.cpu_affinity import allowed_cpus
 
 TINY = bench.Sizes(
     w1=2_000,
@@ -157,6 +159,9 @@ def test_bench_campaign_json_reports_cpu_per_core(tmp_path: Path) -> None:
         assert run["ops"] == 6  # 2 seeds × 3 steps of one area
         assert {"cpu_per_core", "runs_cpu_per_core", "ops_per_s", "job_fixed_s"} <= run.keys()
         assert run["cpu_per_core"] > 0 and len(run["runs_cpu_per_core"]) == 1
+        # The session's processes were held to its cores (where the platform allows).
+        held = int(cores) if hasattr(os, "sched_setaffinity") else len(allowed_cpus())
+        assert min(held, len(allowed_cpus())) == run["cpus"]
     # One round: its speed-up, the 1-core run's wall time over the 2-core run's, is the median.
     (speedup,) = report["speedup_1_to_2_rounds"]
     walls = report["runs"]["1"]["wall_s"] / report["runs"]["2"]["wall_s"]

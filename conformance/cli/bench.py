@@ -1,8 +1,9 @@
 """`pullspec bench-campaign`: a campaign's diffed ops per second on 1 and on 2 local cores.
 
 The same seeds, split into the same tasks, run `--repeat` rounds; in each round the job runs
-once on a fresh `local[1]` session and then once on a fresh `local[2]` one, in one process. Each
-session first runs a warm-up job (Python workers forked, modules imported, the JVM's code paths
+once on a fresh `local[1]` session and then once on a fresh `local[2]` one, in one process, each
+with its processes held to as many CPUs as it has cores (`cpu_affinity.pinned`: otherwise the
+1-core run's driver and JVM threads borrow the second CPU). Each session first runs a warm-up job (Python workers forked, modules imported, the JVM's code paths
 compiled) and a fixed-cost job, neither counted. Each core count's figures are its fastest
 run's: other processes on the machine only ever slow a run down. The speed-up the target judges
 is the median of the rounds' (`round_speedups`): a round's two runs meet the same state of the
@@ -37,6 +38,7 @@ from pullspec.conformance.campaign import run as campaign
 from pullspec.conformance.campaign import spark as campaign_spark
 from pullspec.conformance.cli.campaign import check_environment, fail, parse_areas
 from pullspec.conformance.cli.common import Progress, nothing_checked, quiet_option
+from pullspec.conformance.cpu_affinity import allowed_cpus, pinned
 from pullspec.conformance.cpu_times import tree_cpu_s
 from pullspec.conformance.ops import MACHINE_AREAS
 from pullspec.spec.evolve import evolve
@@ -62,6 +64,9 @@ class CoresRun(TypedDict):
     cpu_per_core: float
     runs_cpu_per_core: list[float]
     job_fixed_s: float
+    #: The CPUs the job's processes could run on: `cores` where the platform can hold them to
+    #: it (conformance.cpu_affinity), else every CPU the machine allows.
+    cpus: int
 
 
 class Targets(TypedDict):
@@ -112,6 +117,8 @@ class SessionRun:
     #: The wall time of the same tasks with one one-step trace each.
     fixed_s: float
     out: Path
+    #: The CPUs the session's processes could run on.
+    cpus: int = 0
 
 
 def measure_session(
@@ -123,7 +130,22 @@ def measure_session(
     progress: Progress | None = None,
 ) -> SessionRun:
     """Run `seeds` seeds of `plan` once on a fresh `local[cores]` session, after an uncounted
-    warm-up job and the fixed-cost job; its rows go to `out`. `progress` counts the jobs."""
+    warm-up job and the fixed-cost job; its rows go to `out`. `progress` counts the jobs. The
+    session's processes (this one, the JVM, the Python workers) are held to `cores` CPUs
+    while it lasts (`cpu_affinity.pinned`)."""
+    with pinned(cores) as held:
+        run = _measure_session(plan, cores, seeds, partitions, out, progress)
+    return evolve(run, cpus=len(held) if held is not None else len(allowed_cpus()))
+
+
+def _measure_session(
+    plan: campaign.Plan,
+    cores: int,
+    seeds: int,
+    partitions: int,
+    out: Path,
+    progress: Progress | None,
+) -> SessionRun:
 
     def ran(after: str | None) -> None:
         """Count a job done and name the one that runs next, in one update: the progress
@@ -178,6 +200,7 @@ def summarize(runs: Sequence[SessionRun]) -> CoresRun:
         "cpu_per_core": round(fastest.cpu_per_core, 3),
         "runs_cpu_per_core": [round(run.cpu_per_core, 3) for run in runs],
         "job_fixed_s": round(min(run.fixed_s for run in runs), 3),
+        "cpus": fastest.cpus,
     }
 
 
@@ -297,7 +320,8 @@ def bench_campaign_command(
             f"  local[{key}]: {run['ops']:,} ops in {run['wall_s']:.1f} s = {run['ops_per_s']:,.0f} "
             f"ops/s ({run['ops_per_min'] / 1e6:.2f} M ops/min), {run['ops_per_core_s']:,.0f} "
             f"ops/s per busy core; a job's fixed cost {run['job_fixed_s']:.2f} s; the job's "
-            f"processes got {run['cpu_per_core']:.2f} CPU s per core per s (under 1: contended)"
+            f"processes, on {run['cpus']} CPU(s), got {run['cpu_per_core']:.2f} CPU s per core "
+            "per s (under 1: contended)"
         )
     if "speedup_1_to_2_rounds" in report:
         each = ", ".join(f"{r:.2f}×" for r in report["speedup_1_to_2_rounds"])
