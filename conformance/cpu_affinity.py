@@ -4,7 +4,7 @@ run on `local[1]` has one CPU, not one task slot beside a second CPU its other p
 A Spark `local[1]` session runs one task at a time, but the driver, the JVM's own threads
 (scheduling, the Parquet write, garbage collection) and the Python worker's daemon may run on
 any CPU the machine lets them: on a 2-CPU machine the 1-core runs of `pullspec
-bench-campaign` got 1.04–1.07 CPU seconds per second of wall time, the part over 1 taken
+bench-campaign` got 1.00–1.10 CPU seconds per second of wall time, the part over 1 taken
 from the second CPU. Their 1→2-core speed-up then compared one CPU and a bit against two.
 
 `pinned(n)` sets the affinity of every thread of the process and of its descendants (the JVM,
