@@ -46,11 +46,8 @@ def _processes() -> tuple[dict[int, int], dict[int, list[int]]]:
     return ticks, children
 
 
-def tree_pids(root: int | None = None) -> list[int]:
-    """Process `root` (default: this one) and its live descendants, root first; just `root`
-    where /proc is missing."""
-    root = os.getpid() if root is None else root
-    _, children = _processes()
+def _tree(children: dict[int, list[int]], root: int) -> list[int]:
+    """`root` and its descendants in `children` ({parent pid: child pids}), root first."""
     found, todo = [], [root]
     while todo:
         pid = todo.pop()
@@ -59,14 +56,15 @@ def tree_pids(root: int | None = None) -> list[int]:
     return found
 
 
+def tree_pids(root: int | None = None) -> list[int]:
+    """Process `root` (default: this one) and its live descendants, root first; just `root`
+    where /proc is missing."""
+    return _tree(_processes()[1], os.getpid() if root is None else root)
+
+
 def tree_cpu_s(root: int | None = None) -> float:
     """CPU seconds used so far by process `root` (default: this one) and every descendant
     (reaped ones included); 0.0 where /proc is missing."""
-    root = os.getpid() if root is None else root
     ticks, children = _processes()
-    total, todo = 0, [root]
-    while todo:
-        pid = todo.pop()
-        total += ticks.get(pid, 0)
-        todo.extend(children.get(pid, ()))
-    return total / _TICK
+    pids = _tree(children, os.getpid() if root is None else root)
+    return sum(ticks.get(pid, 0) for pid in pids) / _TICK

@@ -3,12 +3,13 @@
 The same seeds, split into the same tasks, run `--repeat` rounds; in each round the job runs
 once on a fresh `local[1]` session and then once on a fresh `local[2]` one, in one process, each
 with its processes held to as many CPUs as it has cores (`cpu_affinity.pinned`: otherwise the
-1-core run's driver and JVM threads borrow the second CPU). Each session first runs a warm-up job (Python workers forked, modules imported, the JVM's code paths
-compiled) and a fixed-cost job, neither counted. Each core count's figures are its fastest
-run's: other processes on the machine only ever slow a run down. The speed-up the target judges
-is the median of the rounds' (`round_speedups`): a round's two runs meet the same state of the
-machine, whose speed drifts by a fifth from minute to minute, while the fastest runs of the two
-core counts may come from different minutes; the ratio of the fastest runs is reported too.
+1-core run's driver and JVM threads borrow the second CPU). Each session first runs a warm-up
+job (Python workers forked, modules imported, the JVM's code paths compiled) and a fixed-cost
+job, neither counted. Each core count's figures are its fastest run's: other processes on the
+machine only ever slow a run down. The speed-up the target judges is the median of the rounds'
+(`round_speedups`): a round's two runs meet the same state of the machine, whose speed drifts by
+a fifth from minute to minute, while the fastest runs of the two core counts may come from
+different minutes; the ratio of the fastest runs is reported too.
 
 The figure is diffed ops over the job's wall time, Parquet writing included, Spark start-up
 excluded; `ops_per_core_s` is diffed ops per CPU second of the traces, which other processes
