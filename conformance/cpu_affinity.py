@@ -29,7 +29,7 @@ from pullspec.conformance.cpu_times import tree_pids
 
 def allowed_cpus() -> frozenset[int]:
     """The CPUs this process may run on (every CPU `os.cpu_count` counts where the platform
-    cannot say)."""
+    cannot say). Example: ``len(allowed_cpus()) >= 1`` is True."""
     getaffinity = getattr(os, "sched_getaffinity", None)
     if getaffinity is None:
         return frozenset(range(os.cpu_count() or 1))
@@ -46,7 +46,9 @@ def _threads(pid: int) -> list[int]:
 
 def set_tree(cpus: Collection[int], root: int | None = None) -> None:
     """Let every thread of process `root` (default: this one) and of its descendants run on
-    `cpus` only. A thread or process that ends meanwhile is skipped."""
+    `cpus` only; nothing where the platform has no `sched_setaffinity`. A thread or process
+    that ends meanwhile is skipped. Example: ``set_tree(allowed_cpus())`` lets this process's
+    whole tree run on every CPU it may use."""
     setaffinity = getattr(os, "sched_setaffinity", None)
     if setaffinity is None:
         return
