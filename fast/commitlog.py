@@ -46,6 +46,11 @@ _BE_I64 = np.dtype(">i8")
 FLUSH_EVERY = 32 << 20
 #: Files at least this large are flushed in the background when they fill.
 BACKGROUND_FLUSH_MIN = 4 << 20
+#: With `transient`, a region of at least twice this many bytes is written to its file in parts
+#: of about this size by a committer thread while the writer encodes the next part, as
+#: CommitRealTimeService commits the pool beside the writer: encoding (which holds no GIL) and
+#: the kernel's copy into the page cache then take two cores instead of one after the other.
+COMMIT_PART = 1 << 20
 
 
 class CommitLog:
@@ -87,6 +92,9 @@ class CommitLog:
         # Files that filled are flushed in the background, as FlushCommitLogService does.
         self._flusher: ThreadPoolExecutor | None = None
         self._pending: list[Future[None]] = []
+        # Parts of the region being encoded that the committer is writing (commit_part).
+        self._committer: ThreadPoolExecutor | None = None
+        self._parts: list[Future[None]] = []
         self._since_flush = 0
         self._retired = Retired[MappedFile]()
 
@@ -111,9 +119,10 @@ class CommitLog:
         try:
             self.drain()
         finally:
-            if self._flusher is not None:
-                self._flusher.shutdown(wait=True)
-                self._flusher = None
+            for executor in (self._flusher, self._committer):
+                if executor is not None:
+                    executor.shutdown(wait=True)
+            self._flusher = self._committer = None
             for start in list(self._fds):
                 self._close_fd(start)
             if self._dir_fd_closer is not None:
@@ -340,22 +349,59 @@ class CommitLog:
             self._staging.fill(0)
         return self._staging, 0
 
-    def commit_region(self, phys: int, size: int) -> None:
-        """Write the records encoded by `region` into the file (nothing to do for the mapping:
-        they are already there)."""
-        f = self.file_of(phys)
-        if not self.transient or f is None or f.file is None:
-            return
-        self._pwrite(f, self._staging[:size].data, phys - f.start)
+    def commit_parts(self, ends: I64) -> list[int]:
+        """Where to cut the records of a region, which end at `ends` (bytes from its start), into
+        parts for `commit_part`: the index after each part's last record, the last one
+        `len(ends)`. One part when the region is encoded into the mapping or is too small for a
+        hand-off to the committer to pay (under 2 × COMMIT_PART bytes)."""
+        n = len(ends)
+        if not self.transient or n == 0 or int(ends[-1]) < 2 * COMMIT_PART:
+            return [n]
+        targets = np.arange(COMMIT_PART, int(ends[-1]), COMMIT_PART, dtype=np.int64)
+        cuts = np.unique(np.searchsorted(ends, targets, "left") + 1)
+        return [int(c) for c in cuts[cuts < n]] + [n]
 
-    def _pwrite(self, f: MappedFile, data: memoryview | bytes | bytearray, pos: int) -> None:
+    def commit_part(self, phys: int, lo: int, hi: int) -> None:
+        """Start writing bytes [lo, hi) of the region encoded for the records at `phys` into the
+        file, in the committer thread; the writer encodes the next part meanwhile, never into
+        these bytes. `commit_region` (or, when encoding fails, `wait_parts`) waits for every
+        part."""
+        f = self.file_of(phys)
+        if not self.transient or f is None or f.file is None or hi <= lo:
+            return
+        if self._committer is None:
+            self._committer = ThreadPoolExecutor(
+                max_workers=1, thread_name_prefix="pullspec-commit"
+            )
+        # The descriptor is opened here, by the writer: the committer only writes.
+        fd, part = self._fd(f), self._staging[lo:hi].data
+        self._parts.append(self._committer.submit(_pwrite, fd, part, phys - f.start + lo))
+
+    def wait_parts(self) -> BaseException | None:
+        """Wait until no part handed to `commit_part` is being written (none then still reads
+        the staging buffer); the first error of any, or None."""
+        parts, self._parts = self._parts, []
+        errors = [e for e in (p.exception() for p in parts) if e is not None]
+        return errors[0] if errors else None
+
+    def commit_region(self, phys: int, size: int, start: int = 0) -> None:
+        """Write the records encoded by `region` into the file: bytes [start, size) here, beside
+        the parts before `start` handed to `commit_part`, then wait for those (nothing to do
+        for the mapping: they are already there). Raises the first error of any part."""
+        try:
+            f = self.file_of(phys)
+            if self.transient and f is not None and f.file is not None and start < size:
+                _pwrite(self._fd(f), self._staging[start:size].data, phys - f.start + start)
+        finally:
+            error = self.wait_parts()
+        if error is not None:
+            raise error
+
+    def _fd(self, f: MappedFile) -> int:
         fd = self._fds.get(f.start)
         if fd is None:
             fd = self._fds[f.start] = os.open(f.file or "", os.O_WRONLY)
-        done = 0
-        view = memoryview(data).cast("B")
-        while done < len(view):  # pwrite may write less than asked
-            done += os.pwrite(fd, view[done:], pos + done)
+        return fd
 
     def _close_fd(self, start: int) -> None:
         fd = self._fds.pop(start, None)
@@ -369,7 +415,7 @@ class CommitLog:
             raise CorruptStoreError(str(self.directory), f"no reserved room at {phys}")
         pos = phys - f.start
         if self.transient and f.file is not None:
-            self._pwrite(f, data, pos)
+            _pwrite(self._fd(f), data, pos)
         else:
             f.mm[pos : pos + len(data)] = data
         self.last_modified[f.start] = now_ms
@@ -469,6 +515,13 @@ class CommitLog:
 def file_start(phys: int, file_size: int) -> int:
     """LAYOUT-4: the start of the commit-log file holding `phys`."""
     return commit_log_file_start(phys, file_size)
+
+
+def _pwrite(fd: int, data: memoryview | bytes | bytearray, pos: int) -> None:
+    done = 0
+    view = memoryview(data).cast("B")
+    while done < len(view):  # pwrite may write less than asked
+        done += os.pwrite(fd, view[done:], pos + done)
 
 
 def _fdatasync(path: Path) -> None:

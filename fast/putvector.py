@@ -258,8 +258,19 @@ class VectorPut:
             columns += [body_starts[i:j], body_lengths[i:j]]
             columns += [batch.topic_index[i:j], batch.property_index[i:j]]
             shared = (batch.sys_flag, batch.prepared_transaction_offset, born, store)
-            encode_run(out, pos, Run(*columns), batch.body_data, plan.tails, *shared)
-            log.commit_region(first, run_bytes)
+            # Part by part: the committer writes each part while the next is encoded.
+            lo = 0
+            try:
+                for hi in log.commit_parts(run_rel + lengths[i:j]):
+                    part = Run(*(c[lo:hi] for c in columns))
+                    encode_run(out, pos, part, batch.body_data, plan.tails, *shared)
+                    if hi < j - i:
+                        log.commit_part(first, int(run_rel[lo]), int(run_rel[hi]))
+                        lo = hi
+            except BaseException:
+                log.wait_parts()
+                raise
+            log.commit_region(first, run_bytes, int(run_rel[lo]))
         log.publish()  # every record is written: readers may see them, then their entries
         self._last_store_timestamp = int(now[-1])
         touched = []

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import hashlib
+import itertools
+import threading
 from pathlib import Path
 from typing import Any
 from unittest import mock
@@ -16,8 +18,10 @@ from pullspec.spec.clock import ManualClock
 from pullspec.spec.config import StoreConfig
 from pullspec.spec.message import BrokerInnerMessage
 from pullspec.spec.profiles import Profile
+from pullspec.spec.ruleset import Ruleset
 
 CONFIG = StoreConfig(mapped_file_size_commit_log=4096)
+RULES = Ruleset.of(Profile.V4_9)
 
 
 def _messages(n: int) -> list[BrokerInnerMessage]:
@@ -212,4 +216,97 @@ def test_the_file_being_appended_to_is_written_back_early(tmp_path: Path) -> Non
         s.put_messages(_messages(10))  # about 2 KB into the first (1 GiB) file
         s.commit_log.drain()
     assert [s.commit_log.files[0].path.name] == sorted(set(flushed))  # type: ignore[union-attr]
+    s.close()
+
+
+@pytest.mark.parametrize(
+    ("ends", "expected"),
+    [
+        ([60, 120, 180, 240, 300], [2, 4, 5]),  # cut after the records that reach 100 and 200
+        ([100, 200, 201], [1, 2, 3]),  # a record ending exactly at a mark ends its part
+        ([250, 260], [1, 2]),  # one record longer than a part is a part of its own
+        ([60, 120, 199], [3]),  # under two parts' bytes: written whole
+        ([], [0]),
+    ],
+)
+def test_commit_parts_cut_after_each_part_size(ends: list[int], expected: list[int]) -> None:
+    import numpy as np
+
+    from pullspec.fast.commitlog import CommitLog
+
+    log = CommitLog(Path("unused"), 4096, RULES, read_only=False)
+    log.transient = True
+    with mock.patch("pullspec.fast.commitlog.COMMIT_PART", 100):
+        assert expected == log.commit_parts(np.array(ends, dtype=np.int64))
+        log.transient = False
+        assert [len(ends)] == log.commit_parts(np.array(ends, dtype=np.int64))
+
+
+def _parted_batch() -> Any:
+    from pullspec.fast.batch import MessageBatch
+
+    return MessageBatch.from_messages(
+        [
+            BrokerInnerMessage(
+                topic="T", queue_id=k % 3, body=b"%05d" % k * (1 + k % 9), properties={}
+            )
+            for k in range(2000)
+        ]
+    )
+
+
+def test_a_batch_committed_in_parts_writes_the_same_files(tmp_path: Path) -> None:
+    batch = _parted_batch()
+    cfg = StoreConfig(mapped_file_size_commit_log=64 << 10)
+    parts: list[tuple[int, int, int]] = []
+    real_part = pullspec.fast.commitlog.CommitLog.commit_part
+
+    def spy(log: pullspec.fast.commitlog.CommitLog, phys: int, lo: int, hi: int) -> None:
+        parts.append((phys, lo, hi))
+        real_part(log, phys, lo, hi)
+
+    answers = {}
+    for transient in (False, True):
+        root = tmp_path / str(transient)
+        s = MmapMessageStore(
+            root, cfg, Profile.V4_9, ManualClock(5), transient_store_pool=transient
+        )
+        with (
+            mock.patch("pullspec.fast.commitlog.COMMIT_PART", 4096),
+            mock.patch.object(pullspec.fast.commitlog.CommitLog, "commit_part", spy),
+        ):
+            s.put_batch(batch)
+        answers[transient] = [list(s.pull_through("G", "T", q, 0, 32)) for q in (0, 1, 2)]
+        s.close()
+    assert answers[False] == answers[True]
+    assert _digest(tmp_path / "False") == _digest(tmp_path / "True")
+    # Only the transient store hands parts off: each of its files took several, each taking on
+    # where the last ended.
+    assert len({phys for phys, _, _ in parts}) > 3
+    for (phys_a, _, hi_a), (phys_b, lo_b, _) in itertools.pairwise(parts):
+        assert phys_a != phys_b or hi_a == lo_b
+
+
+def test_a_failed_part_is_raised_by_its_put(tmp_path: Path) -> None:
+    real_pwrite = pullspec.fast.commitlog._pwrite
+    calls: list[int] = []
+
+    def failing(fd: int, data: Any, pos: int) -> None:
+        # The committer's second part fails, as a full disk would.
+        if threading.current_thread().name.startswith("pullspec-commit"):
+            calls.append(pos)
+            if len(calls) == 2:
+                raise OSError(28, "No space left on device")
+        real_pwrite(fd, data, pos)
+
+    cfg = StoreConfig(mapped_file_size_commit_log=64 << 10)
+    s = MmapMessageStore(tmp_path, cfg, Profile.V4_9, ManualClock(5), transient_store_pool=True)
+    with (
+        mock.patch("pullspec.fast.commitlog.COMMIT_PART", 4096),
+        mock.patch("pullspec.fast.commitlog._pwrite", failing),
+        pytest.raises(OSError, match="No space"),
+    ):
+        s.put_batch(_parted_batch())
+    assert not s.commit_log._parts  # every part was waited for: none still reads the buffer
+    assert len(calls) >= 2
     s.close()
