@@ -66,10 +66,11 @@ class MmapMessageStore(PutPath, RoleHolder):
     which makes first writes to it much cheaper; the files then use their full size on disk.
     `transient_store_pool=True` (RocketMQ's transientStorePoolEnable) encodes appends into a
     reused buffer and writes them to the file with pwrite rather than through the mapping, which
-    avoids a page fault per page written; reads still go through the mapping. A put_batch of
-    2 MiB or more is then written in parts of about 1 MiB by a committer thread while the next
-    part is encoded (RocketMQ's CommitRealTimeService beside the writer); the put returns, and
-    readers see its messages, only once every part is in the file.
+    avoids a page fault per page written; reads still go through the mapping. Where a put_batch
+    puts 2 MiB or more into one file, those records are then written in parts of about 1 MiB by
+    a committer thread while the next part is encoded (RocketMQ's CommitRealTimeService beside
+    the writer); the put returns, and readers see its messages, only once every part is in the
+    file.
 
     Threads: any number of threads may call put_message, put_messages, put_batch, the get
     calls (get_message, get_messages, pull_through, look_message_by_offset, the offset queries)
