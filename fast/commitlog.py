@@ -349,16 +349,17 @@ class CommitLog:
             self._staging.fill(0)
         return self._staging, 0
 
-    def commit_parts(self, ends: I64) -> list[int]:
-        """Where to cut the records of a region, which end at `ends` (bytes from its start), into
-        parts for `commit_part`: the index after each part's last record, the last one
-        `len(ends)`. One part when the region is encoded into the mapping or is too small for a
-        hand-off to the committer to pay (under 2 × COMMIT_PART bytes)."""
-        n = len(ends)
-        if not self.transient or n == 0 or int(ends[-1]) < 2 * COMMIT_PART:
+    def commit_parts(self, rel: I64, size: int) -> list[int]:
+        """Where to cut a region of `size` bytes, whose records start at `rel` (bytes from its
+        start), into parts for `commit_part`: the index after each part's last record, the
+        last one `len(rel)`; a part ends before the first record that starts at or after each
+        multiple of COMMIT_PART. One part when the region is encoded into the mapping or is too
+        small for a hand-off to the committer to pay (under 2 × COMMIT_PART bytes)."""
+        n = len(rel)
+        if not self.transient or size < 2 * COMMIT_PART:
             return [n]
-        targets = np.arange(COMMIT_PART, int(ends[-1]), COMMIT_PART, dtype=np.int64)
-        cuts = np.unique(np.searchsorted(ends, targets, "left") + 1)
+        marks = np.arange(COMMIT_PART, size, COMMIT_PART, dtype=np.int64)
+        cuts = np.unique(np.searchsorted(rel, marks, "left"))
         return [int(c) for c in cuts[cuts < n]] + [n]
 
     def commit_part(self, phys: int, lo: int, hi: int) -> None:

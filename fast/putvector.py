@@ -259,10 +259,10 @@ class VectorPut:
             columns += [batch.topic_index[i:j], batch.property_index[i:j]]
             shared = (batch.sys_flag, batch.prepared_transaction_offset, born, store)
             # Part by part: the committer writes each part while the next is encoded.
-            lo = 0
+            lo, cuts = 0, log.commit_parts(run_rel, run_bytes)
             try:
-                for hi in log.commit_parts(run_rel + lengths[i:j]):
-                    part = Run(*(c[lo:hi] for c in columns))
+                for hi in cuts:
+                    part = Run(*columns) if len(cuts) == 1 else Run(*(c[lo:hi] for c in columns))
                     encode_run(out, pos, part, batch.body_data, plan.tails, *shared)
                     if hi < j - i:
                         log.commit_part(first, int(run_rel[lo]), int(run_rel[hi]))

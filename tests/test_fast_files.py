@@ -220,16 +220,18 @@ def test_the_file_being_appended_to_is_written_back_early(tmp_path: Path) -> Non
 
 
 @pytest.mark.parametrize(
-    ("ends", "expected"),
+    ("rel", "size", "expected"),
     [
-        ([60, 120, 180, 240, 300], [2, 4, 5]),  # cut after the records that reach 100 and 200
-        ([100, 200, 201], [1, 2, 3]),  # a record ending exactly at a mark ends its part
-        ([250, 260], [1, 2]),  # one record longer than a part is a part of its own
-        ([60, 120, 199], [3]),  # under two parts' bytes: written whole
-        ([], [0]),
+        ([0, 60, 120, 180, 240], 300, [2, 4, 5]),  # cut before the records at 120 and 240
+        ([0, 100, 200], 201, [1, 2, 3]),  # a record starting exactly at a mark starts a part
+        ([0, 250], 260, [1, 2]),  # one record longer than a part is a part of its own
+        ([0, 10, 20], 260, [3]),  # the last record spans both marks: nothing to cut before
+        ([0, 60, 120], 199, [3]),  # under two parts' bytes: written whole
     ],
 )
-def test_commit_parts_cut_after_each_part_size(ends: list[int], expected: list[int]) -> None:
+def test_commit_parts_cut_before_each_part_mark(
+    rel: list[int], size: int, expected: list[int]
+) -> None:
     import numpy as np
 
     from pullspec.fast.commitlog import CommitLog
@@ -237,9 +239,9 @@ def test_commit_parts_cut_after_each_part_size(ends: list[int], expected: list[i
     log = CommitLog(Path("unused"), 4096, RULES, read_only=False)
     log.transient = True
     with mock.patch("pullspec.fast.commitlog.COMMIT_PART", 100):
-        assert expected == log.commit_parts(np.array(ends, dtype=np.int64))
+        assert expected == log.commit_parts(np.array(rel, dtype=np.int64), size)
         log.transient = False
-        assert [len(ends)] == log.commit_parts(np.array(ends, dtype=np.int64))
+        assert [len(rel)] == log.commit_parts(np.array(rel, dtype=np.int64), size)
 
 
 def _parted_batch() -> Any:
