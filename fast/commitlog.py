@@ -368,7 +368,7 @@ class CommitLog:
         these bytes. `commit_region` (or, when encoding fails, `wait_parts`) waits for every
         part."""
         f = self.file_of(phys)
-        if not self.transient or f is None or f.file is None or hi <= lo:
+        if not self.transient or f is None or f.file is None:
             return
         if self._committer is None:
             self._committer = ThreadPoolExecutor(
