@@ -157,6 +157,7 @@ class SmallPut:
         flush_mode: str
         queues: dict[tuple[str, int], ConsumeQueue]
         _role: BrokerRole
+        _write_error: OSError | None
         _counters: dict[tuple[str, int], int]
         _last_store_timestamp: int
         _delay_levels: tuple[int, ...]
@@ -175,6 +176,7 @@ class SmallPut:
         def _queue(self, topic: str, queue_id: int) -> ConsumeQueue: ...
         def _checkpoint(self) -> None: ...
         def _require_writable(self, what: str) -> None: ...
+        def _stop_writes(self, exc: OSError) -> None: ...
 
     def put_message(self, msg: BrokerInnerMessage) -> PutMessageResult:
         """Append one message to the commit log and dispatch it to its consume queue.
@@ -199,6 +201,7 @@ class SmallPut:
                 or msg.stored_properties is not None
                 or self._role is _SLAVE
                 or self.flush_mode == "sync"
+                or self._write_error is not None
             ):
                 return self._put_each([msg])[0]
             topic = msg.topic
@@ -247,6 +250,9 @@ class SmallPut:
             result: PlacedResult = _new(PlacedResult)
             set_placed(result, (queue_offset, phys, length))
             return result
+        except OSError as exc:  # a write failed half-way: no later put may build on it
+            self._stop_writes(exc)
+            raise
         finally:
             lock.release()
 
@@ -388,7 +394,7 @@ class SmallPut:
     def _put_each(self, msgs: Sequence[BrokerInnerMessage]) -> list[PutMessageResult]:
         """Validate every message, then append them one record at a time."""
         prepared = [self._prepare(m) for m in msgs]
-        if self._role is _SLAVE:
+        if self._role is _SLAVE or self._write_error is not None:
             return [_UNAVAILABLE] * len(prepared)
         log = self.commit_log
         size = log.file_size

@@ -92,6 +92,7 @@ class VectorPut:
         clock: Clock
         flush_mode: str
         _role: BrokerRole
+        _write_error: OSError | None
         _counters: dict[tuple[str, int], int]
         _last_store_timestamp: int
         #: Plain attributes the store sets in its __init__ (see fast.putsmall.prepared_cache).
@@ -229,7 +230,7 @@ class VectorPut:
         """Append a planned batch: place its records in runs (LAYOUT-7), encode each run into its
         file, then dispatch each queue's entries with one write."""
         n = len(batch)
-        if self._role is BrokerRole.SLAVE:
+        if self._role is BrokerRole.SLAVE or self._write_error is not None:
             return PutResults.refused(PutMessageStatus.SERVICE_NOT_AVAILABLE, n)
         lengths = plan.lengths
         if n == 0:

@@ -70,7 +70,8 @@ class MmapMessageStore(PutPath, RoleHolder):
     puts 2 MiB or more into one file, those records are then written in parts of about 1 MiB by
     a committer thread while the next part is encoded (RocketMQ's CommitRealTimeService beside
     the writer); the put returns, and readers see its messages, only once every part is in the
-    file.
+    file. A put whose write fails raises the OSError, and the store then refuses every later
+    put until it is reopened (`write_error`).
 
     Threads: any number of threads may call put_message, put_messages, put_batch, the get
     calls (get_message, get_messages, pull_through, look_message_by_offset, the offset queries)
@@ -124,6 +125,8 @@ class MmapMessageStore(PutPath, RoleHolder):
         self._role = config.broker_role
         self._offset_check_in_slave = config.offset_check_in_slave
         self._closed = False
+        #: What stopped the appends (`write_error`); None while the store takes them.
+        self._write_error: OSError | None = None
         #: RocketMQ's put lock: one writer at a time appends, expires and flushes.
         self._put_lock = threading.Lock()
         self._last_physical_min_offset = 0
@@ -275,11 +278,18 @@ class MmapMessageStore(PutPath, RoleHolder):
         self.checkpoint.close()
 
     def close(self) -> None:
-        """Flush (fsync) everything, remove the abort marker and unmap the files."""
+        """Flush (fsync) everything, remove the abort marker and unmap the files. A store whose
+        appends a failed write stopped (`write_error`) keeps its abort marker."""
         with self._put_lock:  # a put still running finishes first; later ones are refused
             if self._closed:
                 return
-            if not self.read_only:
+            if not self.read_only and self._write_error is not None:
+                # As RocketMQ's shutdown when the store is not writable: keep what was
+                # published, keep the abort marker, so that the next open recovers the files
+                # as after a crash and cuts the half-written records off.
+                with contextlib.suppress(OSError):
+                    self._flush()
+            elif not self.read_only:
                 self._flush()
                 with contextlib.suppress(FileNotFoundError):
                     (self.store_dir / "abort").unlink()
@@ -298,6 +308,32 @@ class MmapMessageStore(PutPath, RoleHolder):
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+    @property
+    def write_error(self) -> OSError | None:
+        """The error of the write that stopped this store's appends, or None.
+
+        When writing a put's records or entries fails (a full disk, say), the put raises the
+        OSError and the store stops taking messages, as RocketMQ's does once it is not
+        writable: every later put answers SERVICE_NOT_AVAILABLE, reads go on answering what was
+        stored before, and close() keeps the abort marker. Reopening the store recovers its
+        files as after a crash (the records a failed put wrote whole may be kept, the rest is
+        cut off) and takes messages again.
+
+        >>> import tempfile
+        >>> from pullspec.spec import ManualClock, Profile, StoreConfig
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     with MmapMessageStore(folder, StoreConfig(), Profile.V4_9, ManualClock(0)) as s:
+        ...         print(s.write_error)
+        None
+        """
+        return self._write_error
+
+    def _stop_writes(self, exc: OSError) -> None:
+        """Refuse every later put: the failed one left the write position past bytes it never
+        wrote, and queue offsets handed to messages that are not stored."""
+        if self._write_error is None:
+            self._write_error = exc
 
     def _require_writable(self, what: str) -> None:
         if self.read_only:
@@ -437,7 +473,11 @@ class MmapMessageStore(PutPath, RoleHolder):
             return [self.put_message(msgs[0])]
         with self._put_lock:
             self._require_writable("put")
-            return self._put_list(msgs)
+            try:
+                return self._put_list(msgs)
+            except OSError as exc:
+                self._stop_writes(exc)
+                raise
 
     def put_batch(self, batch: MessageBatch) -> PutResults:
         """Append a MessageBatch, answering by columns: the same records and results as
@@ -446,7 +486,11 @@ class MmapMessageStore(PutPath, RoleHolder):
             raise InvalidTypeError("batch", batch, "MessageBatch")
         with self._put_lock:
             self._require_writable("put")
-            return self._put_columns(batch)
+            try:
+                return self._put_columns(batch)
+            except OSError as exc:
+                self._stop_writes(exc)
+                raise
 
     def get_message(
         self,

@@ -13,12 +13,14 @@ import pytest
 
 import pullspec.fast.commitlog
 import pullspec.fast.mapped
+from pullspec.fast.batch import MessageBatch
 from pullspec.fast.store import MmapMessageStore
 from pullspec.spec.clock import ManualClock
 from pullspec.spec.config import StoreConfig
 from pullspec.spec.message import BrokerInnerMessage
 from pullspec.spec.profiles import Profile
 from pullspec.spec.ruleset import Ruleset
+from pullspec.spec.status import PutMessageStatus
 
 CONFIG = StoreConfig(mapped_file_size_commit_log=4096)
 RULES = Ruleset.of(Profile.V4_9)
@@ -312,3 +314,83 @@ def test_a_failed_part_is_raised_by_its_put(tmp_path: Path) -> None:
     assert not s.commit_log._parts  # every part was waited for: none still reads the buffer
     assert len(calls) >= 2
     s.close()
+
+
+def _pulled(s: MmapMessageStore) -> list[list[tuple[int, int, bytes]]]:
+    """Every queue's messages, as (queue offset, commit-log offset, body)."""
+    return [
+        [
+            (m.queue_offset, m.commitlog_offset, m.body)
+            for r in s.pull_through("G", "T", q, 0, 32)
+            for m in r.messages
+        ]
+        for q in (0, 1, 2)
+    ]
+
+
+@pytest.mark.parametrize("how", ["put_batch", "put_messages", "put_message"])
+def test_a_failed_write_stops_the_appends_until_reopened(tmp_path: Path, how: str) -> None:
+    real_pwrite = pullspec.fast.commitlog._pwrite
+    writes: list[int] = []
+
+    def failing(fd: int, data: Any, pos: int) -> None:
+        # The put under test fails on its second write (a full disk), the earlier ones pass.
+        writes.append(pos)
+        if len(writes) == 2:
+            raise OSError(28, "No space left on device")
+        real_pwrite(fd, data, pos)
+
+    cfg = StoreConfig(mapped_file_size_commit_log=64 << 10)
+    s = MmapMessageStore(tmp_path, cfg, Profile.V4_9, ManualClock(5), transient_store_pool=True)
+    s.put_messages(_messages(40))
+    before, stored = s.get_max_phy_offset(), _pulled(s)
+    batch = _parted_batch()
+    with (
+        mock.patch("pullspec.fast.commitlog.COMMIT_PART", 4096),
+        mock.patch("pullspec.fast.commitlog._pwrite", failing),
+        pytest.raises(OSError, match="No space"),
+    ):
+        tried = batch.messages()
+        if how == "put_batch":
+            s.put_batch(batch)
+        elif how == "put_messages":
+            tried = tried[:100]
+            s.put_messages(tried)  # message by message: one write per file
+        else:
+            # Its records go to the staging buffer only when they start a file: fill this one.
+            for m in tried:
+                s.put_message(m)
+    assert isinstance(s.write_error, OSError)
+    # Every later put is refused, by each path, and the store does not move.
+    refused = PutMessageStatus.SERVICE_NOT_AVAILABLE
+    published = s.get_max_phy_offset()
+    assert refused == s.put_message(_messages(1)[0]).status
+    assert [refused] * 2 == [r.status for r in s.put_messages(_messages(2))]
+    assert [refused] * 40 == [r.status for r in s.put_messages(_messages(40))]
+    assert [refused] * 3 == [
+        r.status for r in s.put_batch(MessageBatch.from_messages(_messages(3)))
+    ]
+    assert published == s.get_max_phy_offset()
+    # What was stored before the failed put is still read whole.
+    assert stored == [q[: len(q0)] for q, q0 in zip(_pulled(s), stored, strict=True)]
+    s.close()
+    assert (tmp_path / "abort").exists()
+    # Reopened, the files are recovered as after a crash: the messages before the failed put
+    # are all there, the queues hold no hole, and the store takes messages again after them.
+    again = MmapMessageStore(tmp_path, cfg, Profile.V4_9, ManualClock(6))
+    assert again.recovery.abnormal
+    assert again.write_error is None
+    assert before <= again.get_max_phy_offset()
+    reread = _pulled(again)
+    assert stored == [q[: len(q0)] for q, q0 in zip(reread, stored, strict=True)]
+    for queue_id, (q, q0) in enumerate(zip(reread, stored, strict=True)):
+        assert list(range(len(q))) == [offset for offset, _, _ in q]
+        # Beyond them, only records the failed put wrote whole: the first of its messages.
+        kept = [body for _, _, body in q[len(q0) :]]
+        assert [m.body for m in tried if m.queue_id == queue_id][: len(kept)] == kept
+    result = again.put_message(BrokerInnerMessage(topic="T", queue_id=0, body=b"after"))
+    assert PutMessageStatus.PUT_OK == result.status
+    assert len(reread[0]) == result.queue_offset
+    assert again.get_max_phy_offset() == result.wrote_offset + result.wrote_bytes
+    again.close()
+    assert not (tmp_path / "abort").exists()
