@@ -291,23 +291,28 @@ def test_a_batch_committed_in_parts_writes_the_same_files(tmp_path: Path) -> Non
         assert phys_a != phys_b or hi_a == lo_b
 
 
-def test_a_failed_part_is_raised_by_its_put(tmp_path: Path) -> None:
+def _full_disk(calls: list[int], committer_only: bool) -> Any:
+    """A pwrite that fails as a full disk would on the second of its `calls` (those of the
+    committer thread only, when `committer_only`), the others passing to the real one."""
     real_pwrite = pullspec.fast.commitlog._pwrite
-    calls: list[int] = []
 
     def failing(fd: int, data: Any, pos: int) -> None:
-        # The committer's second part fails, as a full disk would.
-        if threading.current_thread().name.startswith("pullspec-commit"):
+        if not committer_only or threading.current_thread().name.startswith("pullspec-commit"):
             calls.append(pos)
             if len(calls) == 2:
                 raise OSError(28, "No space left on device")
         real_pwrite(fd, data, pos)
 
+    return mock.patch("pullspec.fast.commitlog._pwrite", failing)
+
+
+def test_a_failed_part_is_raised_by_its_put(tmp_path: Path) -> None:
+    calls: list[int] = []
     cfg = StoreConfig(mapped_file_size_commit_log=64 << 10)
     s = MmapMessageStore(tmp_path, cfg, Profile.V4_9, ManualClock(5), transient_store_pool=True)
     with (
         mock.patch("pullspec.fast.commitlog.COMMIT_PART", 4096),
-        mock.patch("pullspec.fast.commitlog._pwrite", failing),
+        _full_disk(calls, committer_only=True),
         pytest.raises(OSError, match="No space"),
     ):
         s.put_batch(_parted_batch())
@@ -330,16 +335,7 @@ def _pulled(s: MmapMessageStore) -> list[list[tuple[int, int, bytes]]]:
 
 @pytest.mark.parametrize("how", ["put_batch", "put_messages", "put_message"])
 def test_a_failed_write_stops_the_appends_until_reopened(tmp_path: Path, how: str) -> None:
-    real_pwrite = pullspec.fast.commitlog._pwrite
-    writes: list[int] = []
-
-    def failing(fd: int, data: Any, pos: int) -> None:
-        # The put under test fails on its second write (a full disk), the earlier ones pass.
-        writes.append(pos)
-        if len(writes) == 2:
-            raise OSError(28, "No space left on device")
-        real_pwrite(fd, data, pos)
-
+    writes: list[int] = []  # the put under test fails on its second write
     cfg = StoreConfig(mapped_file_size_commit_log=64 << 10)
     s = MmapMessageStore(tmp_path, cfg, Profile.V4_9, ManualClock(5), transient_store_pool=True)
     s.put_messages(_messages(40))
@@ -347,7 +343,7 @@ def test_a_failed_write_stops_the_appends_until_reopened(tmp_path: Path, how: st
     batch = _parted_batch()
     with (
         mock.patch("pullspec.fast.commitlog.COMMIT_PART", 4096),
-        mock.patch("pullspec.fast.commitlog._pwrite", failing),
+        _full_disk(writes, committer_only=False),
         pytest.raises(OSError, match="No space"),
     ):
         tried = batch.messages()
