@@ -164,6 +164,7 @@ class SmallPut:
         _put_lock: threading.Lock
         read_only: bool
         _closed: bool
+        _refusing_puts: bool
         # The caches below are plain attributes the store sets in its __init__ (see
         # `prepared_cache`).
         #: The shapes put_message's one-pass path takes.
@@ -194,14 +195,14 @@ class SmallPut:
         lock = self._put_lock
         lock.acquire()
         try:
-            if self.read_only or self._closed:
-                self._require_writable("put")
+            if self._refusing_puts:  # read-only, closed, or stopped by a failed write
+                self._require_writable("put")  # raises unless a failed write stopped it
+                return self._put_each([msg])[0]  # validated, then refused
             if (
                 type(msg) is not BrokerInnerMessage
                 or msg.stored_properties is not None
                 or self._role is _SLAVE
                 or self.flush_mode == "sync"
-                or self._write_error is not None
             ):
                 return self._put_each([msg])[0]
             topic = msg.topic

@@ -127,6 +127,8 @@ class MmapMessageStore(PutPath, RoleHolder):
         self._closed = False
         #: What stopped the appends (`write_error`); None while the store takes them.
         self._write_error: OSError | None = None
+        #: read_only, closed or `_write_error`: put_message's one check of all three.
+        self._refusing_puts = read_only
         #: RocketMQ's put lock: one writer at a time appends, expires and flushes.
         self._put_lock = threading.Lock()
         self._last_physical_min_offset = 0
@@ -155,8 +157,9 @@ class MmapMessageStore(PutPath, RoleHolder):
             self.rules,
             read_only,
         )
-        self._volatile = on_ram_filesystem(self._root)
-        self.commit_log.volatile = self._volatile
+        # On tmpfs nothing is msync'ed (fast.mapped.on_ram_filesystem): the log's flag is the
+        # store's, which its queues and checkpoint take from it.
+        self.commit_log.volatile = on_ram_filesystem(self._root)
         self.commit_log.warm = bool(warm_mapped_files)
         self.commit_log.transient = bool(transient_store_pool)
         self._spares: Spares[MappedFile] | None = None
@@ -167,7 +170,7 @@ class MmapMessageStore(PutPath, RoleHolder):
         self.commit_log.spares = self._spares
         self.queues: dict[tuple[str, int], ConsumeQueue] = {}
         self.checkpoint = Checkpoint(
-            self.store_dir / "checkpoint", read_only, fresh, self._volatile
+            self.store_dir / "checkpoint", read_only, fresh, self.commit_log.volatile
         )
         try:
             if not fresh:
@@ -220,7 +223,7 @@ class MmapMessageStore(PutPath, RoleHolder):
         q.transient = self.commit_log.transient
         q.flush_filled = self.commit_log.flush_filled
         q.spares = self._spares
-        q.volatile = self._volatile
+        q.volatile = self.commit_log.volatile
         return q
 
     def _load_queues(self) -> None:
@@ -293,9 +296,9 @@ class MmapMessageStore(PutPath, RoleHolder):
                 self._flush()
                 with contextlib.suppress(FileNotFoundError):
                     (self.store_dir / "abort").unlink()
-                if not self._volatile:
+                if not self.commit_log.volatile:
                     fsync_dir(self.store_dir)
-            self._closed = True
+            self._closed = self._refusing_puts = True
             self._unmap()
 
     def __enter__(self) -> MmapMessageStore:
@@ -334,6 +337,7 @@ class MmapMessageStore(PutPath, RoleHolder):
         wrote, and queue offsets handed to messages that are not stored."""
         if self._write_error is None:
             self._write_error = exc
+            self._refusing_puts = True
 
     def _require_writable(self, what: str) -> None:
         if self.read_only:
