@@ -80,6 +80,28 @@ def copy_bytes_py(out: Any, q: Any, src: Any, start: int, n: int) -> Any:  # pra
 copy_bytes: Any = numba.njit(inline="always")(copy_bytes_py)
 
 
+def put_be32_py(out: Any, q: Any, v: Any) -> None:  # pragma: no cover - compiled
+    """Store the low 32 bits of `v` big-endian at out[q:q + 4]. Four stores written out, never
+    a loop: LLVM then merges them into one byte-swapped store (a loop over the bytes stayed
+    four stores, a sixth of a record's encoding)."""
+    out[q] = (v >> 24) & 0xFF
+    out[q + np.uint64(1)] = (v >> 16) & 0xFF
+    out[q + np.uint64(2)] = (v >> 8) & 0xFF
+    out[q + np.uint64(3)] = v & 0xFF
+
+
+put_be32: Any = numba.njit(inline="always")(put_be32_py)
+
+
+def put_be64_py(out: Any, q: Any, v: Any) -> None:  # pragma: no cover - compiled
+    """Store `v` big-endian at out[q:q + 8], as `put_be32` does."""
+    put_be32(out, q, v >> 32)
+    put_be32(out, q + np.uint64(4), v)
+
+
+put_be64: Any = numba.njit(inline="always")(put_be64_py)
+
+
 def encode_py(  # pragma: no cover - compiled
     out: Any,
     base: int,
@@ -119,20 +141,16 @@ def encode_py(  # pragma: no cover - compiled
         # template; the others are stored big-endian over it.
         for b in range(width):
             out[q + b] = template[b]
-        for at, v, size in (
-            (0, lengths[k], 4),
-            (8, crc, 4),
-            (12, queue_ids[k], 4),
-            (16, flags[k], 4),
-            (20, queue_offsets[k], 8),
-            (28, phys[k], 8),
-            (40, born_ts[k], 8),
-            (56, store_ts[k], 8),
-            (72, reconsume[k], 4),
-            (84, body_lengths[k], 4),
-        ):
-            for b in range(size):
-                out[q + np.uint64(at + b)] = (v >> (8 * (size - 1 - b))) & 0xFF
+        put_be32(out, q, lengths[k])
+        put_be32(out, q + np.uint64(8), crc)
+        put_be32(out, q + np.uint64(12), queue_ids[k])
+        put_be32(out, q + np.uint64(16), flags[k])
+        put_be64(out, q + np.uint64(20), queue_offsets[k])
+        put_be64(out, q + np.uint64(28), phys[k])
+        put_be64(out, q + np.uint64(40), born_ts[k])
+        put_be64(out, q + np.uint64(56), store_ts[k])
+        put_be32(out, q + np.uint64(72), reconsume[k])
+        put_be32(out, q + np.uint64(84), body_lengths[k])
         q += width
         q = copy_bytes(out, q, body, body_starts[k], body_lengths[k])
         t = topic_index[k]
