@@ -8,6 +8,7 @@ import hashlib
 import itertools
 import json
 import struct
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from hypothesis import strategies as st
 import pullspec.fast.factories
 from pullspec.conformance.adapters._config import store_config
 from pullspec.conformance.vectors import Verdict, load_cases, run_case
+from pullspec.fast.batch import MessageBatch
 from pullspec.fast.read_plan import GetRequest
 from pullspec.fast.store import MmapMessageStore
 from pullspec.spec.clock import ManualClock
@@ -201,6 +203,20 @@ def test_bad_input_raises_typed_errors_store_unchanged(tmp_path: Path) -> None:
         for call in (lambda: store.put_message(msg()), store.delete_expired_files):
             with pytest.raises(ReadOnlyStoreError):
                 call()
+    assert tree_digest(main) == digest
+    # A closed store refuses every put path too, and writes nothing.
+    closed = MmapMessageStore(main, CFG, Profile.V4_9, clock)
+    closed.close()
+    digest = tree_digest(main)
+    calls: list[Callable[[], object]] = [
+        lambda: closed.put_message(msg()),
+        lambda: closed.put_messages([msg(), msg(queue_id=1)]),
+        lambda: closed.put_batch(MessageBatch.from_messages([msg()])),
+        closed.delete_expired_files,
+    ]
+    for put in calls:
+        with pytest.raises(ReadOnlyStoreError, match="closed"):
+            put()
     assert tree_digest(main) == digest
 
 
