@@ -256,7 +256,10 @@ class MmapMessageStore(PutPath, RoleHolder):
     # -- lifecycle ---------------------------------------------------------------------------
 
     def _checkpoint(self) -> None:
-        self.checkpoint.update(self._last_store_timestamp, self.commit_log.max_offset())
+        # After a failed write the log's max offset may pass records whose entries were never
+        # written: the checkpoint stays where it was, and reopening rebuilds them from there.
+        if self._write_error is None:
+            self.checkpoint.update(self._last_store_timestamp, self.commit_log.max_offset())
 
     def flush(self) -> None:
         """msync the commit log and the consume queues, then record the checkpoint."""
@@ -289,7 +292,8 @@ class MmapMessageStore(PutPath, RoleHolder):
             if not self.read_only and self._write_error is not None:
                 # As RocketMQ's shutdown when the store is not writable: keep what was
                 # published, keep the abort marker, so that the next open recovers the files
-                # as after a crash and cuts the half-written records off.
+                # as after a crash: it cuts the half-written records off and rebuilds the
+                # entries a failed write left out (the checkpoint did not move, `_checkpoint`).
                 with contextlib.suppress(OSError):
                     self._flush()
             elif not self.read_only:
@@ -319,9 +323,10 @@ class MmapMessageStore(PutPath, RoleHolder):
         When writing a put's records or entries fails (a full disk, say), the put raises the
         OSError and the store stops taking messages, as RocketMQ's does once it is not
         writable: every later put answers SERVICE_NOT_AVAILABLE, reads go on answering what was
-        stored before, and close() keeps the abort marker. Reopening the store recovers its
-        files as after a crash (the records a failed put wrote whole may be kept, the rest is
-        cut off) and takes messages again.
+        stored before, the checkpoint stays where it was and close() keeps the abort marker.
+        Reopening the store recovers its files as after a crash (the records a failed put wrote
+        whole are kept and their entries rebuilt, the rest is cut off) and takes messages
+        again.
 
         >>> import tempfile
         >>> from pullspec.spec import ManualClock, Profile, StoreConfig

@@ -12,6 +12,7 @@ from unittest import mock
 import pytest
 
 import pullspec.fast.commitlog
+import pullspec.fast.consumequeue
 import pullspec.fast.mapped
 from pullspec.fast.batch import MessageBatch
 from pullspec.fast.store import MmapMessageStore
@@ -390,3 +391,37 @@ def test_a_failed_write_stops_the_appends_until_reopened(tmp_path: Path, how: st
     assert again.get_max_phy_offset() == result.wrote_offset + result.wrote_bytes
     again.close()
     assert not (tmp_path / "abort").exists()
+
+
+def test_a_failed_entry_write_loses_no_message_of_its_put(tmp_path: Path) -> None:
+    # The records are in the commit log, published, when a consume-queue write fails (a full
+    # disk): the put raises, the store stops, and the reopened store rebuilds the entries, so
+    # every message of the failed put is read back, each queue's offsets without a hole.
+    real_write = pullspec.fast.consumequeue.ConsumeQueue._write
+    writes: list[int] = []
+
+    def failing(q: pullspec.fast.consumequeue.ConsumeQueue, pos: int, data: Any) -> None:
+        writes.append(pos)
+        if len(writes) == 2:
+            raise OSError(28, "No space left on device")
+        real_write(q, pos, data)
+
+    cfg = StoreConfig(mapped_file_size_commit_log=64 << 10)
+    s = MmapMessageStore(tmp_path, cfg, Profile.V4_9, ManualClock(5), transient_store_pool=True)
+    s.put_messages(_messages(40))
+    batch = _parted_batch()
+    with (
+        mock.patch.object(pullspec.fast.consumequeue.ConsumeQueue, "_write", failing),
+        pytest.raises(OSError, match="No space"),
+    ):
+        s.put_batch(batch)
+    assert isinstance(s.write_error, OSError)
+    s.close()
+    again = MmapMessageStore(tmp_path, cfg, Profile.V4_9, ManualClock(6))
+    assert again.recovery.abnormal and again.recovery.rebuilt_entries > 0
+    before = {q: [m.body for m in _messages(40) if m.queue_id == q] for q in (0, 1, 2)}
+    for queue_id, q in enumerate(_pulled(again)):
+        expected = before[queue_id] + [m.body for m in batch.messages() if m.queue_id == queue_id]
+        assert expected == [body for _, _, body in q]
+        assert list(range(len(q))) == [offset for offset, _, _ in q]
+    again.close()
