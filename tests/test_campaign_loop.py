@@ -18,7 +18,7 @@ from pullspec.conformance.jsontypes import JSONObject
 from pullspec.conformance.machines import gen
 from pullspec.conformance.machines.draw import Context, RandomDraw
 from pullspec.conformance.observe import Session, compare
-from pullspec.conformance.ops import MACHINE_AREAS, Observation
+from pullspec.conformance.ops import MACHINE_AREAS, Observation, Op
 from pullspec.spec.errors import PullspecError
 from pullspec.spec.profiles import Profile
 
@@ -55,6 +55,27 @@ def test_note_raw_learns_what_note_learns(area: str) -> None:
             raw = {"error": exc.kind.value}
         by_raw.note_raw(op, raw)
         assert by_observation == by_raw
+
+
+@pytest.mark.parametrize(
+    ("queues", "expected"),
+    [
+        ({"0": {"minOffset": 0, "maxOffset": 3}}, {"0": (0, 3)}),
+        # Not what the reference answers, but what Observation.from_json would hand on: the
+        # key as a str, the bounds as ints.
+        ({1: {"minOffset": 2.0, "maxOffset": "5"}}, {"1": (2, 5)}),
+        ({"4": {"minOffset": True, "maxOffset": 7}}, {"4": (1, 7)}),
+    ],
+)
+def test_note_raw_learns_each_queues_bounds(
+    queues: dict[Any, Any], expected: dict[str, tuple[int, int]]
+) -> None:
+    ctx = Context.start("store", {})
+    ctx.queues["9"] = (1, 2)  # a queue the observation does not name keeps what was learnt
+    ctx.note_raw(Op("put", {}), {"queues": queues, "commitLogMaxOffset": 0})
+    assert {**expected, "9": (1, 2)} == ctx.queues
+    for low, high in ctx.queues.values():
+        assert (int, int) == (type(low), type(high))
 
 
 @pytest.mark.parametrize(

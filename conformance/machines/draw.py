@@ -159,8 +159,15 @@ class Context:
             self.now = to_int(raw["now"])
         queues = raw.get("queues") if "queues" in state_keys else None
         for qid, bounds in queues.items() if is_object(queues) else ():
-            low, high = as_object(bounds)["minOffset"], as_object(bounds)["maxOffset"]
-            self.queues[str(qid)] = (to_int(low), to_int(high))
+            if type(bounds) is not dict:
+                bounds = as_object(bounds)
+            low, high = bounds["minOffset"], bounds["maxOffset"]
+            # The reference's str keys and exact ints skip the conversions: a store op learns
+            # two or more queues, and this loop was most of its note.
+            self.queues[qid if type(qid) is str else str(qid)] = (
+                low if type(low) is int else to_int(low),
+                high if type(high) is int else to_int(high),
+            )
         # maxOffset, minOffset and results are result fields in every area.
         if raw.get("maxOffset") is not None and "queueId" in op.args:
             bounds = (to_int(raw["minOffset"]), to_int(raw["maxOffset"]))
