@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import platform
+import sys
 from pathlib import Path
 from unittest import mock
 
@@ -71,6 +73,9 @@ def test_bench_json_has_the_issue_figures() -> None:
     assert figures["w1_pulled_messages"] == 2_000  # the child pulled the whole W1 store
     assert figures["sim_steps"] == 100
     assert "not measured in this run" in figures["peer_java_source"]
+    assert figures["python"].startswith(
+        f"{platform.python_implementation()} {platform.python_version()}"
+    )
     assert {k for k in figures if k.endswith("_vs_java")} == {r[0] for r in bench.VS_JAVA}
 
 
@@ -211,6 +216,21 @@ def test_bench_campaign_alternates_the_core_counts_and_judges_the_rounds_median(
     assert [60.0, 50.0] == report["runs"]["1"]["runs_ops_per_s"]
     assert 120.0 == report["runs"]["2"]["ops_per_s"]  # 600 ops in the fastest 5 s
     assert 100.0 == report["runs"]["1"]["ops_per_core_s"]
+    assert sys.executable in report["python"]
+
+
+def test_the_interpreter_is_named_by_how_it_links_libpython() -> None:
+    from pullspec.conformance import interpreter
+
+    # A /proc/<pid>/maps line: address range, permissions, offset, device, inode, path.
+    shared = "7f3c00000000-7f3c00200000 r-xp 00000000 08:01 1234 /usr/lib/libpython3.11.so.1.0"
+    static = "55d000000000-55d000100000 r-xp 00000000 08:01 99 /usr/bin/python3.11"
+    assert "shared" == interpreter.libpython_linking(f"{static}\n{shared}\n")
+    assert "linked in" == interpreter.libpython_linking(f"{static}\n")
+    assert "unknown" == interpreter.libpython_linking(None)
+    described = interpreter.describe()
+    assert described.startswith(f"{platform.python_implementation()} {platform.python_version()}")
+    assert sys.executable in described
 
 
 def test_round_speedups_pairs_each_round_and_refuses_unequal_rounds() -> None:

@@ -34,6 +34,7 @@ from typing import NotRequired, TypedDict
 import attrs
 import click
 
+from pullspec.conformance import interpreter
 from pullspec.conformance.campaign import rows as campaign_rows
 from pullspec.conformance.campaign import run as campaign
 from pullspec.conformance.campaign import spark as campaign_spark
@@ -92,6 +93,8 @@ class BenchReport(TypedDict):
     partitions: int
     repeat: int
     runs: dict[str, CoresRun]
+    #: The interpreter of the driver and the workers (conformance.interpreter.describe).
+    python: str
     #: The fastest 2-core run's ops/s over the fastest 1-core run's.
     speedup_1_to_2: NotRequired[float]
     #: Each round's speed-up (`round_speedups`), and their median, which the target judges.
@@ -299,6 +302,7 @@ def bench_campaign_command(
         "partitions": parts,
         "repeat": repeat,
         "runs": runs,
+        "python": interpreter.describe(),
     }
     if 1 in sessions and 2 in sessions:
         rounds = round_speedups(sessions[1], sessions[2])

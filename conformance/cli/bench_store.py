@@ -5,7 +5,8 @@ W2 pulls with and without a tag filter, batched pulls, appends, recovery, agains
 and a raw write measured in the same run); the process-queue figures are
 `conformance.pq_bench.bench_process_queue`. `--json` prints one object with a key per figure; the
 `*_vs_java` ratios are against the Java figures of ../shared/bench/README.md (run A, a machine of
-the same kind, not this run), which `peer_java_source` names. `--sim-steps` sets the simulation
+the same kind, not this run), which `peer_java_source` names; `python` names the interpreter
+(conformance.interpreter: its build moves every pure-Python figure). `--sim-steps` sets the simulation
 whose peak memory is measured (10^5 by default; 10^6 steps take over 20 minutes and about 1 GB
 on the development machine; 0 skips it).
 """
@@ -40,7 +41,7 @@ PEER_JAVA_SOURCE = (
 def bench_command(quick: bool, sim_steps: int | None, quiet: bool, as_json: bool) -> None:
     """Measure fast vs reference: pulls, batched pulls, scans, appends, recovery, process queue,
     peak memory; and the ratios to the Java store's published figures."""
-    from pullspec.conformance import bench
+    from pullspec.conformance import bench, interpreter
     from pullspec.conformance.candidates import factory
     from pullspec.conformance.pq_bench import bench_process_queue
     from pullspec.conformance.resolve import resolve
@@ -55,7 +56,8 @@ def bench_command(quick: bool, sim_steps: int | None, quiet: bool, as_json: bool
         click.echo("measuring the process queue…", err=True)
     figures.update(bench_process_queue(quick, factory(resolve("reference"), "process_queue")))
     if as_json:
-        click.echo(json.dumps({**figures, "peer_java_source": PEER_JAVA_SOURCE}, sort_keys=True))
+        labels = {"peer_java_source": PEER_JAVA_SOURCE, "python": interpreter.describe()}
+        click.echo(json.dumps({**figures, **labels}, sort_keys=True))
     else:
         ratios = {k for k in figures if k.endswith("_vs_java")}
         width = max(len(k) for k in figures)
@@ -64,6 +66,7 @@ def bench_command(quick: bool, sim_steps: int | None, quiet: bool, as_json: bool
         click.echo(f"ratios to the Java peer (> 1: fast is better), against {PEER_JAVA_SOURCE}:")
         for key in sorted(ratios):
             click.echo(f"{key:<{width}}  {figures[key]:,.3f}")
+        click.echo(f"measured on {interpreter.describe()}")
     sys.stdout.flush()
 
 
