@@ -2,11 +2,11 @@
 by their build as well as by their code.
 
 The same code on the same machine diffed a campaign op in 33.6–37.1 µs under Debian's Python
-3.11.2, whose executable has libpython linked in (built with profile-guided and link-time
-optimisation), and in 39.0–40.2 µs under a default pyenv build of 3.11.7, whose executable
-calls a shared libpython: about an eighth slower, for every pure-Python part. `sysconfig`
-cannot tell the two apart (Debian's build reports `Py_ENABLE_SHARED` too, for the library it
-also ships), so the running process's own mappings are read.
+3.11.2, whose executable has libpython linked in, and in 39.0–40.2 µs under a pyenv build of
+3.11.7 configured with `--enable-shared` and without `--enable-optimizations`, whose
+executable calls a shared libpython: about an eighth slower, for every pure-Python part.
+`sysconfig` cannot tell the two apart (Debian's reports `Py_ENABLE_SHARED` too, for the
+library it also ships), so the running process's own mappings are read.
 
     >>> libpython_linking("7f00-7f01 r-xp 0 08:01 5 /usr/lib/libpython3.11.so.1.0\\n")
     'shared'
