@@ -1,8 +1,8 @@
 """The interpreter a benchmark ran on, named in its JSON so that two figures can be told apart
 by their build as well as by their code.
 
-The same code on the same machine diffed a campaign op in 33.6–37.1 µs under Debian's Python
-3.11.2, whose executable has libpython linked in, and in 39.0–40.2 µs under a pyenv build of
+The same code on the same machine diffed a campaign op in 33.6–36.0 µs under Debian's Python
+3.11.2, whose executable has libpython linked in, and in 39.0–41.1 µs under a pyenv build of
 3.11.7 configured with `--enable-shared` and without `--enable-optimizations`, whose
 executable calls a shared libpython: about an eighth slower, for every pure-Python part.
 `sysconfig` cannot tell the two apart (Debian's reports `Py_ENABLE_SHARED` too, for the
