@@ -4,7 +4,7 @@ by their build as well as by their code.
 The same code on the same machine diffed a campaign op in 33.6–36.0 µs under Debian's Python
 3.11.2, whose executable has libpython linked in, and in 39.0–41.1 µs under a pyenv build of
 3.11.7 configured with `--enable-shared` and without `--enable-optimizations`, whose
-executable calls a shared libpython: about an eighth slower, for every pure-Python part.
+executable calls a shared libpython: about an eighth slower.
 `sysconfig` cannot tell the two apart (Debian's reports `Py_ENABLE_SHARED` too, for the
 library it also ships), so the running process's own mappings are read.
 

@@ -61,8 +61,8 @@ def test_note_raw_learns_what_note_learns(area: str) -> None:
     ("queues", "expected"),
     [
         ({"0": {"minOffset": 0, "maxOffset": 3}}, {"0": (0, 3)}),
-        # Not what the reference answers, but what Observation.from_json would hand on: the
-        # key as a str, the bounds as ints.
+        # Values the reference never answers are still converted: the key to a str, the
+        # bounds to ints.
         ({1: {"minOffset": 2.0, "maxOffset": "5"}}, {"1": (2, 5)}),
         ({"4": {"minOffset": True, "maxOffset": 7}}, {"4": (1, 7)}),
     ],

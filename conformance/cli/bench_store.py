@@ -6,9 +6,9 @@ and a raw write measured in the same run); the process-queue figures are
 `conformance.pq_bench.bench_process_queue`. `--json` prints one object with a key per figure; the
 `*_vs_java` ratios are against the Java figures of ../shared/bench/README.md (run A, a machine of
 the same kind, not this run), which `peer_java_source` names; `python` names the interpreter
-(conformance.interpreter: its build moves every pure-Python figure). `--sim-steps` sets the simulation
-whose peak memory is measured (10^5 by default; 10^6 steps take over 20 minutes and about 1 GB
-on the development machine; 0 skips it).
+(conformance.interpreter: a campaign's op took an eighth longer under a shared libpython).
+`--sim-steps` sets the simulation whose peak memory is measured (10^5 by default; 10^6 steps
+take over 20 minutes and about 1 GB on the development machine; 0 skips it).
 """
 
 from __future__ import annotations
