@@ -3,6 +3,7 @@ the Java check, the shipped zip, the report renderers and the documented schema.
 
 from __future__ import annotations
 
+import gc
 import os
 import re
 import stat
@@ -346,20 +347,44 @@ def test_progress_line() -> None:
     assert "campaign: 5/20 seeds (25%), 12,000 ops, 3,000 ops/s, 1 divergent, 4 s" == p.line()
 
 
-def test_task_counts_seeds_ops_and_failures() -> None:
-    class Counter:
-        def __init__(self) -> None:
-            self.value = 0
+class _Counter:
+    """A stand-in for a Spark accumulator."""
 
-        def add(self, n: int) -> None:
-            self.value += n
+    def __init__(self) -> None:
+        self.value = 0
 
-    counters = (Counter(), Counter(), Counter())
+    def add(self, n: int) -> None:
+        self.value += n
+
+
+@pytest.fixture
+def frozen(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The calls a task makes to gc.freeze, which must not freeze the test process itself."""
+    calls: list[int] = []
+    monkeypatch.setattr(gc, "freeze", lambda: calls.append(1))
+    campaign.freeze_once.cache_clear()
+    return calls
+
+
+def test_task_counts_seeds_ops_and_failures(frozen: list[int]) -> None:
+    counters = (_Counter(), _Counter(), _Counter())
     plan = campaign.Plan(MUTANT, ("process_queue",), steps=10)
     rows = list(campaign_spark._task(plan, counters, [(0, 2), (2, 3)]))
     failed = sum(r[5] in campaign_rows.FAILING for r in rows)
     assert (3, sum(r[4] for r in rows), failed) == tuple(c.value for c in counters)
     assert 0 < failed
+
+
+def test_a_task_freezes_its_warm_worker_once(frozen: list[int]) -> None:
+    plan = campaign.Plan("fast", ("process_queue",), steps=3)
+    counters = (_Counter(), _Counter(), _Counter())
+    assert 2 == len(list(campaign_spark._task(plan, counters, [(0, 1), (1, 2)])))
+    assert [1] == frozen  # once in the process, though the task ran two ranges
+    list(campaign_spark._task(plan, counters, [(2, 3)]))
+    assert [1] == frozen
+    campaign.freeze_once.cache_clear()
+    list(campaign.run_seeds(plan, [3]))  # outside a task the process is the caller's
+    assert [1] == frozen
 
 
 def test_the_documented_schema_is_the_campaign_schema() -> None:

@@ -332,7 +332,7 @@ def _task(
     seeds_acc, ops_acc, fail_acc = counters
     for start, stop in ranges:
         ops = fails = 0
-        for row in run_seeds(plan, range(start, stop)):
+        for row in run_seeds(plan, range(start, stop), freeze=True):
             ops += row[4] if row[1] != SIMULATION else 0
             fails += row[5] in FAILING
             yield row
