@@ -358,15 +358,22 @@ class _Counter:
 
 
 @pytest.fixture
-def frozen(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The calls a task makes to gc.freeze, which must not freeze the test process itself."""
-    calls: list[int] = []
-    monkeypatch.setattr(gc, "freeze", lambda: calls.append(1))
+def frozen(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The calls a task makes to gc.collect and gc.freeze, in order; the test process itself
+    is never frozen."""
+    calls: list[str] = []
+
+    def collect() -> int:
+        calls.append("collect")
+        return 0
+
+    monkeypatch.setattr(gc, "collect", collect)
+    monkeypatch.setattr(gc, "freeze", lambda: calls.append("freeze"))
     campaign.freeze_once.cache_clear()
     return calls
 
 
-def test_task_counts_seeds_ops_and_failures(frozen: list[int]) -> None:
+def test_task_counts_seeds_ops_and_failures(frozen: list[str]) -> None:
     counters = (_Counter(), _Counter(), _Counter())
     plan = campaign.Plan(MUTANT, ("process_queue",), steps=10)
     rows = list(campaign_spark._task(plan, counters, [(0, 2), (2, 3)]))
@@ -375,16 +382,17 @@ def test_task_counts_seeds_ops_and_failures(frozen: list[int]) -> None:
     assert 0 < failed
 
 
-def test_a_task_freezes_its_warm_worker_once(frozen: list[int]) -> None:
+def test_a_task_freezes_its_warm_worker_once(frozen: list[str]) -> None:
     plan = campaign.Plan("fast", ("process_queue",), steps=3)
     counters = (_Counter(), _Counter(), _Counter())
     assert 2 == len(list(campaign_spark._task(plan, counters, [(0, 1), (1, 2)])))
-    assert [1] == frozen  # once in the process, though the task ran two ranges
+    # Once in the process, though the task ran two ranges; the warm-up's garbage goes first.
+    assert ["collect", "freeze"] == frozen
     list(campaign_spark._task(plan, counters, [(2, 3)]))
-    assert [1] == frozen
+    assert ["collect", "freeze"] == frozen
     campaign.freeze_once.cache_clear()
     list(campaign.run_seeds(plan, [3]))  # outside a task the process is the caller's
-    assert [1] == frozen
+    assert ["collect", "freeze"] == frozen
 
 
 def test_the_documented_schema_is_the_campaign_schema() -> None:
