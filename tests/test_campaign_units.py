@@ -369,7 +369,7 @@ def frozen(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
     monkeypatch.setattr(gc, "collect", collect)
     monkeypatch.setattr(gc, "freeze", lambda: calls.append("freeze"))
-    campaign.freeze_once.cache_clear()
+    campaign._freeze_once.cache_clear()
     return calls
 
 
@@ -390,7 +390,7 @@ def test_a_task_freezes_its_warm_worker_once(frozen: list[str]) -> None:
     assert ["collect", "freeze"] == frozen
     list(campaign_spark._task(plan, counters, [(2, 3)]))
     assert ["collect", "freeze"] == frozen
-    campaign.freeze_once.cache_clear()
+    campaign._freeze_once.cache_clear()
     list(campaign.run_seeds(plan, [3]))  # outside a task the process is the caller's
     assert ["collect", "freeze"] == frozen
 

@@ -284,7 +284,7 @@ def _warm_up(plan: Plan, reference: Candidate, candidate: Candidate) -> None:
 
 
 @functools.cache
-def freeze_once() -> None:
+def _freeze_once() -> None:
     """`gc.freeze()` once per process: the modules, the adapters' caches and everything else
     alive after the warm-up are left out of every later collection. A collection walks every
     object of its generations, and these few tens of thousands live as long as the process:
@@ -299,13 +299,13 @@ def freeze_once() -> None:
 def run_seeds(plan: Plan, seeds: Iterable[int], *, freeze: bool = False) -> Iterator[Row]:
     """Every row of `seeds`: for each seed, each profile, each area of `plan`. With `freeze`
     (a Spark task's worker, whose process does nothing else), the objects alive once the
-    sides are warm are frozen out of the cyclic garbage collector (`freeze_once`)."""
+    sides are warm are frozen out of the cyclic garbage collector (`_freeze_once`)."""
     reference, candidate = candidates_for(plan.impl, plan.timeout)
     profiles = [Profile.parse(p) for p in plan.profiles]
     with _scratch(plan.scratch):
         _warm_up(plan, reference, candidate)
         if freeze:
-            freeze_once()
+            _freeze_once()
         for seed in seeds:
             for profile in profiles:
                 for area in plan.areas:
