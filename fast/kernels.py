@@ -7,8 +7,9 @@ so `import fast` never imports numba and PULLSPEC_NO_NUMBA=1 turns every one off
 
 LAYOUT-8's BODYCRC is one CRC-32 per record; called once per record from Python it costs more
 than the rest of an append or a recovery. With numba installed (the `accel` extra) the loop runs
-compiled (slicing-by-16 tables, several records per thread); without it the same answers come
-from `zlib.crc32` record by record.
+compiled (16 bytes a step by carry-less multiplication where the CPU has it, else slicing-by-16
+tables; several records per thread); without it the same answers come from `zlib.crc32` record
+by record.
 """
 
 from __future__ import annotations

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import zlib
+from types import ModuleType
 
 import numpy as np
 import pytest
@@ -59,3 +60,82 @@ def test_ranges_outside_the_data_are_refused() -> None:
         kernels.body_crcs(data, np.array([5]), np.array([6]))
     with pytest.raises(ValueError, match="1 starts but 2 lengths"):
         kernels.body_crcs(data, np.array([0]), np.array([1, 2]))
+
+
+def _x_to_the(n: int) -> int:
+    """x^n mod the CRC-32 polynomial x^32 + x^26 + … + 1 (0x104C11DB7), shift and subtract."""
+    r = 1
+    for _ in range(n):
+        r <<= 1
+        if r & (1 << 32):
+            r ^= 0x104C11DB7
+    return r
+
+
+def _reflected(v: int, bits: int) -> int:
+    return int(format(v, f"0{bits}b")[::-1], 2)
+
+
+def _records() -> ModuleType:
+    compiled = kernels.load(kernels.numba_records)
+    if compiled is None:
+        pytest.skip("numba missing or disabled: no compiled CRC")
+    return compiled
+
+
+def test_fold_constants_move_a_block_sixteen_bytes() -> None:
+    records = _records()
+    # The low 8 bytes of a reflected block are its high-degree half: they move by x^(128 + 32),
+    # the high 8 bytes by x^(128 - 32); reflected, each product comes out one bit short.
+    assert _reflected(_x_to_the(160), 32) << 1 == records.FOLD_LOW
+    assert _reflected(_x_to_the(96), 32) << 1 == records.FOLD_HIGH
+
+
+@pytest.mark.parametrize(
+    ("cpu_name", "cpu_features", "host", "expected"),
+    [
+        (None, None, {"pclmul": True, "ssse3": True}, True),
+        (None, None, {"pclmul": False, "ssse3": True}, False),
+        (None, None, {"pclmul": True}, False),
+        (None, None, {"neon": True}, False),
+        ("generic", None, {"pclmul": True, "ssse3": True}, False),
+        (None, "+sse2", {"pclmul": True, "ssse3": True}, False),
+    ],
+)
+def test_carryless_multiply_only_for_the_host_with_pclmul(
+    cpu_name: str | None, cpu_features: str | None, host: dict[str, bool], expected: bool
+) -> None:
+    records = _records()
+    assert expected == records.carryless_multiply(cpu_name, cpu_features, host)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(min_size=0, max_size=300), st.integers(0, 300), st.integers(0, 300))
+def test_both_crcs_equal_zlib_at_every_length(blob: bytes, start: int, length: int) -> None:
+    records = _records()
+    start = min(start, len(blob))
+    end = min(start + length, len(blob))
+    data = np.frombuffer(blob, dtype=np.uint8)
+    expected = zlib.crc32(blob[start:end]) & 0x7FFFFFFF
+    t = kernels.crc_tables()
+    assert expected == records.crc_of_sliced(data, start, end, t)
+    if records.CARRYLESS:
+        assert expected == records.crc_of_folded(data, start, end, t)
+
+
+def test_folded_crc_every_head_and_tail() -> None:
+    records = _records()
+    if not records.CARRYLESS:
+        pytest.skip("this CPU has no PCLMULQDQ: crc_of is crc_of_sliced")
+    rng = np.random.default_rng(11)
+    blob = rng.integers(0, 256, 400, dtype=np.uint8)
+    t = kernels.crc_tables()
+    # Every length from 0 to 80 (the heads 4 … 16 and the 1 to 3 bytes left to the tables),
+    # at every alignment of a 16-byte block.
+    for length in range(81):
+        for start in range(16):
+            expected = zlib.crc32(blob[start : start + length].tobytes()) & 0x7FFFFFFF
+            assert expected == records.crc_of_folded(blob, start, start + length, t), (
+                start,
+                length,
+            )
