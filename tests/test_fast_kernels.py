@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 import zlib
+from pathlib import Path
 from types import ModuleType
 
 import numpy as np
@@ -139,3 +144,46 @@ def test_folded_crc_every_head_and_tail() -> None:
                 start,
                 length,
             )
+
+
+#: Run where numba compiles for a CPU without PCLMULQDQ: the body CRCs and the batch encoder,
+#: each record's CRC field read back from the encoded bytes.
+_GENERIC_CPU = """
+import json, sys, zlib
+import numpy as np
+from pullspec.fast import kernels
+from pullspec.fast.encode_kernels import HEAD_LENGTH, Run, encode_run, host_bytes, make_tails
+
+records = kernels.load(kernels.numba_records)
+rng = np.random.default_rng(5)
+body = rng.integers(0, 256, 8000, dtype=np.uint8)
+n = 120
+body_lengths = np.arange(n, dtype=np.int64)
+body_starts = np.concatenate(([0], np.cumsum(body_lengths)[:-1])).astype(np.int64)
+expected = [zlib.crc32(body[s : s + k].tobytes()) & 0x7FFFFFFF
+            for s, k in zip(body_starts, body_lengths)]
+crcs = kernels.body_crcs(body, body_starts, body_lengths).tolist()
+lengths = HEAD_LENGTH + body_lengths + 4  # [1]T and an empty properties string
+rel = np.concatenate(([0], np.cumsum(lengths)[:-1])).astype(np.int64)
+zero = np.zeros(n, dtype=np.int64)
+run = Run(rel, lengths, zero, zero, zero, rel, zero, zero, zero, body_starts, body_lengths,
+          zero, zero)
+out = np.zeros(int(lengths.sum()), dtype=np.uint8)
+host = host_bytes(bytes(4), 0)
+encode_run(out, 0, run, body, make_tails([b"T"], [b""]), 0, 0, host, host)
+stored = [int.from_bytes(out[r + 8 : r + 12].tobytes(), "big") for r in rel]
+json.dump({"carryless": records.CARRYLESS, "crcs": crcs == expected,
+           "encoded": stored == expected}, sys.stdout)
+"""
+
+
+def test_without_pclmul_the_loops_use_the_tables(tmp_path: Path) -> None:
+    _records()
+    # A CPU named for numba may lack the instruction: `crc_of` is then the sliced one, and the
+    # loops that call it must compile and answer zlib's CRCs (a cache of their own).
+    env = {**os.environ, "NUMBA_CPU_NAME": "generic", "NUMBA_CACHE_DIR": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, "-c", _GENERIC_CPU], env=env, capture_output=True, text=True, check=False
+    )
+    assert 0 == done.returncode, done.stderr
+    assert {"carryless": False, "crcs": True, "encoded": True} == json.loads(done.stdout)
