@@ -56,10 +56,15 @@ def carryless_multiply(
     return bool(host.get("pclmul", False) and host.get("ssse3", False))
 
 
+def _host_features() -> Mapping[str, bool]:
+    try:
+        return llvmlite.binding.get_host_cpu_features()  # type: ignore[no-any-return]
+    except RuntimeError:  # LLVM could not tell on this platform: the tables, then
+        return {}
+
+
 #: Whether `crc_of` is `crc_of_folded` on this machine.
-CARRYLESS = carryless_multiply(
-    _config.CPU_NAME, _config.CPU_FEATURES, llvmlite.binding.get_host_cpu_features()
-)
+CARRYLESS = carryless_multiply(_config.CPU_NAME, _config.CPU_FEATURES, _host_features())
 
 
 def advance_py(data: Any, start: Any, end: Any, c: Any, t: Any) -> Any:  # pragma: no cover

@@ -114,6 +114,16 @@ def test_carryless_multiply_only_for_the_host_with_pclmul(
     assert expected == records.carryless_multiply(cpu_name, cpu_features, host)
 
 
+def test_a_host_llvm_cannot_describe_gets_the_tables(monkeypatch: pytest.MonkeyPatch) -> None:
+    records = _records()
+
+    def unknown() -> dict[str, bool]:
+        raise RuntimeError("failed to get host cpu features")
+
+    monkeypatch.setattr(records.llvmlite.binding, "get_host_cpu_features", unknown)
+    assert not records.carryless_multiply(None, None, records._host_features())
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.binary(min_size=0, max_size=300), st.integers(0, 300), st.integers(0, 300))
 def test_both_crcs_equal_zlib_at_every_length(blob: bytes, start: int, length: int) -> None:
