@@ -225,7 +225,10 @@ def round_speedups(ones: Sequence[SessionRun], twos: Sequence[SessionRun]) -> li
 @click.option(
     "--seeds",
     type=click.IntRange(min=1),
-    default=1024,
+    # 2,048: a job of 1,024 (about 8 s on 2 cores) lost 10-11 % of its cores' time outside
+    # its traces — mostly its fixed cost and the JIT compiling the JVM still does in every job —
+    # and one of 2,048 8 %; a campaign of minutes pays those once (docs/using/campaigns.md).
+    default=2048,
     show_default=True,
     help="Seeds per job: enough that the job's fixed cost (job_fixed_s) is a few per cent.",
 )
