@@ -109,8 +109,8 @@ class Sizes:
     reference: int = 100_000
     passes: int = 5
     file_size: int = 128 * MIB
-    #: Steps of the simulation whose peak memory is measured (0: not measured). 10^6 steps take
-    #: over 20 minutes and about 1 GB on the busy development machine: `--sim-steps 1000000`.
+    #: Steps of the simulation whose peak memory is measured (0: not measured). 10^6 steps need
+    #: about 1 GB and took 93 s to 32 minutes on the development machine: `--sim-steps 1000000`.
     sim_steps: int = 100_000
 
     @property

@@ -8,7 +8,7 @@ and a raw write measured in the same run); the process-queue figures are
 the same kind, not this run), which `peer_java_source` names; `python` names the interpreter
 (conformance.interpreter: a campaign's op took an eighth longer under a shared libpython).
 `--sim-steps` sets the simulation whose peak memory is measured (10^5 by default; 10^6 steps
-take over 20 minutes and about 1 GB on the development machine; 0 skips it).
+need about 1 GB and took 93 s to 32 minutes on the development machine; 0 skips it).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ PEER_JAVA_SOURCE = (
     type=click.IntRange(min=0),
     default=None,
     help="Steps of the simulation whose peak memory is measured [default: 10^5, or 10^4 with "
-    "--quick; 0 skips it]. 10^6 steps take over 20 minutes and about 1 GB.",
+    "--quick; 0 skips it]. 10^6 steps need about 1 GB and take minutes.",
 )
 @click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
